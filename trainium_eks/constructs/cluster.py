@@ -1,0 +1,281 @@
+"""TrainingCluster: the EKS control plane, its system node group and managed add-ons."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Dict, Mapping, Optional, Sequence
+
+from aws_cdk import CfnCondition, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from constructs import Construct
+
+from trainium_eks import versions
+from trainium_eks.catalog import instance_facts
+from trainium_eks.constructs.node_launch_template import NodeLaunchTemplate
+from trainium_eks.constructs.node_role import NodeRole
+from trainium_eks.constructs.pod_identity_role import PodIdentityRole
+from trainium_eks.nag import acknowledge, managed_policy_findings, token_finding
+from trainium_eks.validation import Problems, is_concrete
+
+DEFAULT_SYSTEM_INSTANCE_TYPE = "m7i.xlarge"
+"""Instance type of the system node group (CoreDNS, Volcano, etcd, TensorBoard, add-on controllers)."""
+
+DEFAULT_SYSTEM_NODE_COUNT = 2
+"""Nodes of the system node group: two, in two AZs, so that CoreDNS and the webhooks survive a node loss."""
+
+DEFAULT_CLUSTER_LOGGING = (
+    eks.ClusterLoggingTypes.API,
+    eks.ClusterLoggingTypes.AUDIT,
+    eks.ClusterLoggingTypes.AUTHENTICATOR,
+)
+"""Control-plane log types sent to CloudWatch Logs."""
+
+SYSTEM_NODE_LABEL = "trainium-eks/node-role"
+"""Label that marks the nodes of the system node group (value ``system``)."""
+
+FSX_CSI_CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
+"""Service account of the FSx CSI controller in kube-system, bound to its role by EKS Pod Identity."""
+
+_ROLE_ARN = re.compile(r"^arn:aws(-[a-z]+)*:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}$")
+
+
+class TrainingCluster(Construct):
+    """An EKS cluster ready for distributed training: control plane, system node group and managed add-ons.
+
+    - ``aws_eks_v2`` cluster (native ``AWS::EKS::Cluster``), API-mode access entries, control-plane logging
+      (:data:`DEFAULT_CLUSTER_LOGGING`), Kubernetes secrets envelope-encrypted with a KMS key that rotates yearly.
+    - A kubectl provider with the kubectl layer that matches the Kubernetes version (in-cluster charts need it).
+    - A small on-demand system node group (:data:`DEFAULT_SYSTEM_NODE_COUNT` x
+      :data:`DEFAULT_SYSTEM_INSTANCE_TYPE`, AL2023, IMDSv2, encrypted gp3 root volume, node auto repair) in the
+      private subnets, labelled ``trainium-eks/node-role=system``, for CoreDNS and the add-ons.
+    - Managed add-ons at the versions of :mod:`trainium_eks.versions`: vpc-cni (a version that supports EFA-only
+      interfaces), coredns, kube-proxy, eks-pod-identity-agent, aws-fsx-csi-driver (its controller role bound by
+      Pod Identity, allowed only to describe file systems until a file system grants more) and
+      eks-node-monitoring-agent (node health for auto repair).
+
+    :param vpc: The VPC. Required.
+    :param subnets: Subnets of the control-plane interfaces and the system nodes, in at least two AZs.
+        Default: the VPC's private subnets.
+    :param kubernetes_version: Kubernetes minor version, one of :data:`trainium_eks.versions.KUBERNETES_VERSIONS`.
+        Default: :data:`trainium_eks.versions.DEFAULT_KUBERNETES_VERSION`.
+    :param admin_role_arn: An IAM role given cluster-admin through an access entry (``AmazonEKSClusterAdminPolicy``).
+        Default: none; the principal that deploys the stack is cluster admin.
+    :param endpoint_access: Who can reach the Kubernetes API. Default: public and private
+        (``eks.EndpointAccess.PUBLIC_AND_PRIVATE``); restrict with ``.only_from(cidr)``.
+    :param system_instance_type: Default: :data:`DEFAULT_SYSTEM_INSTANCE_TYPE`.
+    :param system_node_count: Default: :data:`DEFAULT_SYSTEM_NODE_COUNT`.
+    :param node_role: Role of the system nodes. Default: a new :class:`NodeRole`.
+    :param secrets_key: KMS key for Kubernetes secrets. Default: a new key with yearly rotation.
+    :param cluster_logging: Default: :data:`DEFAULT_CLUSTER_LOGGING`.
+    :param addon_versions: Add-on versions to pin, by add-on name (``{"vpc-cni": "v1.21.1-eksbuild.1"}``).
+        Default: the versions of :data:`trainium_eks.versions.ADDONS` (EKS's default for the Kubernetes version).
+    :param setting_names: Names of the settings in error messages. Default: the parameter names.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        vpc: ec2.IVpc,
+        subnets: Optional[Sequence[ec2.ISubnet]] = None,
+        kubernetes_version: str = versions.DEFAULT_KUBERNETES_VERSION,
+        admin_role_arn: Optional[str] = None,
+        endpoint_access: eks.EndpointAccess = eks.EndpointAccess.PUBLIC_AND_PRIVATE,
+        system_instance_type: str = DEFAULT_SYSTEM_INSTANCE_TYPE,
+        system_node_count: int = DEFAULT_SYSTEM_NODE_COUNT,
+        node_role: Optional[iam.IRole] = None,
+        secrets_key: Optional[kms.IKey] = None,
+        cluster_logging: Sequence[eks.ClusterLoggingTypes] = DEFAULT_CLUSTER_LOGGING,
+        addon_versions: Optional[Mapping[str, str]] = None,
+        setting_names: Optional[Mapping[str, str]] = None,
+    ) -> None:
+        super().__init__(scope, id_)
+        problems = Problems(self.node.path, setting_names=setting_names)
+        check_cluster_settings(
+            problems,
+            kubernetes_version=kubernetes_version,
+            admin_role_arn=admin_role_arn,
+            system_instance_type=system_instance_type,
+            system_node_count=system_node_count,
+            addon_versions=addon_versions,
+        )
+        problems.raise_if_any()
+        self.kubernetes_version = kubernetes_version
+        self._addon_versions = dict(addon_versions or {})
+
+        self.secrets_key = secrets_key or kms.Key(
+            self, "SecretsKey",
+            description="Envelope encryption of Kubernetes secrets",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        control_plane_subnets = list(subnets) if subnets else list(vpc.private_subnets)
+        self.cluster = eks.Cluster(
+            self, "Cluster",
+            version=eks.KubernetesVersion.of(kubernetes_version),
+            vpc=vpc,
+            vpc_subnets=[ec2.SubnetSelection(subnets=control_plane_subnets)],
+            endpoint_access=endpoint_access,
+            default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+            default_capacity=0,
+            cluster_logging=list(cluster_logging),
+            secrets_encryption_key=self.secrets_key,
+            kubectl_provider_options=eks.KubectlProviderOptions(
+                kubectl_layer=versions.kubectl_layer(self, "KubectlLayer", kubernetes_version),
+            ),
+        )
+        self._acknowledge_cluster_internals()
+        if admin_role_arn:
+            eks.AccessEntry(
+                self, "AdminAccess",
+                cluster=self.cluster,
+                principal=admin_role_arn,
+                access_policies=[
+                    eks.AccessPolicy.from_access_policy_name(
+                        "AmazonEKSClusterAdminPolicy", access_scope_type=eks.AccessScopeType.CLUSTER
+                    )
+                ],
+            )
+
+        self.node_role: iam.IRole = node_role or NodeRole(self, "NodeRole").role
+        system_template = NodeLaunchTemplate(
+            self, "SystemLaunchTemplate",
+            instance_type=system_instance_type,
+            security_group_ids=[self.cluster.cluster_security_group_id],
+        )
+        self.system_nodegroup = eks.Nodegroup(
+            self, "SystemNodegroup",
+            cluster=self.cluster,
+            ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
+            launch_template_spec=system_template.spec,
+            subnets=ec2.SubnetSelection(subnets=control_plane_subnets),
+            min_size=system_node_count,
+            desired_size=system_node_count,
+            max_size=system_node_count * 2,
+            node_role=self.node_role,
+            labels={SYSTEM_NODE_LABEL: "system"},
+            enable_node_auto_repair=True,
+        )
+
+        self.fsx_csi_driver_role = PodIdentityRole(
+            self, "FsxCsiDriverRole", description="FSx CSI driver controller (kube-system/fsx-csi-controller-sa)"
+        ).role
+        self.fsx_csi_driver_role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["fsx:DescribeFileSystems"], resources=["*"])
+        )
+        acknowledge(
+            self.fsx_csi_driver_role, "AwsSolutions-IAM5",
+            "fsx:DescribeFileSystems does not support resource-level permissions (Service Authorization Reference, "
+            "Amazon FSx); actions on a file system are granted per file system by LustreStorage.grant_csi_driver.",
+            "Resource::*",
+        )
+        self.addons: Dict[str, eks.CfnAddon] = {}
+        for name in ("vpc-cni", "kube-proxy", "eks-pod-identity-agent", "eks-node-monitoring-agent"):
+            self._addon(name)
+        self._addon("coredns").node.add_dependency(self.system_nodegroup)
+        self._addon(
+            "aws-fsx-csi-driver",
+            pod_identity_associations=[
+                eks.CfnAddon.PodIdentityAssociationProperty(
+                    role_arn=self.fsx_csi_driver_role.role_arn, service_account=FSX_CSI_CONTROLLER_SERVICE_ACCOUNT
+                )
+            ],
+        ).node.add_dependency(self.addons["eks-pod-identity-agent"])
+
+    def _acknowledge_cluster_internals(self) -> None:
+        """Acknowledge the findings on resources aws-cdk-lib creates inside ``eks.Cluster`` (not configurable)."""
+        acknowledge(
+            self.cluster, "AwsSolutions-IAM4",
+            "The EKS cluster service role needs the AWS managed AmazonEKSClusterPolicy (EKS user guide, "
+            "cluster-iam-role.html); aws-cdk-lib attaches it.",
+            *managed_policy_findings(["AmazonEKSClusterPolicy"]),
+        )
+        provider = self.cluster.node.find_child("KubectlProvider")
+        has_ecr_public = next(
+            child for child in provider.node.find_all() if isinstance(child, CfnCondition)
+        )
+        ecr_public = {
+            "Fn::If": [
+                Stack.of(self).get_logical_id(has_ecr_public),
+                {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
+                                   ":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly"]]},
+                {"Ref": "AWS::NoValue"},
+            ]
+        }
+        acknowledge(
+            provider, "AwsSolutions-IAM4",
+            "The kubectl provider Lambda functions of aws-cdk-lib need the Lambda basic and VPC execution roles (logs, "
+            "network interfaces in the private subnets) and ECR read-only access (Helm charts from OCI registries).",
+            *managed_policy_findings([
+                "service-role/AWSLambdaBasicExecutionRole",
+                "service-role/AWSLambdaVPCAccessExecutionRole",
+                "AmazonEC2ContainerRegistryReadOnly",
+            ]),
+            token_finding("Policy", ecr_public),
+        )
+        handler_arn = Stack.of(self).get_logical_id(provider.node.find_child("Handler").node.default_child)
+        acknowledge(
+            provider, "AwsSolutions-IAM5",
+            "The custom-resource provider framework of aws-cdk-lib invokes any version of its own kubectl handler "
+            "function (<handler arn>:*), nothing else.",
+            f"Resource::<{handler_arn}.Arn>:*",
+        )
+        acknowledge(
+            provider, "AwsSolutions-L1",
+            "aws-cdk-lib pins the kubectl handler's Python runtime to the one its kubectl/helm layer is built for.",
+        )
+
+    def _addon(self, name: str, **extra) -> eks.CfnAddon:
+        addon = eks.CfnAddon(
+            self, "Addon-" + name,
+            addon_name=name,
+            cluster_name=self.cluster.cluster_name,
+            addon_version=self._addon_versions.get(name, versions.ADDONS[name].version),
+            resolve_conflicts="OVERWRITE",
+            configuration_values=_json_or_none(versions.ADDONS[name].configuration),
+            **extra,
+        )
+        self.addons[name] = addon
+        return addon
+
+
+def check_cluster_settings(
+    problems: Problems,
+    *,
+    kubernetes_version: str,
+    admin_role_arn: Optional[str],
+    system_instance_type: str = DEFAULT_SYSTEM_INSTANCE_TYPE,
+    system_node_count: int = DEFAULT_SYSTEM_NODE_COUNT,
+    addon_versions: Optional[Mapping[str, str]] = None,
+) -> None:
+    """Record every problem of the cluster settings in ``problems``."""
+    for name, version in (addon_versions or {}).items():
+        reason = versions.check_addon_version(name, version)
+        if reason:
+            problems.add(f"addon_versions[{name!r}]", version, reason)
+    if kubernetes_version not in versions.KUBERNETES_VERSIONS:
+        problems.add(
+            "kubernetes_version", kubernetes_version,
+            f"one of {', '.join(versions.KUBERNETES_VERSIONS)} (supported by both EKS and aws-cdk-lib, with a kubectl layer)",
+        )
+    if admin_role_arn and is_concrete(admin_role_arn) and not _ROLE_ARN.match(admin_role_arn):
+        problems.add(
+            "admin_role_arn", admin_role_arn,
+            "an IAM role ARN such as arn:aws:iam::123456789012:role/Admin (a user, group or assumed-role ARN is not a role)",
+        )
+    try:
+        instance_facts(system_instance_type)
+    except KeyError as error:
+        problems.add("system_instance_type", system_instance_type, str(error.args[0]))
+    if not isinstance(system_node_count, int) or system_node_count < 1:
+        problems.add("system_node_count", system_node_count, "an integer of at least 1 (2 for AZ redundancy)")
+
+
+def _json_or_none(configuration: Optional[Mapping]) -> Optional[str]:
+    return json.dumps(configuration, sort_keys=True) if configuration else None
+

@@ -1,0 +1,215 @@
+"""LustreStorage: the shared FSx for Lustre file system of the training nodes."""
+
+from __future__ import annotations
+
+from typing import List, Mapping, Optional, Sequence
+
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_fsx as fsx
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from trainium_eks.validation import Problems, is_concrete
+
+DEFAULT_STORAGE_CAPACITY_GIB = 1200
+"""Smallest size of a PERSISTENT_2 file system; the tutorial's claim was 1200 GiB too."""
+
+DEFAULT_THROUGHPUT_PER_TIB = 250
+"""MB/s per TiB of storage: 300 MB/s on 1.2 TiB, enough to read the phase-1 shards and write checkpoints."""
+
+DEFAULT_BUCKET_PATH = "/bucket"
+"""Where the data bucket appears in the file system (at ``/data/bucket`` in the training pods)."""
+
+DEFAULT_BACKUP_RETENTION = Duration.days(7)
+"""Daily automatic backups kept for a week."""
+
+LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
+"""LNET ports a Lustre client and the file system servers must reach. Source: FSx for Lustre user guide,
+"File system access control with Amazon VPC" and "Cannot create a file system"
+(https://docs.aws.amazon.com/fsx/latest/LustreGuide/cannot-create-fs.html): inbound TCP 988 and 1018-1023."""
+
+ALLOWED_THROUGHPUT_PER_TIB: Mapping[str, Sequence[int]] = {
+    "PERSISTENT_1": (50, 100, 200),
+    "PERSISTENT_2": (125, 250, 500, 1000),
+}
+"""PerUnitStorageThroughput on SSD storage. Source: FSx API reference, CreateFileSystemLustreConfiguration."""
+
+EXPORT_EVENTS = ("NEW", "CHANGED")
+IMPORT_EVENTS = ("NEW", "CHANGED", "DELETED")
+"""Data repository association events: S3 changes (including deletions) flow into the file system; files written
+on the file system flow out to S3, but a deletion on the file system never deletes objects in the bucket."""
+
+
+class LustreStorage(Construct):
+    """A shared FSx for Lustre file system for training data, checkpoints and the Neuron compile cache.
+
+    - ``PERSISTENT_2`` on SSD, Lustre 2.15, LZ4 compression, storage size and throughput checked against what FSx
+      allows for the deployment type, daily automatic backups;
+    - in one subnet (the accelerated nodes' subnet, so reads never cross an AZ);
+    - a security group that allows Lustre (TCP 988 and 1018-1023) from itself and from each client security group
+      (:meth:`allow_clients`); the tutorial opened 988 only, and FSx refuses to create a file system without
+      1018-1023;
+    - optionally a data repository association with an S3 bucket, imported automatically and exported
+      automatically (:data:`IMPORT_EVENTS`, :data:`EXPORT_EVENTS`);
+    - removal policy RETAIN: deleting the stack, or replacing the resource, never deletes the data. The logical ID
+      and the replacement-causing properties (subnet, security group, KMS key) depend only on this construct's own
+      settings.
+
+    :param vpc: Required.
+    :param subnet: The file system's subnet. Required.
+    :param client_security_groups: Security groups of the clients (node groups). Default: none; add with
+        :meth:`allow_clients`.
+    :param storage_capacity_gib: Default: :data:`DEFAULT_STORAGE_CAPACITY_GIB`.
+    :param deployment_type: ``PERSISTENT_2``, ``PERSISTENT_1`` or ``SCRATCH_2``. Default: ``PERSISTENT_2``.
+    :param throughput_per_tib: MB/s/TiB. Default: :data:`DEFAULT_THROUGHPUT_PER_TIB` (None for scratch).
+    :param data_bucket: S3 bucket to link. Default: none.
+    :param data_bucket_prefix: Prefix in the bucket. Default: the whole bucket.
+    :param bucket_path: Path of the bucket in the file system. Default: :data:`DEFAULT_BUCKET_PATH`.
+    :param kms_key: Customer managed key for data at rest. Default: the account's ``aws/fsx`` key. Changing it
+        later replaces the file system (the old one is retained).
+    :param automatic_backup_retention: Default: :data:`DEFAULT_BACKUP_RETENTION` (none for scratch).
+    :param setting_names: Names of the settings in error messages. Default: the parameter names.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        vpc: ec2.IVpc,
+        subnet: ec2.ISubnet,
+        client_security_groups: Sequence[ec2.ISecurityGroup] = (),
+        storage_capacity_gib: int = DEFAULT_STORAGE_CAPACITY_GIB,
+        deployment_type: fsx.LustreDeploymentType = fsx.LustreDeploymentType.PERSISTENT_2,
+        throughput_per_tib: Optional[int] = DEFAULT_THROUGHPUT_PER_TIB,
+        data_bucket: Optional[s3.IBucket] = None,
+        data_bucket_prefix: str = "",
+        bucket_path: str = DEFAULT_BUCKET_PATH,
+        kms_key: Optional[kms.IKey] = None,
+        automatic_backup_retention: Duration = DEFAULT_BACKUP_RETENTION,
+        setting_names: Optional[Mapping[str, str]] = None,
+    ) -> None:
+        super().__init__(scope, id_)
+        scratch = deployment_type.name.startswith("SCRATCH")
+        if scratch:
+            throughput_per_tib = None
+        problems = Problems(self.node.path, setting_names=setting_names)
+        check_lustre_settings(
+            problems,
+            storage_capacity_gib=storage_capacity_gib,
+            deployment_type=deployment_type,
+            throughput_per_tib=throughput_per_tib,
+            bucket_path=bucket_path,
+        )
+        problems.raise_if_any()
+
+        self.security_group = ec2.SecurityGroup(
+            self, "SecurityGroup",
+            vpc=vpc,
+            description="FSx for Lustre: LNET (TCP 988, 1018-1023) from the file system and its clients",
+            allow_all_outbound=True,
+        )
+        for port in LUSTRE_PORTS:
+            self.security_group.add_ingress_rule(self.security_group, port, "Lustre between file system servers")
+        self.allow_clients(*client_security_groups)
+
+        self.file_system = fsx.LustreFileSystem(
+            self, "FileSystem",
+            vpc=vpc,
+            vpc_subnet=subnet,
+            security_group=self.security_group,
+            storage_capacity_gib=storage_capacity_gib,
+            file_system_type_version=fsx.FileSystemTypeVersion.V_2_15,
+            kms_key=kms_key,
+            removal_policy=RemovalPolicy.RETAIN,
+            lustre_configuration=fsx.LustreConfiguration(
+                deployment_type=deployment_type,
+                per_unit_storage_throughput=throughput_per_tib,
+                data_compression_type=fsx.LustreDataCompressionType.LZ4,
+                automatic_backup_retention=None if scratch else automatic_backup_retention,
+                copy_tags_to_backups=None if scratch else True,
+            ),
+        )
+        self.file_system_id = self.file_system.file_system_id
+        self.dns_name = self.file_system.dns_name
+        self.mount_name = self.file_system.mount_name
+        self.bucket_path: Optional[str] = None
+        self.data_repository_association: Optional[fsx.CfnDataRepositoryAssociation] = None
+        if data_bucket is not None:
+            self.bucket_path = bucket_path
+            self.data_repository_association = fsx.CfnDataRepositoryAssociation(
+                self, "DataRepositoryAssociation",
+                file_system_id=self.file_system_id,
+                file_system_path=bucket_path,
+                data_repository_path=f"s3://{data_bucket.bucket_name}/{data_bucket_prefix}",
+                batch_import_meta_data_on_create=True,
+                s3=fsx.CfnDataRepositoryAssociation.S3Property(
+                    auto_import_policy=fsx.CfnDataRepositoryAssociation.AutoImportPolicyProperty(
+                        events=list(IMPORT_EVENTS)
+                    ),
+                    auto_export_policy=fsx.CfnDataRepositoryAssociation.AutoExportPolicyProperty(
+                        events=list(EXPORT_EVENTS)
+                    ),
+                ),
+            )
+            self.data_repository_association.apply_removal_policy(RemovalPolicy.RETAIN)
+
+    @property
+    def file_system_arn(self) -> str:
+        """The ARN of the file system."""
+        return Stack.of(self).format_arn(service="fsx", resource="file-system", resource_name=self.file_system_id)
+
+    def allow_clients(self, *security_groups: ec2.ISecurityGroup) -> None:
+        """Let the instances of ``security_groups`` mount the file system (TCP 988 and 1018-1023)."""
+        for client in security_groups:
+            for port in LUSTRE_PORTS:
+                self.security_group.add_ingress_rule(client, port, "Lustre clients")
+
+    def grant_csi_driver(self, role: iam.IRole) -> None:
+        """Allow the FSx CSI controller's ``role`` to resize this file system (PersistentVolumeClaim expansion)."""
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["fsx:UpdateFileSystem"], resources=[self.file_system_arn])
+        )
+
+
+def check_lustre_settings(
+    problems: Problems,
+    *,
+    storage_capacity_gib: int,
+    deployment_type: fsx.LustreDeploymentType = fsx.LustreDeploymentType.PERSISTENT_2,
+    throughput_per_tib: Optional[int] = DEFAULT_THROUGHPUT_PER_TIB,
+    bucket_path: str = DEFAULT_BUCKET_PATH,
+) -> None:
+    """Record every problem of the file-system settings in ``problems``.
+
+    Allowed sizes (FSx API reference, CreateFileSystem StorageCapacity, SSD): SCRATCH_1 1200, 2400 or a multiple of
+    3600 GiB; SCRATCH_2, PERSISTENT_1 and PERSISTENT_2 1200 or a multiple of 2400 GiB.
+    """
+    kind = deployment_type.name
+    if is_concrete(storage_capacity_gib):
+        step = 3600 if kind == "SCRATCH_1" else 2400
+        valid = isinstance(storage_capacity_gib, int) and storage_capacity_gib > 0 and (
+            storage_capacity_gib in (1200, 2400) or storage_capacity_gib % step == 0
+        )
+        if not valid:
+            problems.add(
+                "storage_capacity_gib", storage_capacity_gib,
+                f"{kind} allows 1200, 2400 or a multiple of {step} GiB ({_neighbours(storage_capacity_gib, step)})",
+            )
+    allowed: List[int] = list(ALLOWED_THROUGHPUT_PER_TIB.get(kind, ()))
+    if allowed and throughput_per_tib not in allowed:
+        problems.add(
+            "throughput_per_tib", throughput_per_tib, f"{kind} allows {', '.join(map(str, allowed))} MB/s/TiB"
+        )
+    if not bucket_path.startswith("/") or bucket_path == "/":
+        problems.add("bucket_path", bucket_path, "an absolute path below the root, such as /bucket")
+
+
+def _neighbours(value, step: int) -> str:
+    if not isinstance(value, int) or value <= 2400:
+        return "e.g. 1200 or 2400"
+    lower = value // step * step
+    return f"nearest: {lower} or {lower + step}"

@@ -1,0 +1,208 @@
+"""TrainingNetwork: a VPC whose every subnet is placed by Availability Zone ID."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import List, Optional, Sequence
+
+from aws_cdk import RemovalPolicy, Tags
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from trainium_eks.regions import AZ_IDS_BY_REGION, EKS_UNSUPPORTED_CONTROL_PLANE_AZ_IDS, region_of_az_id
+from trainium_eks.validation import Problems
+
+DEFAULT_VPC_CIDR = "10.0.0.0/16"
+"""The VPC's address range. Default of :class:`TrainingNetwork`."""
+
+DEFAULT_FLOW_LOG_RETENTION = logs.RetentionDays.ONE_YEAR
+"""How long VPC flow logs are kept. Default of :class:`TrainingNetwork`."""
+
+
+class TrainingNetwork(Construct):
+    """A VPC for a training cluster, with every subnet placed by AZ ID, so synth needs no lookup.
+
+    AZ names (``us-west-2a``) map to different physical zones in different accounts; AZ IDs (``usw2-az4``) do not.
+    Placing subnets by ID (``AWS::EC2::Subnet.AvailabilityZoneId``) puts the accelerated nodes in the zone that
+    offers the instance type in every account, and keeps the control plane out of the zones EKS refuses.
+
+    Layout of the VPC range (a /16 by default), split in four quarters:
+
+    - quarter 0: one public /24 per AZ (NAT gateways, internet-facing load balancers);
+    - quarter 1: the private subnets, one per AZ (control-plane interfaces, system nodes), each of the quarter's size
+      divided by the number of AZs;
+    - quarter 2: the accelerated subnet, in the accelerated AZ, the whole quarter (a /18 in a /16): accelerated
+      nodes and the FSx for Lustre file system;
+    - quarter 3: left free for growth (a second accelerated subnet, say).
+
+    Every private subnet routes to the internet through the NAT gateway of its own AZ, and to Amazon S3 through a
+    gateway endpoint. VPC flow logs (all traffic) go to a CloudWatch Logs group.
+
+    :param availability_zone_ids: The AZ IDs of the public and private subnets, at least two, in one region. The
+        EKS control plane uses the private subnets. Default: the accelerated AZ and the next AZ ID of the region
+        that EKS accepts for a control plane.
+    :param accelerated_az_id: The AZ ID of the accelerated subnet, one of ``availability_zone_ids``. Required.
+    :param cidr: The VPC's IPv4 range, a /16 to /20. Default: ``10.0.0.0/16``.
+    :param flow_log_retention: Retention of the flow-log group. Default: one year.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        accelerated_az_id: str,
+        availability_zone_ids: Optional[Sequence[str]] = None,
+        cidr: str = DEFAULT_VPC_CIDR,
+        flow_log_retention: logs.RetentionDays = DEFAULT_FLOW_LOG_RETENTION,
+    ) -> None:
+        super().__init__(scope, id_)
+        az_ids = list(availability_zone_ids or default_availability_zone_ids(accelerated_az_id))
+        _validate(self.node.path, accelerated_az_id, az_ids, cidr)
+        self.availability_zone_ids: List[str] = az_ids
+        self.accelerated_az_id = accelerated_az_id
+        network = ipaddress.ip_network(cidr)
+        quarters = list(network.subnets(prefixlen_diff=2))
+        private_prefix = quarters[1].prefixlen + (len(az_ids) - 1).bit_length()
+
+        self.cfn_vpc = ec2.CfnVPC(self, "Vpc", cidr_block=cidr, enable_dns_hostnames=True, enable_dns_support=True)
+        Tags.of(self.cfn_vpc).add("Name", self.node.path)
+        internet_gateway = ec2.CfnInternetGateway(self, "InternetGateway")
+        attachment = ec2.CfnVPCGatewayAttachment(
+            self, "InternetGatewayAttachment", vpc_id=self.cfn_vpc.ref, internet_gateway_id=internet_gateway.ref
+        )
+
+        public_ids, public_tables, private_ids, private_tables, private_azs = [], [], [], [], []
+        nat_by_az = {}
+        public_cidrs = list(quarters[0].subnets(new_prefix=24))
+        private_cidrs = list(quarters[1].subnets(new_prefix=private_prefix))
+        for index, az_id in enumerate(az_ids):
+            public = self._subnet(f"Public{index}", az_id, public_cidrs[index], public=True)
+            public_route = ec2.CfnRoute(
+                self, f"Public{index}DefaultRoute", route_table_id=public.route_table.ref,
+                destination_cidr_block="0.0.0.0/0", gateway_id=internet_gateway.ref,
+            )
+            public_route.node.add_dependency(attachment)
+            elastic_ip = ec2.CfnEIP(self, f"NatIp{index}", domain="vpc")
+            nat = ec2.CfnNatGateway(
+                self, f"NatGateway{index}", subnet_id=public.subnet.ref, allocation_id=elastic_ip.attr_allocation_id
+            )
+            nat.node.add_dependency(public_route)
+            nat_by_az[az_id] = nat
+            public_ids.append(public.subnet.ref)
+            public_tables.append(public.route_table.ref)
+
+            private = self._subnet(f"Private{index}", az_id, private_cidrs[index], public=False)
+            self._route_to_nat(f"Private{index}", private.route_table, nat)
+            private_ids.append(private.subnet.ref)
+            private_tables.append(private.route_table.ref)
+            private_azs.append(private.subnet.attr_availability_zone)
+
+        accelerated = self._subnet("Accelerated", accelerated_az_id, quarters[2], public=False)
+        self._route_to_nat("Accelerated", accelerated.route_table, nat_by_az[accelerated_az_id])
+        Tags.of(accelerated.subnet).add("trainium-eks/subnet", "accelerated")
+
+        self.vpc: ec2.IVpc = ec2.Vpc.from_vpc_attributes(
+            self, "Imported",
+            vpc_id=self.cfn_vpc.ref,
+            vpc_cidr_block=cidr,
+            availability_zones=private_azs,
+            public_subnet_ids=public_ids,
+            public_subnet_route_table_ids=public_tables,
+            private_subnet_ids=private_ids,
+            private_subnet_route_table_ids=private_tables,
+        )
+        self.accelerated_subnet: ec2.ISubnet = ec2.Subnet.from_subnet_attributes(
+            self, "AcceleratedSubnetRef",
+            subnet_id=accelerated.subnet.ref,
+            availability_zone=accelerated.subnet.attr_availability_zone,
+            route_table_id=accelerated.route_table.ref,
+            ipv4_cidr_block=str(quarters[2]),
+        )
+
+        ec2.GatewayVpcEndpoint(
+            self, "S3Endpoint",
+            vpc=self.vpc,
+            service=ec2.GatewayVpcEndpointAwsService.S3,
+            subnets=[ec2.SubnetSelection(subnets=list(self.vpc.private_subnets) + [self.accelerated_subnet])],
+        )
+        flow_log_group = logs.LogGroup(
+            self, "FlowLogGroup", retention=flow_log_retention, removal_policy=RemovalPolicy.RETAIN
+        )
+        ec2.FlowLog(
+            self, "FlowLog",
+            resource_type=ec2.FlowLogResourceType.from_vpc(self.vpc),
+            destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_log_group),
+            traffic_type=ec2.FlowLogTrafficType.ALL,
+        )
+
+    def _subnet(self, name: str, az_id: str, cidr: ipaddress.IPv4Network, *, public: bool) -> "_SubnetParts":
+        subnet = ec2.CfnSubnet(
+            self, f"{name}Subnet",
+            vpc_id=self.cfn_vpc.ref,
+            availability_zone_id=az_id,
+            cidr_block=str(cidr),
+            map_public_ip_on_launch=public,
+        )
+        Tags.of(subnet).add("Name", f"{self.node.path}/{name}")
+        Tags.of(subnet).add("kubernetes.io/role/elb" if public else "kubernetes.io/role/internal-elb", "1")
+        route_table = ec2.CfnRouteTable(self, f"{name}RouteTable", vpc_id=self.cfn_vpc.ref)
+        ec2.CfnSubnetRouteTableAssociation(
+            self, f"{name}RouteTableAssociation", subnet_id=subnet.ref, route_table_id=route_table.ref
+        )
+        return _SubnetParts(subnet, route_table)
+
+    def _route_to_nat(self, name: str, route_table: ec2.CfnRouteTable, nat: ec2.CfnNatGateway) -> None:
+        ec2.CfnRoute(
+            self, f"{name}DefaultRoute", route_table_id=route_table.ref,
+            destination_cidr_block="0.0.0.0/0", nat_gateway_id=nat.ref,
+        )
+
+
+class _SubnetParts:
+    def __init__(self, subnet: ec2.CfnSubnet, route_table: ec2.CfnRouteTable) -> None:
+        self.subnet = subnet
+        self.route_table = route_table
+
+
+def default_availability_zone_ids(accelerated_az_id: str) -> List[str]:
+    """The accelerated AZ plus the first other AZ ID of its region that EKS accepts for a control plane."""
+    region = region_of_az_id(accelerated_az_id)
+    others = [
+        az for az in AZ_IDS_BY_REGION.get(region or "", ())
+        if az != accelerated_az_id and az not in EKS_UNSUPPORTED_CONTROL_PLANE_AZ_IDS
+    ]
+    return [accelerated_az_id] + others[:1]
+
+
+def _validate(where: str, accelerated_az_id: str, az_ids: List[str], cidr: str) -> None:
+    problems = Problems(where)
+    regions = {region_of_az_id(az) for az in az_ids}
+    if accelerated_az_id not in az_ids:
+        problems.add("accelerated_az_id", accelerated_az_id, f"must be one of availability_zone_ids {az_ids}")
+    if len(set(az_ids)) < 2:
+        problems.add(
+            "availability_zone_ids", az_ids,
+            "an EKS control plane needs subnets in at least two distinct AZs; give two AZ IDs of one region",
+        )
+    if None in regions or len(regions) != 1:
+        problems.add("availability_zone_ids", az_ids, "AZ IDs of one known region, e.g. ['usw2-az4', 'usw2-az1']")
+    refused = [az for az in az_ids if az in EKS_UNSUPPORTED_CONTROL_PLANE_AZ_IDS]
+    if refused:
+        problems.add(
+            "availability_zone_ids", az_ids,
+            f"EKS does not place control planes in {refused}; pick other AZ IDs",
+        )
+    try:
+        network = ipaddress.ip_network(cidr)
+    except ValueError:
+        problems.add("cidr", cidr, "an IPv4 network such as 10.0.0.0/16")
+    else:
+        if not 16 <= network.prefixlen <= 20:
+            problems.add("cidr", cidr, "a /16 to /20 IPv4 range (the accelerated subnet takes a quarter of it)")
+        elif len(az_ids) > 2 ** (22 - network.prefixlen):
+            problems.add(
+                "availability_zone_ids", az_ids, f"at most {2 ** (22 - network.prefixlen)} AZs fit in {cidr}"
+            )
+    problems.raise_if_any()

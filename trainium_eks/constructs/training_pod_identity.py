@@ -1,0 +1,73 @@
+"""TrainingPodIdentity: the AWS identity of training pods, through EKS Pod Identity."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from trainium_eks.constructs.pod_identity_role import PodIdentityRole
+from trainium_eks.nag import acknowledge
+
+DEFAULT_NAMESPACE = "training"
+"""Namespace of the training jobs."""
+
+DEFAULT_SERVICE_ACCOUNT = "training"
+"""Service account of the training pods."""
+
+DATA_BUCKET_OBJECT_ACTIONS = ("s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload")
+"""What training pods may do with the objects of the data bucket (plus s3:ListBucket on the bucket)."""
+
+
+class TrainingPodIdentity(Construct):
+    """The IAM role of training pods and its EKS Pod Identity association with their service account.
+
+    The role may list the data bucket, read its objects and write objects (checkpoints, logs), and nothing else; it
+    cannot delete objects. Without a data bucket it has no permissions at all, ready for the caller's grants.
+
+    :param cluster: Required.
+    :param data_bucket: Default: none.
+    :param namespace: Default: :data:`DEFAULT_NAMESPACE`.
+    :param service_account: Default: :data:`DEFAULT_SERVICE_ACCOUNT`.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        cluster: eks.ICluster,
+        data_bucket: Optional[s3.IBucket] = None,
+        namespace: str = DEFAULT_NAMESPACE,
+        service_account: str = DEFAULT_SERVICE_ACCOUNT,
+    ) -> None:
+        super().__init__(scope, id_)
+        self.namespace = namespace
+        self.service_account = service_account
+        self.role = PodIdentityRole(
+            self, "Role", description=f"Training pods ({namespace}/{service_account})"
+        ).role
+        if data_bucket is not None:
+            objects = data_bucket.arn_for_objects("*")
+            self.role.add_to_principal_policy(
+                iam.PolicyStatement(actions=["s3:ListBucket"], resources=[data_bucket.bucket_arn])
+            )
+            self.role.add_to_principal_policy(
+                iam.PolicyStatement(actions=list(DATA_BUCKET_OBJECT_ACTIONS), resources=[objects])
+            )
+            acknowledge(
+                self.role, "AwsSolutions-IAM5",
+                "Training pods read and write objects anywhere in the one data bucket they train from "
+                "(datasets, checkpoints); they cannot delete objects or touch another bucket.",
+                f"Resource::{objects}",
+            )
+        self.association = eks.CfnPodIdentityAssociation(
+            self, "Association",
+            cluster_name=cluster.cluster_name,
+            namespace=namespace,
+            service_account=service_account,
+            role_arn=self.role.role_arn,
+        )

@@ -1,0 +1,50 @@
+"""Regions and their Availability Zone IDs.
+
+AZ IDs (``usw2-az4``) name the same physical zone in every account, unlike AZ names (``us-west-2a``), so the
+library places subnets by ID and needs no lookup at synth. An AZ ID starts with the region's short code
+(``usw2`` -> ``us-west-2``).
+
+Source of the AZ ID lists: AWS RAM user guide, "Availability Zone IDs for your AWS resources"
+(https://docs.aws.amazon.com/ram/latest/userguide/working-with-az-ids.html) and the AWS Regions and Availability
+Zones page (https://docs.aws.amazon.com/global-infrastructure/latest/regions/aws-availability-zones.html), read
+2026-11.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional, Tuple
+
+AZ_IDS_BY_REGION: Dict[str, Tuple[str, ...]] = {
+    "us-east-1": ("use1-az1", "use1-az2", "use1-az3", "use1-az4", "use1-az5", "use1-az6"),
+    "us-east-2": ("use2-az1", "use2-az2", "use2-az3"),
+    "us-west-1": ("usw1-az1", "usw1-az3"),
+    "us-west-2": ("usw2-az1", "usw2-az2", "usw2-az3", "usw2-az4"),
+    "ca-central-1": ("cac1-az1", "cac1-az2", "cac1-az4"),
+    "sa-east-1": ("sae1-az1", "sae1-az2", "sae1-az3"),
+    "eu-central-1": ("euc1-az1", "euc1-az2", "euc1-az3"),
+    "eu-west-1": ("euw1-az1", "euw1-az2", "euw1-az3"),
+    "eu-west-2": ("euw2-az1", "euw2-az2", "euw2-az3"),
+    "eu-west-3": ("euw3-az1", "euw3-az2", "euw3-az3"),
+    "eu-north-1": ("eun1-az1", "eun1-az2", "eun1-az3"),
+    "ap-northeast-1": ("apne1-az1", "apne1-az2", "apne1-az4"),
+    "ap-northeast-2": ("apne2-az1", "apne2-az2", "apne2-az3", "apne2-az4"),
+    "ap-south-1": ("aps1-az1", "aps1-az2", "aps1-az3"),
+    "ap-southeast-1": ("apse1-az1", "apse1-az2", "apse1-az3"),
+    "ap-southeast-2": ("apse2-az1", "apse2-az2", "apse2-az3"),
+    "ap-southeast-4": ("apse4-az1", "apse4-az2", "apse4-az3"),
+}
+"""The AZ IDs of each region the library knows."""
+
+EKS_UNSUPPORTED_CONTROL_PLANE_AZ_IDS: Tuple[str, ...] = ("use1-az3", "usw1-az2", "cac1-az3")
+"""AZ IDs where EKS does not create control-plane network interfaces.
+
+Source: Amazon EKS user guide, "View Amazon EKS networking requirements for VPC and subnets"
+(https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html), subnet requirements.
+"""
+
+def region_of_az_id(az_id: str) -> Optional[str]:
+    """The region an AZ ID belongs to, or None when the library does not know the ID."""
+    for region, az_ids in AZ_IDS_BY_REGION.items():
+        if az_id in az_ids:
+            return region
+    return None

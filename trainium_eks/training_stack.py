@@ -1,0 +1,178 @@
+"""TrainingStack: the whole seed system of the design in one stack."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from aws_cdk import Annotations, CfnOutput, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from trainium_eks import versions
+from trainium_eks.catalog import InstanceFacts, Offering, offering
+from trainium_eks.constructs.accelerated_node_group import (
+    DEFAULT_INSTANCE_TYPE,
+    DEFAULT_NODE_COUNT,
+    AcceleratedNodeGroup,
+    check_node_group_settings,
+)
+from trainium_eks.constructs.cluster import TrainingCluster, check_cluster_settings
+from trainium_eks.constructs.efa_layout import EfaLayout
+from trainium_eks.constructs.image_repository import TrainingImageRepository
+from trainium_eks.constructs.lustre_storage import (
+    DEFAULT_STORAGE_CAPACITY_GIB,
+    LustreStorage,
+    check_lustre_settings,
+)
+from trainium_eks.constructs.network import TrainingNetwork
+from trainium_eks.constructs.node_capacity import NodeCapacity
+from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
+from trainium_eks.regions import AZ_IDS_BY_REGION, region_of_az_id
+from trainium_eks.validation import Problems, is_concrete
+
+DEFAULT_ACCELERATED_AZ_ID = "usw2-az4"
+"""The tutorial's Trainium AZ in us-west-2 (aws-neuron-eks-samples scripts/determine_eks_azs.sh)."""
+
+
+class TrainingStack(Stack):
+    """The seed system in one stack: network, EKS cluster, accelerated node group, FSx for Lustre, ECR, IAM.
+
+    Every setting is checked before anything is built, and all problems are reported in one error.
+
+    :param instance_type: Accelerated instance type. Default: ``trn1.32xlarge``.
+    :param node_count: Accelerated nodes. Default: 2.
+    :param accelerated_az_id: AZ ID of the accelerated nodes and the file system. Default: ``usw2-az4``.
+    :param kubernetes_version: Default: :data:`trainium_eks.versions.DEFAULT_KUBERNETES_VERSION`.
+    :param lustre_storage_gib: Default: 1200.
+    :param data_bucket_name: An existing S3 bucket linked to the file system and readable by training pods.
+        Default: none.
+    :param admin_role_arn: IAM role given cluster-admin. Default: none.
+    :param efa_layout: Default: ``EfaLayout.IP_OPTIMIZED``.
+    :param capacity: Default: on demand.
+    :param vpc: An existing VPC, with ``accelerated_subnet``. Default: a new :class:`TrainingNetwork`.
+    :param accelerated_subnet: The subnet of the accelerated nodes in ``vpc``; it must lie in ``accelerated_az_id``.
+    :param image_directory: A directory with a training Dockerfile, built at deploy time. Default: none.
+    :param setting_names: Names of the settings in error messages (the default app passes its context keys).
+    :param stack_props: Passed to ``Stack`` (``env``, ``description``, ...).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        instance_type: str = DEFAULT_INSTANCE_TYPE,
+        node_count: int = DEFAULT_NODE_COUNT,
+        accelerated_az_id: str = DEFAULT_ACCELERATED_AZ_ID,
+        kubernetes_version: str = versions.DEFAULT_KUBERNETES_VERSION,
+        lustre_storage_gib: int = DEFAULT_STORAGE_CAPACITY_GIB,
+        data_bucket_name: Optional[str] = None,
+        admin_role_arn: Optional[str] = None,
+        efa_layout: EfaLayout = EfaLayout.IP_OPTIMIZED,
+        capacity: Optional[NodeCapacity] = None,
+        vpc: Optional[ec2.IVpc] = None,
+        accelerated_subnet: Optional[ec2.ISubnet] = None,
+        image_directory: Optional[str] = None,
+        setting_names: Optional[Mapping[str, str]] = None,
+        **stack_props: Any,
+    ) -> None:
+        super().__init__(scope, id_, **stack_props)
+        problems = Problems(self.node.path, setting_names=setting_names)
+        instance = check_node_group_settings(
+            problems, instance_type=instance_type, node_count=node_count, capacity=capacity
+        )
+        check_cluster_settings(problems, kubernetes_version=kubernetes_version, admin_role_arn=admin_role_arn)
+        check_lustre_settings(problems, storage_capacity_gib=lustre_storage_gib)
+        self._check_accelerated_az(problems, accelerated_az_id, instance)
+        if (vpc is None) != (accelerated_subnet is None):
+            problems.add("accelerated_subnet", accelerated_subnet, "give both vpc and accelerated_subnet, or neither")
+        problems.raise_if_any()
+
+        if vpc is None:
+            self.network: Optional[TrainingNetwork] = TrainingNetwork(
+                self, "Network", accelerated_az_id=accelerated_az_id
+            )
+            vpc, accelerated_subnet = self.network.vpc, self.network.accelerated_subnet
+        else:
+            self.network = None
+        assert accelerated_subnet is not None
+
+        self.cluster = TrainingCluster(
+            self, "Cluster",
+            vpc=vpc,
+            kubernetes_version=kubernetes_version,
+            admin_role_arn=admin_role_arn or None,
+            setting_names=setting_names,
+        )
+        if self.network is not None:
+            Annotations.of(self.cluster.cluster).acknowledge_warning(
+                "@aws-cdk/aws-eks:clusterMustManuallyTagSubnet",
+                "TrainingNetwork tags its public subnets kubernetes.io/role/elb=1 and its private subnets "
+                "kubernetes.io/role/internal-elb=1 itself.",
+            )
+        self.accelerated_nodes = AcceleratedNodeGroup(
+            self, "AcceleratedNodes",
+            cluster=self.cluster.cluster,
+            subnet=accelerated_subnet,
+            instance_type=instance_type,
+            node_count=node_count,
+            efa_layout=efa_layout,
+            capacity=capacity,
+            node_role=self.cluster.node_role,
+            setting_names=setting_names,
+        )
+        self.accelerated_nodes.nodegroup.node.add_dependency(self.cluster.addons["vpc-cni"])
+
+        data_bucket = s3.Bucket.from_bucket_name(self, "DataBucket", data_bucket_name) if data_bucket_name else None
+        self.storage = LustreStorage(
+            self, "Storage",
+            vpc=vpc,
+            subnet=accelerated_subnet,
+            client_security_groups=[
+                self.accelerated_nodes.security_group,
+                self.cluster.cluster.cluster_security_group,
+            ],
+            storage_capacity_gib=lustre_storage_gib,
+            data_bucket=data_bucket,
+            setting_names=setting_names,
+        )
+        self.storage.grant_csi_driver(self.cluster.fsx_csi_driver_role)
+        self.images = TrainingImageRepository(self, "Images", image_directory=image_directory)
+        self.training_identity = TrainingPodIdentity(
+            self, "TrainingIdentity", cluster=self.cluster.cluster, data_bucket=data_bucket
+        )
+
+        CfnOutput(self, "FileSystemId", value=self.storage.file_system_id)
+        CfnOutput(self, "ImageRepositoryUri", value=self.images.repository.repository_uri)
+        price = self.accelerated_nodes.instance.on_demand_usd_per_hour
+        if price is not None:
+            CfnOutput(
+                self, "AcceleratedNodesUsdPerHour",
+                value=f"{price * node_count:.2f}",
+                description=f"{node_count} x {instance_type} on demand (US East price, catalog)",
+            )
+
+    def _check_accelerated_az(self, problems: Problems, az_id: str, instance: Optional[InstanceFacts]) -> None:
+        region = self.region if is_concrete(self.region) else None
+        az_region = region_of_az_id(az_id)
+        if az_region is None or (region is not None and az_region != region):
+            known = ", ".join(AZ_IDS_BY_REGION.get(region, ())) if region else "e.g. usw2-az4"
+            problems.add("accelerated_az_id", az_id, f"an AZ ID of region {region or 'the stack'}: {known}")
+            return
+        if instance is None:
+            return
+        found = offering(instance, az_region, az_id)
+        if found is Offering.NOT_OFFERED:
+            offered = instance.offered_az_ids.get(az_region)
+            where = (f"offered in {', '.join(offered)}" if offered
+                     else f"offered in regions {', '.join(instance.offered_az_ids)}")
+            problems.add("accelerated_az_id", az_id, f"{instance.name} is not offered there; it is {where}")
+        elif found is Offering.UNKNOWN:
+            Annotations.of(self).add_warning_v2(
+                "trainium-eks:unverifiedOffering",
+                f"The catalog does not know whether {az_id} offers {instance.name}; check with `aws ec2 "
+                f"describe-instance-type-offerings --location-type availability-zone-id --filters "
+                f"Name=instance-type,Values={instance.name} --region {az_region}`.",
+            )
+

@@ -1,0 +1,128 @@
+"""Every upstream version the library deploys, in one place, each with its source and the date it was checked.
+
+Bumping a version is a one-line change here; tests pin nothing else.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Tuple
+
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+# --- Kubernetes -------------------------------------------------------------------------------------------------
+
+KUBERNETES_VERSIONS: Tuple[str, ...] = ("1.34", "1.35", "1.36")
+"""Kubernetes versions the library deploys: supported by EKS (standard support in November 2026: 1.34 until
+2026-12-02, then extended support; 1.35; 1.36) and by aws-cdk-lib 2.275 (``KubernetesVersion.V1_36`` is its
+newest), each with a kubectl layer of the same minor version.
+Sources: Amazon EKS user guide, "Understand the Kubernetes version lifecycle on EKS"
+(https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html), read 2026-11-30; aws-cdk-lib 2.275.0."""
+
+DEFAULT_KUBERNETES_VERSION = "1.36"
+"""The newest version that both EKS and aws-cdk-lib support (EKS: "Kubernetes 1.36 is now available in Amazon
+EKS", kubernetes-versions-standard page, read 2026-11-30)."""
+
+KUBECTL_LAYERS: Mapping[str, Tuple[str, str]] = {
+    "1.34": ("aws_cdk.lambda_layer_kubectl_v34", "KubectlV34Layer"),
+    "1.35": ("aws_cdk.lambda_layer_kubectl_v35", "KubectlV35Layer"),
+    "1.36": ("aws_cdk.lambda_layer_kubectl_v36", "KubectlV36Layer"),
+}
+"""kubectl + helm Lambda layer per Kubernetes version: PyPI aws-cdk.lambda-layer-kubectl-v34 2.2.2, -v35 2.2.2,
+-v36 2.0.1 (pinned in requirements.txt; checked on PyPI 2026-11-30). kubectl supports one minor version of skew,
+so each cluster version gets the layer of its own minor."""
+
+
+def kubectl_layer(scope: Construct, id_: str, kubernetes_version: str) -> lambda_.ILayerVersion:
+    """The kubectl layer construct for ``kubernetes_version`` (one of :data:`KUBERNETES_VERSIONS`)."""
+    module_name, class_name = KUBECTL_LAYERS[kubernetes_version]
+    layer_class = getattr(importlib.import_module(module_name), class_name)
+    return layer_class(scope, id_)
+
+
+# --- EKS managed add-ons ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AddonPin:
+    """How an EKS managed add-on is versioned and configured.
+
+    :param version: The add-on version, or None for the default version EKS installs for the cluster's
+        Kubernetes version when the add-on is created (EKS validates that default against the cluster version;
+        an explicit version that EKS does not list for that Kubernetes version fails the deployment).
+    :param minimum: The oldest version the library works with; a version given by the user is checked against it.
+    :param configuration: The add-on's configuration values (its JSON schema: ``aws eks
+        describe-addon-configuration``).
+    :param source: Where the facts come from.
+    :param checked: When they were checked.
+    """
+
+    version: Optional[str]
+    source: str
+    checked: str
+    minimum: Optional[str] = None
+    configuration: Mapping[str, Any] = field(default_factory=dict)
+
+
+ADDONS: Mapping[str, AddonPin] = {
+    "vpc-cni": AddonPin(
+        version=None,
+        minimum="v1.18.5",
+        source="EKS user guide node-efa.html: 'You must have VPC CNI version 1.18.5 or later for EFA-only "
+        "interfaces'. 1.18.5 was released in 2024-10; the default add-on version of every Kubernetes version in "
+        "KUBERNETES_VERSIONS (EKS 1.34 shipped 2025-10) is newer.",
+        checked="2026-11-30",
+    ),
+    "coredns": AddonPin(
+        version=None,
+        source="Its build follows the Kubernetes minor version; EKS installs the matching default "
+        "(EKS user guide, managing-coredns.html).",
+        checked="2026-11-30",
+    ),
+    "kube-proxy": AddonPin(
+        version=None,
+        source="Must match the cluster's Kubernetes minor version; EKS installs the matching default "
+        "(EKS user guide, managing-kube-proxy.html).",
+        checked="2026-11-30",
+    ),
+    "eks-pod-identity-agent": AddonPin(
+        version=None,
+        source="EKS user guide, pod-id-agent-setup.html: required by Pod Identity associations.",
+        checked="2026-11-30",
+    ),
+    "aws-fsx-csi-driver": AddonPin(
+        version=None,
+        source="EKS user guide, fsx-csi-create.html (add-on aws-fsx-csi-driver, Pod Identity or IRSA); "
+        "kubernetes-sigs/aws-fsx-csi-driver charts values.yaml: node.tolerateAllTaints defaults to true, so the "
+        "node DaemonSet runs on tainted accelerator nodes.",
+        checked="2026-11-30",
+    ),
+    "eks-node-monitoring-agent": AddonPin(
+        version=None,
+        source="EKS user guide, node-health.html: node health reports used by node auto repair; no IAM needed.",
+        checked="2026-11-30",
+    ),
+}
+"""Managed add-ons of :class:`~trainium_eks.constructs.cluster.TrainingCluster`.
+
+No version is pinned by default: EKS publishes add-on builds per Kubernetes version (``aws eks
+describe-addon-versions --kubernetes-version 1.36``) and no offline source lists the builds for 1.35 and 1.36, so a
+hard-coded build would be a guess that fails the deployment when wrong. The template stays deterministic; to pin,
+pass ``addon_versions={"vpc-cni": "v1.21.1-eksbuild.1"}`` to the cluster, which checks the minimum."""
+
+
+def check_addon_version(name: str, version: str) -> Optional[str]:
+    """Why ``version`` of add-on ``name`` is not acceptable, or None when it is."""
+    pin = ADDONS.get(name)
+    if pin is None:
+        return f"unknown add-on; known: {', '.join(sorted(ADDONS))}"
+    if pin.minimum and _version_tuple(version) < _version_tuple(pin.minimum):
+        return f"{name} must be {pin.minimum} or newer ({pin.source.split(';')[0]})"
+    return None
+
+
+def _version_tuple(version: str) -> Tuple[int, ...]:
+    core = version.lstrip("v").split("-")[0]
+    return tuple(int(part) for part in core.split(".") if part.isdigit())
