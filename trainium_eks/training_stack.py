@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Mapping, Optional
 
 from aws_cdk import Annotations, CfnOutput, Stack
@@ -30,6 +31,8 @@ from trainium_eks.constructs.node_capacity import NodeCapacity
 from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
 from trainium_eks.regions import AZ_IDS_BY_REGION, region_of_az_id
 from trainium_eks.validation import Problems, is_concrete
+
+_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 
 DEFAULT_ACCELERATED_AZ_ID = "usw2-az4"
 """The tutorial's Trainium AZ in us-west-2 (aws-neuron-eks-samples scripts/determine_eks_azs.sh)."""
@@ -78,6 +81,9 @@ class TrainingStack(Stack):
         **stack_props: Any,
     ) -> None:
         super().__init__(scope, id_, **stack_props)
+        setting_names = dict(setting_names or {})
+        # LustreStorage calls this stack's lustre_storage_gib storage_capacity_gib.
+        setting_names.setdefault("storage_capacity_gib", setting_names.get("lustre_storage_gib", "lustre_storage_gib"))
         problems = Problems(self.node.path, setting_names=setting_names)
         instance = check_node_group_settings(
             problems, instance_type=instance_type, node_count=node_count, capacity=capacity
@@ -85,6 +91,12 @@ class TrainingStack(Stack):
         check_cluster_settings(problems, kubernetes_version=kubernetes_version, admin_role_arn=admin_role_arn)
         check_lustre_settings(problems, storage_capacity_gib=lustre_storage_gib)
         self._check_accelerated_az(problems, accelerated_az_id, instance)
+        if data_bucket_name and not _BUCKET_NAME.match(data_bucket_name):
+            problems.add(
+                "data_bucket_name", data_bucket_name,
+                "the name of an existing S3 bucket: 3-63 lowercase letters, digits, dots and hyphens, starting and "
+                "ending with a letter or digit",
+            )
         if (vpc is None) != (accelerated_subnet is None):
             problems.add("accelerated_subnet", accelerated_subnet, "give both vpc and accelerated_subnet, or neither")
         problems.raise_if_any()
@@ -105,12 +117,6 @@ class TrainingStack(Stack):
             admin_role_arn=admin_role_arn or None,
             setting_names=setting_names,
         )
-        if self.network is not None:
-            Annotations.of(self.cluster.cluster).acknowledge_warning(
-                "@aws-cdk/aws-eks:clusterMustManuallyTagSubnet",
-                "TrainingNetwork tags its public subnets kubernetes.io/role/elb=1 and its private subnets "
-                "kubernetes.io/role/internal-elb=1 itself.",
-            )
         self.accelerated_nodes = AcceleratedNodeGroup(
             self, "AcceleratedNodes",
             cluster=self.cluster.cluster,

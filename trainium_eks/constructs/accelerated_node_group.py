@@ -184,7 +184,7 @@ class AcceleratedNodeGroup(Construct):
             max_size=self.max_size,
             node_role=node_role or NodeRole(self, "NodeRole").role,
             labels=self.labels,
-            taints=self.taints,
+            taints=self.taints or None,
             enable_node_auto_repair=True,
         )
 

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Dict, Mapping, Optional, Sequence
 
-from aws_cdk import CfnCondition, RemovalPolicy, Stack
+from aws_cdk import Annotations, CfnCondition, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -15,6 +15,7 @@ from constructs import Construct
 
 from trainium_eks import versions
 from trainium_eks.catalog import instance_facts
+from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.node_launch_template import NodeLaunchTemplate
 from trainium_eks.constructs.node_role import NodeRole
 from trainium_eks.constructs.pod_identity_role import PodIdentityRole
@@ -130,6 +131,12 @@ class TrainingCluster(Construct):
             ),
         )
         self._acknowledge_cluster_internals()
+        if isinstance(vpc.node.scope, TrainingNetwork):
+            Annotations.of(self.cluster).acknowledge_warning(
+                "@aws-cdk/aws-eks:clusterMustManuallyTagSubnet",
+                "TrainingNetwork tags its public subnets kubernetes.io/role/elb=1 and its private subnets "
+                "kubernetes.io/role/internal-elb=1 itself.",
+            )
         if admin_role_arn:
             eks.AccessEntry(
                 self, "AdminAccess",
@@ -178,14 +185,16 @@ class TrainingCluster(Construct):
         for name in ("vpc-cni", "kube-proxy", "eks-pod-identity-agent", "eks-node-monitoring-agent"):
             self._addon(name)
         self._addon("coredns").node.add_dependency(self.system_nodegroup)
-        self._addon(
+        fsx_csi_driver = self._addon(
             "aws-fsx-csi-driver",
             pod_identity_associations=[
                 eks.CfnAddon.PodIdentityAssociationProperty(
                     role_arn=self.fsx_csi_driver_role.role_arn, service_account=FSX_CSI_CONTROLLER_SERVICE_ACCOUNT
                 )
             ],
-        ).node.add_dependency(self.addons["eks-pod-identity-agent"])
+        )
+        # Add-ons that run Deployments become ACTIVE only once nodes can run them.
+        fsx_csi_driver.node.add_dependency(self.addons["eks-pod-identity-agent"], self.system_nodegroup)
 
     def _acknowledge_cluster_internals(self) -> None:
         """Acknowledge the findings on resources aws-cdk-lib creates inside ``eks.Cluster`` (not configurable)."""

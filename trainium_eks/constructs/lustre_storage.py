@@ -112,8 +112,7 @@ class LustreStorage(Construct):
             description="FSx for Lustre: LNET (TCP 988, 1018-1023) from the file system and its clients",
             allow_all_outbound=True,
         )
-        for port in LUSTRE_PORTS:
-            self.security_group.add_ingress_rule(self.security_group, port, "Lustre between file system servers")
+        # LustreFileSystem itself opens TCP 988-1023 between members of this group (the file system's servers).
         self.allow_clients(*client_security_groups)
 
         self.file_system = fsx.LustreFileSystem(

@@ -1,0 +1,66 @@
+"""Shared fixtures: apps built the way `cdk synth` builds the default app, offline."""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Dict, Tuple
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import assertions
+
+import app as default_app
+from trainium_eks.training_stack import TrainingStack
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+CDK_JSON_CONTEXT: Dict[str, Any] = json.loads((REPO / "cdk.json").read_text())["context"]
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+
+def new_app(**context: Any) -> cdk.App:
+    """An app with the context of cdk.json (feature flags included), overridden by ``context``.
+
+    Asset staging is off: tests read templates, not the 60 MB of kubectl and AWS CLI layers.
+    """
+    merged = {**CDK_JSON_CONTEXT, "aws:cdk:disable-asset-staging": True, **context}
+    return cdk.App(context=merged)
+
+
+def build_default_app(**context: Any) -> Tuple[cdk.App, TrainingStack]:
+    """The default app of app.py, with ``context`` as if given by ``cdk synth -c key=value``."""
+    app = new_app(**context)
+    return app, default_app.build_app(app)
+
+
+@lru_cache(maxsize=None)
+def _default_template(items: Tuple[Tuple[str, Any], ...]) -> assertions.Template:
+    _, stack = build_default_app(**dict(items))
+    return assertions.Template.from_stack(stack)
+
+
+def default_template(**context: Any) -> assertions.Template:
+    """The default app's template (cached per context)."""
+    return _default_template(tuple(sorted(context.items())))
+
+
+def resources_of(template: assertions.Template, resource_type: str) -> Dict[str, Dict[str, Any]]:
+    """Logical id -> resource of every ``resource_type`` in ``template``."""
+    return template.find_resources(resource_type)
+
+
+def only(template: assertions.Template, resource_type: str) -> Dict[str, Any]:
+    """The one resource of ``resource_type``; fails when there is not exactly one."""
+    found = resources_of(template, resource_type)
+    assert len(found) == 1, f"expected one {resource_type}, found {sorted(found)}"
+    return next(iter(found.values()))
+
+
+@pytest.fixture(scope="session")
+def template() -> assertions.Template:
+    """The default app's template."""
+    return default_template()

@@ -1,0 +1,165 @@
+"""LustreStorage, TrainingImageRepository and the IAM of nodes and training pods."""
+
+import json
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import assertions
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_fsx as fsx
+
+from tests.conftest import default_template, new_app, only, resources_of
+from trainium_eks.constructs.image_repository import TrainingImageRepository
+from trainium_eks.constructs.lustre_storage import LustreStorage
+from trainium_eks.constructs.node_role import NODE_MANAGED_POLICIES
+
+BUCKET_CONTEXT = {"dataBucketName": "my-training-data"}
+
+
+def test_file_system_is_persistent_2_lustre_2_15_lz4_in_the_accelerated_subnet_and_retained(template):
+    file_system = only(template, "AWS::FSx::FileSystem")
+    assert file_system["DeletionPolicy"] == "Retain" and file_system["UpdateReplacePolicy"] == "Retain"
+    props = file_system["Properties"]
+    assert props["FileSystemType"] == "LUSTRE"
+    assert props["FileSystemTypeVersion"] == "2.15"
+    assert props["StorageCapacity"] == 1200
+    assert props["LustreConfiguration"]["DeploymentType"] == "PERSISTENT_2"
+    assert props["LustreConfiguration"]["DataCompressionType"] == "LZ4"
+    assert props["LustreConfiguration"]["PerUnitStorageThroughput"] == 250
+    assert props["LustreConfiguration"]["AutomaticBackupRetentionDays"] == 7
+    (subnet,) = props["SubnetIds"]
+    assert "Accelerated" in subnet["Ref"]
+
+
+def test_lustre_storage_context_sets_the_size():
+    props = only(default_template(lustreStorageGiB="4800"), "AWS::FSx::FileSystem")["Properties"]
+    assert props["StorageCapacity"] == 4800
+
+
+def lustre_rules(template):
+    groups = resources_of(template, "AWS::EC2::SecurityGroup")
+    fsx_sg = next(k for k, v in groups.items() if v["Properties"]["GroupDescription"].startswith("FSx for Lustre"))
+    rules = [
+        r["Properties"] for r in resources_of(template, "AWS::EC2::SecurityGroupIngress").values()
+        if r["Properties"]["GroupId"] == {"Fn::GetAtt": [fsx_sg, "GroupId"]}
+    ]
+    return fsx_sg, rules
+
+
+def test_lustre_security_group_allows_988_and_1018_to_1023_from_itself_and_both_node_groups(template):
+    fsx_sg, rules = lustre_rules(template)
+    node_sg = next(
+        k for k, v in resources_of(template, "AWS::EC2::SecurityGroup").items()
+        if v["Properties"]["GroupDescription"].startswith("Accelerated nodes")
+    )
+    self_rules = [r for r in rules if r["SourceSecurityGroupId"] == {"Fn::GetAtt": [fsx_sg, "GroupId"]}]
+    assert [(r["FromPort"], r["ToPort"]) for r in self_rules] == [(988, 1023)], "servers reach each other"
+    node_ports = sorted(
+        (r["FromPort"], r["ToPort"]) for r in rules if r["SourceSecurityGroupId"] == {"Fn::GetAtt": [node_sg, "GroupId"]}
+    )
+    assert node_ports == [(988, 988), (1018, 1023)]
+    cluster_sg_ports = sorted(
+        (r["FromPort"], r["ToPort"]) for r in rules if "ClusterSecurityGroupId" in json.dumps(r["SourceSecurityGroupId"])
+    )
+    assert cluster_sg_ports == [(988, 988), (1018, 1023)], "system nodes (TensorBoard, staging) mount it too"
+    assert all(r["IpProtocol"] == "tcp" for r in rules)
+
+
+def test_no_data_repository_association_without_a_bucket(template):
+    template.resource_count_is("AWS::FSx::DataRepositoryAssociation", 0)
+
+
+def test_data_bucket_is_linked_with_automatic_import_and_export_without_deletes():
+    template = default_template(**BUCKET_CONTEXT)
+    association = only(template, "AWS::FSx::DataRepositoryAssociation")
+    assert association["DeletionPolicy"] == "Retain"
+    props = association["Properties"]
+    assert props["DataRepositoryPath"] == "s3://my-training-data/"
+    assert props["FileSystemPath"] == "/bucket"
+    assert props["BatchImportMetaDataOnCreate"] is True
+    assert props["S3"]["AutoImportPolicy"]["Events"] == ["NEW", "CHANGED", "DELETED"]
+    assert props["S3"]["AutoExportPolicy"]["Events"] == ["NEW", "CHANGED"]
+
+
+def test_scratch_file_systems_take_no_throughput_and_no_backups():
+    app = new_app()
+    stack = cdk.Stack(app, "S")
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2)
+    LustreStorage(stack, "Fs", vpc=vpc, subnet=vpc.private_subnets[0], storage_capacity_gib=2400,
+                  deployment_type=fsx.LustreDeploymentType.SCRATCH_2)
+    props = only(assertions.Template.from_stack(stack), "AWS::FSx::FileSystem")["Properties"]
+    assert props["LustreConfiguration"]["DeploymentType"] == "SCRATCH_2"
+    assert "PerUnitStorageThroughput" not in props["LustreConfiguration"]
+    assert "AutomaticBackupRetentionDays" not in props["LustreConfiguration"]
+
+
+def test_image_repository_scans_keeps_tags_immutable_encrypts_expires_untagged_and_is_retained(template):
+    repository = only(template, "AWS::ECR::Repository")
+    assert repository["DeletionPolicy"] == "Retain"
+    props = repository["Properties"]
+    assert props["ImageScanningConfiguration"] == {"ScanOnPush": True}
+    assert props["ImageTagMutability"] == "IMMUTABLE"
+    assert props["EncryptionConfiguration"] == {"EncryptionType": "KMS"}
+    (rule,) = json.loads(props["LifecyclePolicy"]["LifecyclePolicyText"])["rules"]
+    assert rule["selection"]["tagStatus"] == "untagged"
+    assert rule["action"] == {"type": "expire"}
+
+
+def test_image_asset_is_staged_for_amd64_and_not_built_at_synth(tmp_path):
+    (tmp_path / "image").mkdir()
+    (tmp_path / "image" / "Dockerfile").write_text("FROM scratch\n")
+    app = cdk.App(outdir=str(tmp_path / "out"))
+    stack = cdk.Stack(app, "S")
+    images = TrainingImageRepository(stack, "Images", image_directory=str(tmp_path / "image"))
+    assembly = app.synth()
+    (asset,) = json.loads((tmp_path / "out" / "S.assets.json").read_text())["dockerImages"].values()
+    assert asset["source"]["platform"] == "linux/amd64"
+    assert "executable" not in asset["source"], "built by cdk deploy from the staged directory"
+    assert images.image_uri is not None
+    assert assembly.get_stack_by_name("S").template is not None
+
+
+def role_by_description(template, text):
+    return next(
+        (k, r["Properties"]) for k, r in resources_of(template, "AWS::IAM::Role").items()
+        if text in r["Properties"].get("Description", "")
+    )
+
+
+def test_node_role_has_the_eks_node_policies_and_ssm(template):
+    _, role = role_by_description(template, "EKS worker nodes")
+    arns = {json.dumps(a) for a in role["ManagedPolicyArns"]}
+    assert len(arns) == len(NODE_MANAGED_POLICIES)
+    for name in NODE_MANAGED_POLICIES:
+        assert any(f"policy/{name}" in a for a in arns), name
+
+
+def test_training_role_trusts_pod_identity_and_is_bound_to_the_training_service_account(template):
+    role_id, role = role_by_description(template, "Training pods")
+    assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    association = only(template, "AWS::EKS::PodIdentityAssociation")["Properties"]
+    assert (association["Namespace"], association["ServiceAccount"]) == ("training", "training")
+    assert association["RoleArn"] == {"Fn::GetAtt": [role_id, "Arn"]}
+    assert not [
+        p for p in resources_of(template, "AWS::IAM::Policy").values() if {"Ref": role_id} in p["Properties"]["Roles"]
+    ], "without a data bucket the role has no permissions"
+
+
+def test_training_role_is_limited_to_the_data_bucket_and_cannot_delete():
+    template = default_template(**BUCKET_CONTEXT)
+    role_id, _ = role_by_description(template, "Training pods")
+    (policy,) = [
+        p for p in resources_of(template, "AWS::IAM::Policy").values() if {"Ref": role_id} in p["Properties"]["Roles"]
+    ]
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    by_resource = {s["Resource"]: sorted([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+                   for s in statements}
+    assert by_resource == {
+        "arn:aws:s3:::my-training-data": ["s3:ListBucket"],
+        "arn:aws:s3:::my-training-data/*": ["s3:AbortMultipartUpload", "s3:GetObject", "s3:PutObject"],
+    }
+
+
+@pytest.mark.parametrize("size", [1200, 2400, 4800, 7200])
+def test_allowed_persistent_2_sizes_synthesize(size):
+    only(default_template(lustreStorageGiB=size), "AWS::FSx::FileSystem")
