@@ -2,6 +2,7 @@
 #   make synth   offline `cdk synth` of app.py into cdk.out (no credentials, no lookups)
 #   make test    the whole test suite
 #   make bench   synth benchmark (figures for the README)
+#   make audit   checkov on the Kubernetes objects the app applies (own venv)
 
 PYTHON ?= python3
 VENV := .venv
@@ -14,7 +15,7 @@ export PATH := $(BIN):$(PATH)
 export AWS_EC2_METADATA_DISABLED := true
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-.PHONY: synth test bench clean install
+.PHONY: synth test bench audit clean install
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -39,6 +40,9 @@ test: install
 
 bench: install
 	$(BIN)/python scripts/bench_synth.py
+
+audit: synth
+	bash scripts/audit_manifests.sh
 
 clean:
 	rm -rf cdk.out .pytest_cache

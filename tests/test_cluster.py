@@ -79,7 +79,7 @@ def test_managed_add_ons(template):
     found = addons(template)
     assert set(found) == {
         "vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent", "aws-fsx-csi-driver",
-        "eks-node-monitoring-agent",
+        "eks-node-monitoring-agent", "amazon-cloudwatch-observability",
     }
     assert all(a["Properties"]["ResolveConflicts"] == "OVERWRITE" for a in found.values())
 
@@ -130,3 +130,37 @@ def test_add_on_versions_can_be_pinned():
 def test_a_vpc_cni_without_efa_only_support_is_refused():
     with pytest.raises(ValueError, match=r"vpc-cni must be v1.18.5 or newer"):
         build_cluster(addon_versions={"vpc-cni": "v1.18.3-eksbuild.1"})
+
+
+def test_container_insights_agent_uses_pod_identity_with_the_cloudwatch_agent_policy(template):
+    observability = addons(template)["amazon-cloudwatch-observability"]
+    (association,) = observability["Properties"]["PodIdentityAssociations"]
+    assert association["ServiceAccount"] == "cloudwatch-agent"
+    role = resources_of(template, "AWS::IAM::Role")[association["RoleArn"]["Fn::GetAtt"][0]]["Properties"]
+    assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert "policy/CloudWatchAgentServerPolicy" in json.dumps(role["ManagedPolicyArns"])
+    assert {k for k in observability["DependsOn"] if "podidentity" in k.lower()}, "the Pod Identity agent first"
+
+
+def test_container_insights_can_be_left_out():
+    _, stack = build_cluster(container_insights=False)
+    found = [a["Properties"]["AddonName"] for a in assertions.Template.from_stack(stack)
+             .find_resources("AWS::EKS::Addon").values()]
+    assert "amazon-cloudwatch-observability" not in found
+
+
+def test_dashboard_graphs_neuron_and_efa_metrics_per_node_of_this_cluster(template):
+    (dashboard,) = resources_of(template, "AWS::CloudWatch::Dashboard").values()
+    parts = dashboard["Properties"]["DashboardBody"]["Fn::Join"][1]
+    body = "".join(p if isinstance(p, str) else json.dumps(p) for p in parts)
+    cluster_id = next(iter(resources_of(template, "AWS::EKS::Cluster")))
+    for metric in ("node_neuroncore_utilization", "node_neurondevice_runtime_memory_used_bytes",
+                   "node_efa_rx_bytes", "node_efa_tx_bytes", "node_neuron_execution_errors_total"):
+        assert f'MetricName=\\\"{metric}\\\"' in body, metric
+    assert body.count("{ContainerInsights,ClusterName,InstanceId,NodeName}") == 8
+    assert {"Ref": cluster_id} in parts
+
+
+def test_vpc_cni_enforces_network_policies(template):
+    cni = addons(template)["vpc-cni"]
+    assert json.loads(cni["Properties"]["ConfigurationValues"]) == {"enableNetworkPolicy": "true"}

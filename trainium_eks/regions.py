@@ -48,3 +48,40 @@ def region_of_az_id(az_id: str) -> Optional[str]:
         if az_id in az_ids:
             return region
     return None
+
+
+EKS_REGISTRY_ACCOUNTS: Dict[str, str] = {
+    **{region: "602401143452" for region in (
+        "us-east-1", "us-east-2", "us-west-1", "us-west-2", "ca-central-1", "sa-east-1", "eu-central-1",
+        "eu-west-1", "eu-west-2", "eu-west-3", "eu-north-1", "ap-south-1", "ap-northeast-1", "ap-northeast-2",
+        "ap-northeast-3", "ap-southeast-1", "ap-southeast-2",
+    )},
+    "af-south-1": "877085696533",
+    "ap-east-1": "800184023465",
+    "ap-south-2": "900889452093",
+    "ap-southeast-3": "296578399912",
+    "ap-southeast-4": "491585149902",
+    "ap-southeast-5": "151610086707",
+    "ap-southeast-7": "121268973566",
+    "ca-west-1": "761377655185",
+    "eu-central-2": "900612956339",
+    "eu-south-1": "590381155156",
+    "eu-south-2": "455263428931",
+    "il-central-1": "066635153087",
+    "me-central-1": "759879836304",
+    "me-south-1": "558608220178",
+    "mx-central-1": "730335286997",
+}
+"""Account of the Amazon EKS container image registry of each region
+(``<account>.dkr.ecr.<region>.amazonaws.com``), which serves the EFA device plugin image. Source: Amazon EKS user
+guide, "View Amazon container image registries for Amazon EKS add-ons" (add-ons-images.html;
+awsdocs/amazon-eks-user-guide@1cc6ebb latest/ug/workloads/add-ons-images.adoc), read 2026-11-30."""
+
+
+def eks_registry(region: str) -> str:
+    """The EKS container image registry host of ``region``; raises KeyError for a region the table lacks."""
+    try:
+        account = EKS_REGISTRY_ACCOUNTS[region]
+    except KeyError:
+        raise KeyError(f"no EKS image registry known for region {region!r}") from None
+    return f"{account}.dkr.ecr.{region}.amazonaws.com"

@@ -19,6 +19,7 @@ from trainium_eks.constructs.accelerated_node_group import (
     check_node_group_settings,
 )
 from trainium_eks.constructs.cluster import TrainingCluster, check_cluster_settings
+from trainium_eks.constructs.cluster_addons import ClusterAddons
 from trainium_eks.constructs.efa_layout import EfaLayout
 from trainium_eks.constructs.image_repository import TrainingImageRepository
 from trainium_eks.constructs.lustre_storage import (
@@ -28,6 +29,7 @@ from trainium_eks.constructs.lustre_storage import (
 )
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.node_capacity import NodeCapacity
+from trainium_eks.constructs.training_dashboard import TrainingDashboard
 from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
 from trainium_eks.regions import AZ_IDS_BY_REGION, region_of_az_id
 from trainium_eks.validation import Problems, is_concrete
@@ -131,6 +133,9 @@ class TrainingStack(Stack):
         self.accelerated_nodes.nodegroup.node.add_dependency(self.cluster.addons["vpc-cni"])
 
         data_bucket = s3.Bucket.from_bucket_name(self, "DataBucket", data_bucket_name) if data_bucket_name else None
+        self.training_identity = TrainingPodIdentity(
+            self, "TrainingIdentity", cluster=self.cluster.cluster, data_bucket=data_bucket
+        )
         self.storage = LustreStorage(
             self, "Storage",
             vpc=vpc,
@@ -144,12 +149,20 @@ class TrainingStack(Stack):
             setting_names=setting_names,
         )
         self.storage.grant_csi_driver(self.cluster.fsx_csi_driver_role)
-        self.images = TrainingImageRepository(self, "Images", image_directory=image_directory)
-        self.training_identity = TrainingPodIdentity(
-            self, "TrainingIdentity", cluster=self.cluster.cluster, data_bucket=data_bucket
+        self.addons = ClusterAddons(
+            self, "Addons",
+            cluster=self.cluster.cluster,
+            volume=self.storage.volume_source,
+            system_nodes=self.cluster.system_nodegroup,
+            namespace=self.training_identity.namespace,
+            service_account=self.training_identity.service_account,
         )
+        self.images = TrainingImageRepository(self, "Images", image_directory=image_directory)
+
+        self.dashboard = TrainingDashboard(self, "Dashboard", cluster_name=self.cluster.cluster.cluster_name)
 
         CfnOutput(self, "FileSystemId", value=self.storage.file_system_id)
+        CfnOutput(self, "DashboardName", value=self.dashboard.dashboard.dashboard_name)
         CfnOutput(self, "ImageRepositoryUri", value=self.images.repository.repository_uri)
         price = self.accelerated_nodes.instance.on_demand_usd_per_hour
         if price is not None:

@@ -72,8 +72,10 @@ ADDONS: Mapping[str, AddonPin] = {
         minimum="v1.18.5",
         source="EKS user guide node-efa.html: 'You must have VPC CNI version 1.18.5 or later for EFA-only "
         "interfaces'. 1.18.5 was released in 2024-10; the default add-on version of every Kubernetes version in "
-        "KUBERNETES_VERSIONS (EKS 1.34 shipped 2025-10) is newer.",
+        "KUBERNETES_VERSIONS (EKS 1.34 shipped 2025-10) is newer. enableNetworkPolicy: EKS user guide, "
+        "cni-network-policy-configure.html (VPC CNI 1.14+), enforces the charts' NetworkPolicies.",
         checked="2026-11-30",
+        configuration={"enableNetworkPolicy": "true"},
     ),
     "coredns": AddonPin(
         version=None,
@@ -97,6 +99,14 @@ ADDONS: Mapping[str, AddonPin] = {
         source="EKS user guide, fsx-csi-create.html (add-on aws-fsx-csi-driver, Pod Identity or IRSA); "
         "kubernetes-sigs/aws-fsx-csi-driver charts values.yaml: node.tolerateAllTaints defaults to true, so the "
         "node DaemonSet runs on tainted accelerator nodes.",
+        checked="2026-11-30",
+    ),
+    "amazon-cloudwatch-observability": AddonPin(
+        version=None,
+        minimum="v3.1.0",
+        source="CloudWatch user guide, install-CloudWatch-Observability-EKS-addon.html: Pod Identity from v3.1.0; "
+        "Neuron metrics from v1.5.0-eksbuild.1 and EFA metrics from v1.5.2-eksbuild.1 "
+        "(Container-Insights-metrics-enhanced-EKS.html); its DaemonSets tolerate every taint by default.",
         checked="2026-11-30",
     ),
     "eks-node-monitoring-agent": AddonPin(
@@ -126,3 +136,82 @@ def check_addon_version(name: str, version: str) -> Optional[str]:
 def _version_tuple(version: str) -> Tuple[int, ...]:
     core = version.lstrip("v").split("-")[0]
     return tuple(int(part) for part in core.split(".") if part.isdigit())
+
+
+# --- In-cluster components ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ImagePin:
+    """A container image at a fixed tag.
+
+    :param repository: Registry and repository, or for images of the regional EKS registries the repository path
+        only (``eks/aws-efa-k8s-device-plugin``).
+    :param tag: The tag; never ``latest``.
+    :param source: Where the tag was found.
+    :param checked: When.
+    """
+
+    repository: str
+    tag: str
+    source: str
+    checked: str
+
+    @property
+    def image(self) -> str:
+        """``repository:tag``."""
+        return f"{self.repository}:{self.tag}"
+
+
+@dataclass(frozen=True)
+class HelmChartPin:
+    """A Helm chart at a fixed version, installed by ``cluster.add_helm_chart`` (fetched at deploy time by the
+    kubectl provider, never at synth)."""
+
+    repository: str
+    chart: str
+    version: str
+    source: str
+    checked: str
+
+
+NEURON_DEVICE_PLUGIN = ImagePin(
+    repository="public.ecr.aws/neuron/neuron-device-plugin",
+    tag="2.31.0.0",
+    source="aws-neuron/neuron-helm-charts release 1.9.0 (2026-07-10): device plugin 2.31.0.0 (Neuron SDK 2.31)",
+    checked="2026-11-30",
+)
+
+EFA_DEVICE_PLUGIN = ImagePin(
+    repository="eks/aws-efa-k8s-device-plugin",
+    tag="v0.5.21-eksbuild.13",
+    source="aws/eks-charts PR #1366 (2026-09-10): stable/aws-efa-k8s-device-plugin values.yaml image.tag; the "
+    "image is served by the EKS registry of each region (trainium_eks.regions.EKS_REGISTRY_ACCOUNTS)",
+    checked="2026-11-30",
+)
+
+VOLCANO = HelmChartPin(
+    repository="https://volcano-sh.github.io/helm-charts",
+    chart="volcano",
+    version="1.15.1",
+    source="volcano-sh/helm-charts issue #11 (2026-08-19) confirms chart 1.15.1 published (images "
+    "docker.io/volcanosh/vc-*:v1.15.1); 1.15.2 was tagged 2026-08-26 but its presence in the chart index could not "
+    "be confirmed offline",
+    checked="2026-11-30",
+)
+
+ETCD = ImagePin(
+    repository="quay.io/coreos/etcd",
+    tag="v3.5.33",
+    source="meta-pytorch/torchx PR #1026 (refreshed 2026-07-31): newest v3.5.x on quay.io; v3.6 removed --enable-v2, "
+    "which torch's etcd rendezvous (python-etcd, v2 API) needs (etcd v3.6.0 release notes, 2025-05-15)",
+    checked="2026-11-30",
+)
+
+TENSORBOARD = ImagePin(
+    repository="docker.io/tensorflow/tensorflow",
+    tag="2.20.0",
+    source="TensorFlow 2.20.0 requires tensorboard~=2.20.0 (PyPI metadata); TF 2.21 dropped the TensorBoard "
+    "dependency (TF 2.21.0 release notes), so its image has no tensorboard command",
+    checked="2026-11-30",
+)

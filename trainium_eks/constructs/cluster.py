@@ -38,6 +38,11 @@ DEFAULT_CLUSTER_LOGGING = (
 SYSTEM_NODE_LABEL = "trainium-eks/node-role"
 """Label that marks the nodes of the system node group (value ``system``)."""
 
+CLOUDWATCH_AGENT_SERVICE_ACCOUNT = "cloudwatch-agent"
+"""Service account of the CloudWatch agent (namespace amazon-cloudwatch), bound to its role by Pod Identity."""
+
+CLOUDWATCH_AGENT_POLICY = "CloudWatchAgentServerPolicy"
+
 FSX_CSI_CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
 """Service account of the FSx CSI controller in kube-system, bound to its role by EKS Pod Identity."""
 
@@ -56,7 +61,8 @@ class TrainingCluster(Construct):
     - Managed add-ons at the versions of :mod:`trainium_eks.versions`: vpc-cni (a version that supports EFA-only
       interfaces), coredns, kube-proxy, eks-pod-identity-agent, aws-fsx-csi-driver (its controller role bound by
       Pod Identity, allowed only to describe file systems until a file system grants more) and
-      eks-node-monitoring-agent (node health for auto repair).
+      eks-node-monitoring-agent (node health for auto repair) and, unless disabled, amazon-cloudwatch-observability
+      (Container Insights: Neuron and EFA metrics, container logs; its agent's role bound by Pod Identity).
 
     :param vpc: The VPC. Required.
     :param subnets: Subnets of the control-plane interfaces and the system nodes, in at least two AZs.
@@ -74,6 +80,9 @@ class TrainingCluster(Construct):
     :param cluster_logging: Default: :data:`DEFAULT_CLUSTER_LOGGING`.
     :param addon_versions: Add-on versions to pin, by add-on name (``{"vpc-cni": "v1.21.1-eksbuild.1"}``).
         Default: the versions of :data:`trainium_eks.versions.ADDONS` (EKS's default for the Kubernetes version).
+    :param container_insights: Install the amazon-cloudwatch-observability add-on (CloudWatch Container Insights with
+        enhanced observability: Neuron and EFA metrics, container logs), its agent's role bound by Pod Identity.
+        Default: true.
     :param setting_names: Names of the settings in error messages. Default: the parameter names.
     """
 
@@ -93,6 +102,7 @@ class TrainingCluster(Construct):
         secrets_key: Optional[kms.IKey] = None,
         cluster_logging: Sequence[eks.ClusterLoggingTypes] = DEFAULT_CLUSTER_LOGGING,
         addon_versions: Optional[Mapping[str, str]] = None,
+        container_insights: bool = True,
         setting_names: Optional[Mapping[str, str]] = None,
     ) -> None:
         super().__init__(scope, id_)
@@ -195,6 +205,30 @@ class TrainingCluster(Construct):
         )
         # Add-ons that run Deployments become ACTIVE only once nodes can run them.
         fsx_csi_driver.node.add_dependency(self.addons["eks-pod-identity-agent"], self.system_nodegroup)
+        if container_insights:
+            self._add_container_insights()
+
+    def _add_container_insights(self) -> None:
+        """CloudWatch Container Insights with enhanced observability: NeuronCore utilisation, Neuron device memory
+        and EFA traffic per node, pod and container, and container logs, through the managed add-on."""
+        role = PodIdentityRole(
+            self, "CloudWatchAgentRole", description="CloudWatch agent (amazon-cloudwatch/cloudwatch-agent)"
+        ).role
+        role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(CLOUDWATCH_AGENT_POLICY))
+        acknowledge(
+            role, "AwsSolutions-IAM4",
+            "The CloudWatch agent of Container Insights needs CloudWatchAgentServerPolicy (CloudWatch user guide, "
+            "install-CloudWatch-Observability-EKS-addon.html): put metrics and log events, describe EC2 tags and volumes.",
+            *managed_policy_findings([CLOUDWATCH_AGENT_POLICY]),
+        )
+        self._addon(
+            "amazon-cloudwatch-observability",
+            pod_identity_associations=[
+                eks.CfnAddon.PodIdentityAssociationProperty(
+                    role_arn=role.role_arn, service_account=CLOUDWATCH_AGENT_SERVICE_ACCOUNT
+                )
+            ],
+        ).node.add_dependency(self.addons["eks-pod-identity-agent"], self.system_nodegroup)
 
     def _acknowledge_cluster_internals(self) -> None:
         """Acknowledge the findings on resources aws-cdk-lib creates inside ``eks.Cluster`` (not configurable)."""

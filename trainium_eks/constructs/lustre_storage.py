@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import List, Mapping, Optional, Sequence
 
 from aws_cdk import Duration, RemovalPolicy, Stack
@@ -41,6 +42,18 @@ EXPORT_EVENTS = ("NEW", "CHANGED")
 IMPORT_EVENTS = ("NEW", "CHANGED", "DELETED")
 """Data repository association events: S3 changes (including deletions) flow into the file system; files written
 on the file system flow out to S3, but a deletion on the file system never deletes objects in the bucket."""
+
+
+@dataclass(frozen=True)
+class LustreVolumeSource:
+    """What Kubernetes needs to mount an FSx for Lustre file system (values or CloudFormation tokens): its id, DNS
+    name and mount name, and its size in GiB. ``LustreStorage.volume_source`` gives it; build one for a file system
+    created elsewhere."""
+
+    file_system_id: str
+    dns_name: str
+    mount_name: str
+    storage_gib: int
 
 
 class LustreStorage(Construct):
@@ -133,8 +146,12 @@ class LustreStorage(Construct):
             ),
         )
         self.file_system_id = self.file_system.file_system_id
-        self.dns_name = self.file_system.dns_name
-        self.mount_name = self.file_system.mount_name
+        self.volume_source = LustreVolumeSource(
+            file_system_id=self.file_system_id,
+            dns_name=self.file_system.dns_name,
+            mount_name=self.file_system.mount_name,
+            storage_gib=storage_capacity_gib,
+        )
         self.bucket_path: Optional[str] = None
         self.data_repository_association: Optional[fsx.CfnDataRepositoryAssociation] = None
         if data_bucket is not None:

@@ -1,0 +1,66 @@
+"""TrainingDashboard: a CloudWatch dashboard of Neuron and EFA metrics per node of a cluster."""
+
+from __future__ import annotations
+
+from typing import List, Tuple
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from constructs import Construct
+
+CONTAINER_INSIGHTS = "ContainerInsights"
+PER_NODE = "{ContainerInsights,ClusterName,InstanceId,NodeName}"
+"""Dimension set of the per-node Container Insights metrics."""
+
+NODE_PANELS: Tuple[Tuple[str, str, str], ...] = (
+    ("NeuronCore utilisation per node (%)", "node_neuroncore_utilization", "Average"),
+    ("Neuron device memory used per node (bytes)", "node_neurondevice_runtime_memory_used_bytes", "Average"),
+    ("EFA bytes received per node (bytes/s)", "node_efa_rx_bytes", "Average"),
+    ("EFA bytes sent per node (bytes/s)", "node_efa_tx_bytes", "Average"),
+    ("EFA RDMA read bytes per node (bytes/s)", "node_efa_rdma_read_bytes", "Average"),
+    ("EFA RDMA write bytes per node (bytes/s)", "node_efa_rdma_write_bytes", "Average"),
+    ("Neuron execution errors per node", "node_neuron_execution_errors_total", "Sum"),
+    ("Neuron hardware ECC events per node", "node_neurondevice_hw_ecc_events_total", "Sum"),
+)
+"""(title, metric, statistic) of each per-node panel. Metric names and dimensions: CloudWatch user guide, "Amazon
+EKS and Kubernetes Container Insights with enhanced observability metrics" (Container-Insights-metrics-enhanced-EKS
+.html): Neuron metrics from add-on v1.5.0-eksbuild.1, EFA metrics from v1.5.2-eksbuild.1; they need the Neuron and
+EFA device plugins."""
+
+DEFAULT_PERIOD = Duration.minutes(1)
+
+
+class TrainingDashboard(Construct):
+    """A CloudWatch dashboard with one graph per Neuron and EFA metric, one line per node, for one cluster.
+
+    The graphs use ``SEARCH`` expressions over the Container Insights metrics (namespace ``ContainerInsights``,
+    dimensions ClusterName, InstanceId, NodeName), so nodes that come and go appear without a redeploy. It needs
+    ``TrainingCluster(container_insights=True)`` (the default), the Neuron and the EFA device plugins.
+
+    :param cluster_name: The EKS cluster's name (a token is fine). Required.
+    :param period: Aggregation period of the graphs. Default: one minute.
+    """
+
+    def __init__(self, scope: Construct, id_: str, *, cluster_name: str, period: Duration = DEFAULT_PERIOD) -> None:
+        super().__init__(scope, id_)
+        widgets: List[cloudwatch.IWidget] = [
+            cloudwatch.GraphWidget(
+                title=title,
+                width=12,
+                left=[self._per_node(metric, statistic, cluster_name, period)],
+            )
+            for title, metric, statistic in NODE_PANELS
+        ]
+        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", widgets=[widgets[i:i + 2] for i in range(0, len(widgets), 2)])
+
+    @staticmethod
+    def _per_node(metric: str, statistic: str, cluster_name: str, period: Duration) -> cloudwatch.MathExpression:
+        return cloudwatch.MathExpression(
+            expression=(
+                f"SEARCH('{PER_NODE} MetricName=\"{metric}\" ClusterName=\"{cluster_name}\"', "
+                f"'{statistic}', {int(period.to_seconds())})"
+            ),
+            using_metrics={},
+            label="",
+            period=period,
+        )

@@ -1,0 +1,105 @@
+"""EfaDevicePluginChart: the Kubernetes device plugin that advertises EFA interfaces as ``vpc.amazonaws.com/efa``."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from cdk8s_plus_27 import k8s
+
+from trainium_eks import versions
+from trainium_eks.catalog import INSTANCE_CATALOG
+from trainium_eks.manifests.chart import (
+    ACCELERATOR_TAINT_KEYS,
+    LibraryChart,
+    exists_toleration,
+    instance_type_affinity,
+)
+from trainium_eks.manifests.neuron_device_plugin import DEVICE_PLUGIN_PATH
+
+NAME = "aws-efa-k8s-device-plugin"
+NEURON_TOOLS = "/opt/aws/neuron"
+"""Host folder of the Neuron tools, which the plugin reads to hand out EFA devices aligned with the pod's Neuron
+devices (aws/eks-charts PR #1245, 2025-09)."""
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+"""Extended resource the plugin advertises: one per EFA interface attached at launch. Source: Amazon EKS user
+guide, device-management-efa.html; aws/eks-charts stable/aws-efa-k8s-device-plugin NOTES.txt."""
+
+
+def efa_instance_types() -> list:
+    """Every EFA-capable instance type of the catalog: the nodes the plugin must run on."""
+    return [facts.name for facts in INSTANCE_CATALOG.values() if facts.efa_supported]
+
+
+class EfaDevicePluginChart(LibraryChart):
+    """The EFA device plugin DaemonSet in ``kube-system``.
+
+    It runs with the host network on EFA-capable instance types only (:func:`efa_instance_types`), tolerates
+    ``CriticalAddonsOnly`` and the accelerator taints (the upstream chart tolerates none by default, so on tainted
+    Trainium nodes it would never run), has priority class ``system-node-critical``, mounts the kubelet's
+    device-plugin directory, ``/dev/infiniband`` and ``/opt/aws/neuron``, and mounts no service-account token (it
+    needs no API access). Like the current upstream chart, it runs privileged as root: handing out EFA devices aligned
+    with the pod's Neuron devices needs it (aws/eks-charts README and PR #1245); the README's security section lists
+    this exception.
+
+    :param registry: The EKS image registry of the cluster's region (``trainium_eks.regions.eks_registry``), or a
+        CloudFormation token that resolves to it. Required.
+    :param image: Repository path and tag in that registry. Default: :data:`trainium_eks.versions.EFA_DEVICE_PLUGIN`.
+    :param instance_types: Nodes to run on. Default: every EFA-capable type of the catalog.
+    """
+
+    def __init__(
+        self,
+        *,
+        registry: str,
+        image: str = versions.EFA_DEVICE_PLUGIN.image,
+        instance_types: Optional[Sequence[str]] = None,
+    ) -> None:
+        super().__init__(NAME, namespace="kube-system")
+        self.instance_types = sorted(instance_types or efa_instance_types())
+        labels = self.selector_labels()
+        k8s.KubeDaemonSet(
+            self, "DaemonSet",
+            metadata=self.metadata(NAME),
+            spec=k8s.DaemonSetSpec(
+                selector=k8s.LabelSelector(match_labels=labels),
+                update_strategy=k8s.DaemonSetUpdateStrategy(type="RollingUpdate"),
+                template=k8s.PodTemplateSpec(
+                    metadata=k8s.ObjectMeta(labels=labels),
+                    spec=k8s.PodSpec(
+                        host_network=True,
+                        automount_service_account_token=False,
+                        priority_class_name="system-node-critical",
+                        affinity=instance_type_affinity(self.instance_types),
+                        tolerations=[exists_toleration("CriticalAddonsOnly")]
+                        + [exists_toleration(key, "NoSchedule") for key in ACCELERATOR_TAINT_KEYS],
+                        containers=[
+                            k8s.Container(
+                                name=NAME,
+                                image=f"{registry}/{image}",
+                                image_pull_policy="IfNotPresent",
+                                security_context=k8s.SecurityContext(privileged=True, run_as_user=0),
+                                resources=k8s.ResourceRequirements(
+                                    requests={"cpu": k8s.Quantity.from_string("10m"),
+                                              "memory": k8s.Quantity.from_string("20Mi")},
+                                    limits={"cpu": k8s.Quantity.from_string("200m"),
+                                            "memory": k8s.Quantity.from_string("128Mi")},
+                                ),
+                                volume_mounts=[
+                                    k8s.VolumeMount(name="device-plugin", mount_path=DEVICE_PLUGIN_PATH),
+                                    k8s.VolumeMount(name="infiniband", mount_path="/dev/infiniband"),
+                                    k8s.VolumeMount(name="neuron-tools", mount_path=NEURON_TOOLS),
+                                ],
+                            )
+                        ],
+                        volumes=[
+                            k8s.Volume(name="device-plugin", host_path=k8s.HostPathVolumeSource(path=DEVICE_PLUGIN_PATH)),
+                            k8s.Volume(name="infiniband", host_path=k8s.HostPathVolumeSource(path="/dev/infiniband")),
+                            k8s.Volume(
+                                name="neuron-tools",
+                                host_path=k8s.HostPathVolumeSource(path=NEURON_TOOLS, type="DirectoryOrCreate"),
+                            ),
+                        ],
+                    ),
+                ),
+            ),
+        )

@@ -1,0 +1,77 @@
+"""FsxVolumeChart: the FSx for Lustre file system as a static PersistentVolume and its claim."""
+
+from __future__ import annotations
+
+from cdk8s_plus_27 import k8s
+
+from trainium_eks.constructs.training_pod_identity import DEFAULT_NAMESPACE
+from trainium_eks.manifests.chart import LibraryChart
+
+FSX_CSI_DRIVER = "fsx.csi.aws.com"
+DEFAULT_VOLUME_NAME = "fsx-pv"
+DEFAULT_CLAIM_NAME = "fsx-claim"
+"""Names of the tutorial, kept so that its commands work unchanged."""
+
+
+class FsxVolumeChart(LibraryChart):
+    """A static PersistentVolume on an existing FSx for Lustre file system and the claim bound to it.
+
+    The volume uses the FSx CSI driver (``fsx.csi.aws.com``): ``volumeHandle`` is the file system id and
+    ``volumeAttributes`` its DNS name and mount name (all three come from the ``LustreStorage`` construct, as
+    CloudFormation tokens), mount option ``flock`` (file locks across nodes, which the Neuron compile cache and
+    checkpoint writers rely on), ``ReadWriteMany``, reclaim policy ``Retain`` (deleting the volume object never
+    touches the data; ``Recycle`` is not valid for CSI volumes). The claim names the volume and an empty storage
+    class, so it binds to this volume only and no dynamic provisioning kicks in. Source:
+    kubernetes-sigs/aws-fsx-csi-driver examples/kubernetes/static_provisioning.
+
+    :param file_system_id: Required.
+    :param dns_name: Required.
+    :param mount_name: Required.
+    :param storage_gib: The file system's size, stated on the volume and the claim. Required.
+    :param namespace: Namespace of the claim. Default: ``training``.
+    :param volume_name: Default: ``fsx-pv``.
+    :param claim_name: Default: ``fsx-claim``.
+    """
+
+    def __init__(
+        self,
+        *,
+        file_system_id: str,
+        dns_name: str,
+        mount_name: str,
+        storage_gib: int,
+        namespace: str = DEFAULT_NAMESPACE,
+        volume_name: str = DEFAULT_VOLUME_NAME,
+        claim_name: str = DEFAULT_CLAIM_NAME,
+    ) -> None:
+        super().__init__("fsx-volume", namespace=namespace)
+        self.claim_name = claim_name
+        size = {"storage": k8s.Quantity.from_string(f"{storage_gib}Gi")}
+        k8s.KubePersistentVolume(
+            self, "Volume",
+            metadata=self.metadata(volume_name, cluster_scoped=True),
+            spec=k8s.PersistentVolumeSpec(
+                capacity=size,
+                access_modes=["ReadWriteMany"],
+                persistent_volume_reclaim_policy="Retain",
+                storage_class_name="",
+                volume_mode="Filesystem",
+                mount_options=["flock"],
+                csi=k8s.CsiPersistentVolumeSource(
+                    driver=FSX_CSI_DRIVER,
+                    volume_handle=file_system_id,
+                    volume_attributes={"dnsname": dns_name, "mountname": mount_name},
+                ),
+                claim_ref=k8s.ObjectReference(namespace=namespace, name=claim_name),
+            ),
+        )
+        k8s.KubePersistentVolumeClaim(
+            self, "Claim",
+            metadata=self.metadata(claim_name),
+            spec=k8s.PersistentVolumeClaimSpec(
+                access_modes=["ReadWriteMany"],
+                storage_class_name="",
+                volume_name=volume_name,
+                resources=k8s.ResourceRequirements(requests=size),
+            ),
+        )

@@ -1,0 +1,50 @@
+"""TrainingNamespaceChart: the namespace of training jobs, their service account and what it may read."""
+
+from __future__ import annotations
+
+from cdk8s_plus_27 import k8s
+
+from trainium_eks.constructs.training_pod_identity import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT
+from trainium_eks.manifests.chart import LibraryChart
+
+JOB_READER_ROLE = "training-job-reader"
+"""Role that lets training pods read the status of jobs in their namespace (the start gates of dependent jobs)."""
+
+
+class TrainingNamespaceChart(LibraryChart):
+    """The training namespace with Pod Security admission ``baseline`` enforced (``restricted`` warned), the
+    service account of training pods (bound to its IAM role by the EKS Pod Identity association of
+    :class:`~trainium_eks.constructs.training_pod_identity.TrainingPodIdentity`), and a Role that lets it read
+    batch and Volcano jobs of the namespace, which the start gates of dependent jobs need.
+
+    :param namespace: Default: ``training``.
+    :param service_account: Default: ``training``.
+    """
+
+    def __init__(self, *, namespace: str = DEFAULT_NAMESPACE, service_account: str = DEFAULT_SERVICE_ACCOUNT) -> None:
+        super().__init__("training-namespace", namespace=namespace)
+        self.service_account = service_account
+        k8s.KubeNamespace(
+            self, "Namespace",
+            metadata=self.metadata(
+                namespace, cluster_scoped=True,
+                labels={
+                    "pod-security.kubernetes.io/enforce": "baseline",
+                    "pod-security.kubernetes.io/warn": "restricted",
+                },
+            ),
+        )
+        k8s.KubeServiceAccount(self, "ServiceAccount", metadata=self.metadata(service_account))
+        k8s.KubeRole(
+            self, "JobReader",
+            metadata=self.metadata(JOB_READER_ROLE),
+            rules=[
+                k8s.PolicyRule(api_groups=["batch", "batch.volcano.sh"], resources=["jobs"], verbs=["get", "list", "watch"]),
+            ],
+        )
+        k8s.KubeRoleBinding(
+            self, "JobReaderBinding",
+            metadata=self.metadata(JOB_READER_ROLE),
+            role_ref=k8s.RoleRef(api_group="rbac.authorization.k8s.io", kind="Role", name=JOB_READER_ROLE),
+            subjects=[k8s.Subject(kind="ServiceAccount", name=service_account, namespace=namespace)],
+        )
