@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""The default app: the seed system (EKS + 2 x trn1.32xlarge + FSx for Lustre) in one stack.
+"""The default app: the seed system (EKS + 2 x trn1.32xlarge + FSx for Lustre + the BERT phase-1 run) in one stack.
 
 Settings come from the context in cdk.json and can be overridden with ``cdk synth -c key=value``; the README lists
 the keys. Synth is offline: no credentials, no lookups.
 """
 
 import sys
+from pathlib import Path
 
 import aws_cdk as cdk
 
@@ -14,6 +15,7 @@ from trainium_eks.training_stack import TrainingStack
 from trainium_eks.validation import ConfigurationError
 
 STACK_NAME = "TrainiumEks"
+TRAINING_IMAGE = Path(__file__).parent / "images" / "bert-pretrain"
 
 
 def build_app(app: cdk.App) -> TrainingStack:
@@ -24,6 +26,7 @@ def build_app(app: cdk.App) -> TrainingStack:
         env=settings.env,
         description="trainium-eks: EKS cluster with EFA-connected Trainium nodes, FSx for Lustre and ECR",
         setting_names=CONTEXT_KEYS,
+        image_directory=str(TRAINING_IMAGE),
         **settings.stack_props,
     )
 

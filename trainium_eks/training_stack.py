@@ -11,6 +11,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from trainium_eks import versions
+from trainium_eks.bert_phase1 import BertPhase1Jobs, add_bert_phase1_jobs
 from trainium_eks.catalog import InstanceFacts, Offering, offering
 from trainium_eks.constructs.accelerated_node_group import (
     DEFAULT_INSTANCE_TYPE,
@@ -22,6 +23,7 @@ from trainium_eks.constructs.cluster import TrainingCluster, check_cluster_setti
 from trainium_eks.constructs.cluster_addons import ClusterAddons
 from trainium_eks.constructs.efa_layout import EfaLayout
 from trainium_eks.constructs.image_repository import TrainingImageRepository
+from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.constructs.lustre_storage import (
     DEFAULT_STORAGE_CAPACITY_GIB,
     LustreStorage,
@@ -58,6 +60,9 @@ class TrainingStack(Stack):
     :param vpc: An existing VPC, with ``accelerated_subnet``. Default: a new :class:`TrainingNetwork`.
     :param accelerated_subnet: The subnet of the accelerated nodes in ``vpc``; it must lie in ``accelerated_az_id``.
     :param image_directory: A directory with a training Dockerfile, built at deploy time. Default: none.
+    :param seed_jobs: With ``image_directory`` (``images/bert-pretrain``), run the seed workload: stage the BERT
+        phase-1 dataset, pre-compile, train (:mod:`trainium_eks.bert_phase1`). Default: true. Add your own jobs to
+        :attr:`jobs`.
     :param setting_names: Names of the settings in error messages (the default app passes its context keys).
     :param stack_props: Passed to ``Stack`` (``env``, ``description``, ...).
     """
@@ -79,6 +84,7 @@ class TrainingStack(Stack):
         vpc: Optional[ec2.IVpc] = None,
         accelerated_subnet: Optional[ec2.ISubnet] = None,
         image_directory: Optional[str] = None,
+        seed_jobs: bool = True,
         setting_names: Optional[Mapping[str, str]] = None,
         **stack_props: Any,
     ) -> None:
@@ -158,6 +164,19 @@ class TrainingStack(Stack):
             service_account=self.training_identity.service_account,
         )
         self.images = TrainingImageRepository(self, "Images", image_directory=image_directory)
+
+        self.accelerated_nodes.add_shared_volume(self.addons.volume_chart.claim_name)
+        self.jobs = JobSequence(
+            self, "Jobs",
+            cluster=self.cluster.cluster,
+            prerequisites=[*self.addons.job_prerequisites, self.cluster.addons["aws-fsx-csi-driver"],
+                           self.accelerated_nodes.nodegroup],
+        )
+        self.seed_jobs: Optional[BertPhase1Jobs] = None
+        if seed_jobs and self.images.image_uri:
+            self.seed_jobs = add_bert_phase1_jobs(
+                self.jobs, image=self.images.image_uri, node_group=self.accelerated_nodes.topology
+            )
 
         self.dashboard = TrainingDashboard(self, "Dashboard", cluster_name=self.cluster.cluster.cluster_name)
 

@@ -14,6 +14,7 @@ from trainium_eks.constructs.efa_layout import EfaLayout, efa_network_interfaces
 from trainium_eks.constructs.node_capacity import NodeCapacity
 from trainium_eks.constructs.node_launch_template import NodeLaunchTemplate
 from trainium_eks.constructs.node_role import NodeRole
+from trainium_eks.manifests.topology import NodeGroupTopology, Taint
 from trainium_eks.validation import Problems
 
 DEFAULT_INSTANCE_TYPE = "trn1.32xlarge"
@@ -120,6 +121,7 @@ class AcceleratedNodeGroup(Construct):
         self.max_size = node_count if max_size is None else max_size
         self.efa_layout = efa_layout
         self.subnet = subnet
+        self.shared_claims: List[str] = []
 
         self.security_group = ec2.SecurityGroup(
             self, "NodeSecurityGroup",
@@ -187,6 +189,32 @@ class AcceleratedNodeGroup(Construct):
             taints=self.taints or None,
             enable_node_auto_repair=True,
         )
+
+
+    def add_shared_volume(self, claim_name: str) -> None:
+        """Record that these nodes can mount the file system behind PersistentVolumeClaim ``claim_name`` (the caller
+        has let their security group reach it, e.g. ``LustreStorage.allow_clients``); jobs may then mount it."""
+        if claim_name not in self.shared_claims:
+            self.shared_claims.append(claim_name)
+
+    @property
+    def topology(self) -> NodeGroupTopology:
+        """The nodes as a job sees them: instance type, counts, attached EFA interfaces, taints, shared claims."""
+        return NodeGroupTopology(
+            instance_type=self.instance.name,
+            node_count=self.node_count,
+            max_nodes=self.max_size,
+            efa_interfaces=self.efa_interfaces,
+            taints=tuple(Taint(t.key, t.value, _TAINT_EFFECTS[t.effect]) for t in self.taints),
+            shared_claims=frozenset(self.shared_claims),
+        )
+
+
+_TAINT_EFFECTS = {
+    eks.TaintEffect.NO_SCHEDULE: "NoSchedule",
+    eks.TaintEffect.PREFER_NO_SCHEDULE: "PreferNoSchedule",
+    eks.TaintEffect.NO_EXECUTE: "NoExecute",
+}
 
 
 def check_node_group_settings(

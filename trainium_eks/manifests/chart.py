@@ -72,6 +72,17 @@ class LibraryChart(cdk8s.Chart):
             ),
         )
 
+    def add_object(self, id_: str, manifest: Mapping[str, Any]) -> cdk8s.ApiObject:
+        """Add an object given as a plain Kubernetes manifest (camelCase, as in YAML): custom resources, and
+        objects whose name is computed from their rendered spec."""
+        body = dict(manifest)
+        api_object = cdk8s.ApiObject(
+            self, id_, api_version=body.pop("apiVersion"), kind=body.pop("kind"), metadata=body.pop("metadata")
+        )
+        for key, value in body.items():
+            api_object.add_json_patch(cdk8s.JsonPatch.add(f"/{key}", value))
+        return api_object
+
     def manifests(self) -> List[Dict[str, Any]]:
         """The chart's objects, rendered (tokens of the CDK app stay tokens until the stack resolves them)."""
         return cdk8s.Testing.synth(self)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from cdk8s import ApiObject, JsonPatch
-
 from trainium_eks.manifests.chart import LibraryChart
 
 DEFAULT_QUEUE = "training"
@@ -25,5 +23,7 @@ class VolcanoQueueChart(LibraryChart):
     def __init__(self, *, name: str = DEFAULT_QUEUE, weight: int = 1) -> None:
         super().__init__("volcano-queue")
         self.queue_name = name
-        queue = ApiObject(self, "Queue", api_version=QUEUE_API_VERSION, kind="Queue", metadata={"name": name})
-        queue.add_json_patch(JsonPatch.add("/spec", {"weight": weight, "reclaimable": False}))
+        self.add_object("Queue", {
+            "apiVersion": QUEUE_API_VERSION, "kind": "Queue", "metadata": {"name": name},
+            "spec": {"weight": weight, "reclaimable": False},
+        })

@@ -1,0 +1,74 @@
+"""The seed workload: stage the BERT phase-1 dataset, pre-compile the graphs, pretrain BERT-large phase 1.
+
+The tutorial's run (aws-neuron-eks-samples dp_bert_hf_pretrain, README §3.2-3.4) with the project's own script
+(``images/bert-pretrain``): 2 x trn1.32xlarge x 32 workers, bf16, micro-batch 16, 32 accumulation steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List
+
+from trainium_eks.constructs.job_sequence import JobSequence
+from trainium_eks.manifests.dataset_staging import DatasetStagingChart
+from trainium_eks.manifests.topology import NodeGroupTopology
+from trainium_eks.manifests.training_job import SHARED_MOUNT, TrainingJobChart
+
+DATASET_URI = (
+    "s3://neuron-s3/training_datasets/bert_pretrain_wikicorpus_tokenized_hdf5/"
+    "bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128.tar"
+)
+"""Public tarball of the tokenized phase-1 shards (read with --no-sign-request). Source: aws-neuron-eks-samples
+dp_bert_hf_pretrain README §3.2."""
+
+DATASET_DIRECTORY = "bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128"
+SCRIPT = "/opt/bert/pretrain_bert.py"
+"""The training script inside the image built from ``images/bert-pretrain``."""
+CACHE_SET = "bert-large"
+OUTPUT = f"{SHARED_MOUNT}/output/bert-large-phase1"
+PRECOMPILE_STEPS = 10
+"""Optimizer steps the pre-compilation job runs to trace every graph (the tutorial's ``--steps_this_run 10``)."""
+
+
+@dataclass(frozen=True)
+class BertPhase1Jobs:
+    """The three jobs of the seed workload, as charts."""
+
+    staging: DatasetStagingChart
+    precompile: TrainingJobChart
+    training: TrainingJobChart
+
+
+def script_args(output_dir: str) -> List[str]:
+    """Arguments of the pretraining script, as in the tutorial's run."""
+    return [
+        "--data_dir", f"{SHARED_MOUNT}/{DATASET_DIRECTORY}",
+        "--shard_pattern", "*training*",
+        "--output_dir", output_dir,
+        "--model_config", "configs/bert-large.json",
+        "--batch_size", "16",
+        "--grad_accum_usteps", "32",
+        "--optimizer", "lamb",
+        "--bf16",
+    ]
+
+
+def add_bert_phase1_jobs(sequence: JobSequence, *, image: str, node_group: NodeGroupTopology) -> BertPhase1Jobs:
+    """Add the staging, pre-compilation and training jobs to ``sequence``, each gated on the one before."""
+    staging = DatasetStagingChart(
+        name="bert-phase1-data", source=DATASET_URI, directory=DATASET_DIRECTORY, unsigned=True,
+        image=image, node_group=node_group, resolve=sequence.resolve,
+    )
+    common = dict(image=image, node_group=node_group, script=SCRIPT, bf16=True, cache_set=CACHE_SET,
+                  resolve=sequence.resolve)
+    precompile = TrainingJobChart(
+        name="bert-phase1-compile", precompile=True, wait_for=[staging.ref],
+        args=script_args(f"{OUTPUT}-precompile") + ["--steps_this_run", str(PRECOMPILE_STEPS)], **common,
+    )
+    training = TrainingJobChart(
+        name="bert-phase1-train", wait_for=[precompile.ref], args=script_args(OUTPUT), **common,
+    )
+    sequence.add("Staging", staging)
+    sequence.add("Precompile", precompile)
+    sequence.add("Training", training)
+    return BertPhase1Jobs(staging, precompile, training)

@@ -1,0 +1,134 @@
+"""DatasetStagingChart: a Kubernetes Job that copies a dataset from S3 onto the shared volume, once."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Dict, Optional
+
+from trainium_eks.constructs.training_pod_identity import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT
+from trainium_eks.manifests import job_naming
+from trainium_eks.manifests.chart import LibraryChart
+from trainium_eks.manifests.topology import NodeGroupTopology
+from trainium_eks.manifests.training_job import SHARED_MOUNT
+from trainium_eks.validation import Problems
+
+STAGED_MARKER = ".staged"
+"""File written last into a staged dataset; its presence means the copy is complete."""
+
+_S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?$")
+
+STAGING_SCRIPT = r"""
+set -euo pipefail
+dest="$1"; source="$2"; sign="$3"
+if [ -e "$dest/{marker}" ]; then echo "already staged: $dest"; exit 0; fi
+work="$(dirname "$dest")/.staging-$(basename "$dest")"
+rm -rf "$work"; mkdir -p "$work"
+opts=(); if [ "$sign" = "unsigned" ]; then opts=(--no-sign-request); fi
+case "$source" in
+  *.tar|*.tar.gz|*.tgz)
+    echo "streaming $source into $work"
+    aws s3 cp "${{opts[@]}}" --only-show-errors "$source" - | tar -x -C "$work" ;;
+  *)
+    echo "syncing $source into $work"
+    aws s3 sync "${{opts[@]}}" --only-show-errors "$source" "$work" ;;
+esac
+entries=("$work"/*)
+if [ "${{#entries[@]}}" -eq 1 ] && [ -d "${{entries[0]}}" ]; then content="${{entries[0]}}"; else content="$work"; fi
+rm -rf "$dest"; mv "$content" "$dest"; rm -rf "$work"
+touch "$dest/{marker}"
+echo "staged $source into $dest: $(find "$dest" -type f | wc -l) files, $(du -sh "$dest" | cut -f1)"
+""".format(marker=STAGED_MARKER)
+
+
+class DatasetStagingChart(LibraryChart):
+    """A batch/v1 Job that copies a dataset from S3 to ``<shared volume>/<directory>``, idempotently.
+
+    - A tarball (``.tar``, ``.tar.gz``, ``.tgz``) is streamed from S3 and unpacked without a second copy on disk; any
+      other S3 URI (a prefix) is synced. A tarball with one top-level folder (as the tutorial's) becomes the folder.
+    - The data lands in a work folder next to the destination and is moved into place at the end, then the marker
+      ``.staged`` is written: a job that finds the marker skips everything, and a half-finished copy is never
+      taken for a dataset.
+    - ``unsigned=True`` reads a public bucket (``--no-sign-request``, as the tutorial's dataset); otherwise the pod's
+      service account reads with its EKS Pod Identity role.
+    - The image needs bash, tar and the AWS CLI (the Neuron training DLC has them). It runs on the node group given
+      (tolerating its taints, requesting no accelerator), up to ``backoff_limit`` + 1 times. It is not deleted when
+      it finishes: start gates of later jobs read its status.
+
+    The job's name carries a hash of its spec (:attr:`job_name`); :attr:`ref` is its start-gate reference.
+
+    :param name: Base name (DNS label, at most 28 characters). Required.
+    :param source: ``s3://bucket/key.tar`` or ``s3://bucket/prefix/``. Required.
+    :param directory: Destination folder on the shared volume (a relative path). Required.
+    :param image: Required.
+    :param node_group: Where to run (``AcceleratedNodeGroup.topology``); it must reach ``claim``. Required.
+    :param claim: The shared claim. Default: the node group's only (or first) shared claim.
+    :param unsigned: Read a public bucket without credentials. Default: false.
+    :param namespace: Default: ``training``.
+    :param service_account: Default: ``training``.
+    :param backoff_limit: Default: 3.
+    :param resolve: Turns CDK tokens into CloudFormation before hashing. Default: none.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        source: str,
+        directory: str,
+        image: str,
+        node_group: NodeGroupTopology,
+        claim: Optional[str] = None,
+        unsigned: bool = False,
+        namespace: str = DEFAULT_NAMESPACE,
+        service_account: str = DEFAULT_SERVICE_ACCOUNT,
+        backoff_limit: int = 3,
+        resolve: Optional[Callable[[Any], Any]] = None,
+    ) -> None:
+        super().__init__(name, namespace=namespace)
+        claim = claim or (sorted(node_group.shared_claims)[0] if node_group.shared_claims else None)
+        problems = Problems(f"dataset staging job {name!r}")
+        if not job_naming.BASE_NAME.match(name):
+            problems.add("name", name, "a lowercase DNS label of at most 28 characters, starting with a letter")
+        if not _S3_URI.match(source):
+            problems.add("source", source, "an S3 URI such as s3://bucket/dataset.tar or s3://bucket/prefix/")
+        if not directory or directory.startswith("/") or ".." in directory.split("/"):
+            problems.add("directory", directory, "a relative path on the shared volume, such as datasets/bert")
+        if claim is None or claim not in node_group.shared_claims:
+            have = ", ".join(sorted(node_group.shared_claims)) or "none"
+            problems.add("claim", claim, f"a shared claim the node group can reach (it has: {have})")
+        problems.raise_if_any()
+
+        self.destination = f"{SHARED_MOUNT}/{directory.strip('/')}"
+        labels = {**self.selector_labels(), "app.kubernetes.io/instance": job_naming.PLACEHOLDER}
+        pod: Dict[str, Any] = {
+            "serviceAccountName": service_account,
+            "restartPolicy": "Never",
+            "nodeSelector": {"node.kubernetes.io/instance-type": node_group.instance_type},
+            "tolerations": [
+                {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in node_group.taints
+            ],
+            "containers": [{
+                "name": "stage",
+                "image": image,
+                "command": ["bash", "-c", STAGING_SCRIPT, "stage-dataset", self.destination, source,
+                            "unsigned" if unsigned else "signed"],
+                "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "8Gi"}},
+                "volumeMounts": [{"name": "shared", "mountPath": SHARED_MOUNT}],
+            }],
+            "volumes": [{"name": "shared", "persistentVolumeClaim": {"claimName": claim}}],
+        }
+        manifest = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": job_naming.PLACEHOLDER, "namespace": namespace, "labels": labels},
+            "spec": {
+                "backoffLimit": backoff_limit,
+                "template": {"metadata": {"labels": labels}, "spec": pod},
+            },
+        }
+        self.job_name = job_naming.hashed_name(name, manifest, resolve)
+        """The job's name in the cluster: ``<name>-<hash>``."""
+        self.ref = f"job/{self.job_name}"
+        """How a start gate refers to this job."""
+        self.add_object("Job", job_naming.with_name(manifest, self.job_name))
+
