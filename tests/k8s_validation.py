@@ -15,7 +15,9 @@ from trainium_eks import versions
 VALIDATOR = SHARED / "k8s-schemas" / "validate.py"
 
 
-def validate_objects(objects: Iterable[Dict[str, Any]], tmp_path, *, k8s_version: str = versions.DEFAULT_KUBERNETES_VERSION):
+def validate_objects(
+    objects: Iterable[Dict[str, Any]], tmp_path, *, k8s_version: str = versions.DEFAULT_KUBERNETES_VERSION
+):
     """Validate ``objects`` strictly for ``k8s_version``; fail with the validator's report on any error."""
     if not VALIDATOR.exists():
         pytest.skip(f"skipped: {VALIDATOR} is absent (the Kubernetes schemas live in ../shared)")
@@ -24,7 +26,8 @@ def validate_objects(objects: Iterable[Dict[str, Any]], tmp_path, *, k8s_version
     path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
     result = subprocess.run(
         [sys.executable, str(VALIDATOR), "--k8s-version", k8s_version, str(path)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert f"{len(objects)} passed, 0 failed" in result.stdout, result.stdout[-2000:]

@@ -17,7 +17,8 @@ from trainium_eks.constructs.node_capacity import NodeCapacity
 
 def accelerated_launch_template(template):
     templates = [
-        lt for lt in resources_of(template, "AWS::EC2::LaunchTemplate").values()
+        lt
+        for lt in resources_of(template, "AWS::EC2::LaunchTemplate").values()
         if lt["Properties"]["LaunchTemplateData"]["InstanceType"].startswith(("trn", "p", "g"))
     ]
     assert len(templates) == 1
@@ -26,7 +27,8 @@ def accelerated_launch_template(template):
 
 def accelerated_nodegroup(template):
     groups = [
-        ng["Properties"] for ng in resources_of(template, "AWS::EKS::Nodegroup").values()
+        ng["Properties"]
+        for ng in resources_of(template, "AWS::EKS::Nodegroup").values()
         if ng["Properties"]["AmiType"] != "AL2023_x86_64_STANDARD"
     ]
     assert len(groups) == 1
@@ -39,9 +41,7 @@ def standalone(**props):
     stack = cdk.Stack(app, "Standalone", env=cdk.Environment(region="us-west-2"))
     network = TrainingNetwork(stack, "Network", accelerated_az_id="usw2-az4")
     cluster = TrainingCluster(stack, "Cluster", vpc=network.vpc)
-    group = AcceleratedNodeGroup(
-        stack, "Trn", cluster=cluster.cluster, subnet=network.accelerated_subnet, **props
-    )
+    group = AcceleratedNodeGroup(stack, "Trn", cluster=cluster.cluster, subnet=network.accelerated_subnet, **props)
     return group, assertions.Template.from_stack(stack)
 
 
@@ -59,11 +59,17 @@ def test_default_launch_template_has_the_trn1_layout(template):
 
 def test_launch_template_requires_imdsv2_and_encrypts_a_500_gib_gp3_root(template):
     data = accelerated_launch_template(template)
-    assert data["MetadataOptions"] == {"HttpEndpoint": "enabled", "HttpTokens": "required", "HttpPutResponseHopLimit": 2}
-    assert data["BlockDeviceMappings"] == [{
-        "DeviceName": "/dev/xvda",
-        "Ebs": {"VolumeSize": 500, "VolumeType": "gp3", "Encrypted": True, "DeleteOnTermination": True},
-    }]
+    assert data["MetadataOptions"] == {
+        "HttpEndpoint": "enabled",
+        "HttpTokens": "required",
+        "HttpPutResponseHopLimit": 2,
+    }
+    assert data["BlockDeviceMappings"] == [
+        {
+            "DeviceName": "/dev/xvda",
+            "Ebs": {"VolumeSize": 500, "VolumeType": "gp3", "Encrypted": True, "DeleteOnTermination": True},
+        }
+    ]
 
 
 def test_launch_template_uses_a_cluster_placement_group(template):
@@ -89,9 +95,13 @@ def test_node_group_runs_the_neuron_ami_in_one_subnet_with_taint_labels_and_repa
     group = accelerated_nodegroup(template)
     assert group["AmiType"] == "AL2023_x86_64_NEURON"
     assert "InstanceTypes" not in group, "the instance type lives in the launch template"
-    assert group["Subnets"] == [{"Ref": next(
-        logical_id for logical_id in resources_of(template, "AWS::EC2::Subnet") if "Accelerated" in logical_id
-    )}]
+    assert group["Subnets"] == [
+        {
+            "Ref": next(
+                logical_id for logical_id in resources_of(template, "AWS::EC2::Subnet") if "Accelerated" in logical_id
+            )
+        }
+    ]
     assert group["Taints"] == [{"Key": "aws.amazon.com/neuron", "Value": "true", "Effect": "NO_SCHEDULE"}]
     assert group["Labels"]["vpc.amazonaws.com/efa.present"] == "true"
     assert group["Labels"]["aws.amazon.com/neuron.present"] == "true"
@@ -119,22 +129,42 @@ def cluster_sg():
 
 def test_node_security_group_has_self_ingress_and_self_egress_for_efa(template):
     node_sg = security_group_ids(template)
-    template.has_resource_properties("AWS::EC2::SecurityGroupIngress", {
-        "GroupId": node_sg, "SourceSecurityGroupId": node_sg, "IpProtocol": "-1",
-    })
-    template.has_resource_properties("AWS::EC2::SecurityGroupEgress", {
-        "GroupId": node_sg, "DestinationSecurityGroupId": node_sg, "IpProtocol": "-1",
-    })
+    template.has_resource_properties(
+        "AWS::EC2::SecurityGroupIngress",
+        {
+            "GroupId": node_sg,
+            "SourceSecurityGroupId": node_sg,
+            "IpProtocol": "-1",
+        },
+    )
+    template.has_resource_properties(
+        "AWS::EC2::SecurityGroupEgress",
+        {
+            "GroupId": node_sg,
+            "DestinationSecurityGroupId": node_sg,
+            "IpProtocol": "-1",
+        },
+    )
 
 
 def test_node_security_group_talks_with_the_cluster_security_group_both_ways(template):
     node_sg = security_group_ids(template)
-    template.has_resource_properties("AWS::EC2::SecurityGroupIngress", {
-        "GroupId": node_sg, "SourceSecurityGroupId": cluster_sg(), "IpProtocol": "-1",
-    })
-    template.has_resource_properties("AWS::EC2::SecurityGroupIngress", {
-        "GroupId": cluster_sg(), "SourceSecurityGroupId": node_sg, "IpProtocol": "-1",
-    })
+    template.has_resource_properties(
+        "AWS::EC2::SecurityGroupIngress",
+        {
+            "GroupId": node_sg,
+            "SourceSecurityGroupId": cluster_sg(),
+            "IpProtocol": "-1",
+        },
+    )
+    template.has_resource_properties(
+        "AWS::EC2::SecurityGroupIngress",
+        {
+            "GroupId": cluster_sg(),
+            "SourceSecurityGroupId": node_sg,
+            "IpProtocol": "-1",
+        },
+    )
 
 
 def test_all_efa_layout_and_efa_interface_count():
@@ -176,8 +206,12 @@ def test_an_existing_placement_group_is_used_as_given():
     cluster = TrainingCluster(stack, "Cluster", vpc=network.vpc)
     existing = ec2.PlacementGroup.from_placement_group_name(stack, "Existing", "my-reserved-pg")
     AcceleratedNodeGroup(
-        stack, "Trn", cluster=cluster.cluster, subnet=network.accelerated_subnet,
-        capacity=NodeCapacity.capacity_reservation("cr-0123456789abcdef0"), placement_group=existing,
+        stack,
+        "Trn",
+        cluster=cluster.cluster,
+        subnet=network.accelerated_subnet,
+        capacity=NodeCapacity.capacity_reservation("cr-0123456789abcdef0"),
+        placement_group=existing,
     )
     template = assertions.Template.from_stack(stack)
     assert accelerated_launch_template(template)["Placement"] == {"GroupName": "my-reserved-pg"}
@@ -206,12 +240,15 @@ def test_sizes_can_differ_from_the_node_count():
     assert accelerated_nodegroup(template)["ScalingConfig"] == {"MinSize": 0, "DesiredSize": 2, "MaxSize": 8}
 
 
-@pytest.mark.parametrize("props,message", [
-    ({"node_count": 3, "max_size": 2}, r"node_count=3: an integer from 1 to 2 \(max_size=2\)"),
-    ({"min_size": 3}, r"min_size=3: an integer from 0 to node_count=2"),
-    ({"capacity": NodeCapacity.capacity_block("")}, r"capacity='': a capacity-block needs its reservation id"),
-    ({"root_volume_size_gib": 10}, r"root_volume_size_gib=10"),
-])
+@pytest.mark.parametrize(
+    "props,message",
+    [
+        ({"node_count": 3, "max_size": 2}, r"node_count=3: an integer from 1 to 2 \(max_size=2\)"),
+        ({"min_size": 3}, r"min_size=3: an integer from 0 to node_count=2"),
+        ({"capacity": NodeCapacity.capacity_block("")}, r"capacity='': a capacity-block needs its reservation id"),
+        ({"root_volume_size_gib": 10}, r"root_volume_size_gib=10"),
+    ],
+)
 def test_construct_rejects_inconsistent_sizes(props, message):
     with pytest.raises(ValueError, match=message):
         standalone(**props)

@@ -14,8 +14,12 @@ from trainium_eks.manifests.training_namespace import TrainingNamespaceChart
 from trainium_eks.manifests.volcano_queue import VolcanoQueueChart
 
 REGISTRY = "602401143452.dkr.ecr.us-west-2.amazonaws.com"
-FSX = dict(file_system_id="fs-0123456789abcdef0", dns_name="fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com",
-           mount_name="abcdefgh", storage_gib=1200)
+FSX = dict(
+    file_system_id="fs-0123456789abcdef0",
+    dns_name="fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com",
+    mount_name="abcdefgh",
+    storage_gib=1200,
+)
 
 
 def charts():
@@ -57,8 +61,10 @@ def test_charts_validate_for_every_supported_kubernetes_version(version, tmp_pat
 def test_neuron_device_plugin_rbac():
     found = objects(NeuronDevicePluginChart())
     assert set(found) == {
-        ("ServiceAccount", "neuron-device-plugin"), ("ClusterRole", "neuron-device-plugin"),
-        ("ClusterRoleBinding", "neuron-device-plugin"), ("DaemonSet", "neuron-device-plugin"),
+        ("ServiceAccount", "neuron-device-plugin"),
+        ("ClusterRole", "neuron-device-plugin"),
+        ("ClusterRoleBinding", "neuron-device-plugin"),
+        ("DaemonSet", "neuron-device-plugin"),
         ("NetworkPolicy", "neuron-device-plugin-no-ingress"),
     }
     assert found["NetworkPolicy", "neuron-device-plugin-no-ingress"]["spec"]["ingress"] == []
@@ -70,7 +76,9 @@ def test_neuron_device_plugin_rbac():
         (("nodes/status",), ("patch", "update")),
     }
     binding = found["ClusterRoleBinding", "neuron-device-plugin"]
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "neuron-device-plugin", "namespace": "kube-system"}]
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "neuron-device-plugin", "namespace": "kube-system"}
+    ]
     assert "namespace" not in found["ClusterRole", "neuron-device-plugin"]["metadata"]
 
 
@@ -107,7 +115,8 @@ def test_efa_device_plugin_daemonset():
     assert container["image"] == f"{REGISTRY}/eks/aws-efa-k8s-device-plugin:{versions.EFA_DEVICE_PLUGIN.tag}"
     mounts = {(m["name"], m["mountPath"]) for m in container["volumeMounts"]}
     assert mounts == {
-        ("device-plugin", "/var/lib/kubelet/device-plugins"), ("infiniband", "/dev/infiniband"),
+        ("device-plugin", "/var/lib/kubelet/device-plugins"),
+        ("infiniband", "/dev/infiniband"),
         ("neuron-tools", "/opt/aws/neuron"),
     }
     assert container["securityContext"] == {"privileged": True, "runAsUser": 0}, "Neuron-aligned EFA allocation"
@@ -119,7 +128,11 @@ def test_training_namespace_service_account_and_job_reader_role():
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
     assert found["ServiceAccount", "training"]["metadata"]["namespace"] == "training"
     (rule,) = found["Role", "training-job-reader"]["rules"]
-    assert rule == {"apiGroups": ["batch", "batch.volcano.sh"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]}
+    assert rule == {
+        "apiGroups": ["batch", "batch.volcano.sh"],
+        "resources": ["jobs"],
+        "verbs": ["get", "list", "watch"],
+    }
     binding = found["RoleBinding", "training-job-reader"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "training", "namespace": "training"}]
 
@@ -195,7 +208,10 @@ def test_no_image_is_unpinned():
 
 
 def test_network_policies_admit_only_the_namespace_on_the_service_port():
-    for chart, name, port in ((EtcdChart(), "etcd-server-clients", 2379), (TensorBoardChart(), "tensorboard-clients", 6006)):
+    for chart, name, port in (
+        (EtcdChart(), "etcd-server-clients", 2379),
+        (TensorBoardChart(), "tensorboard-clients", 6006),
+    ):
         policy = objects(chart)["NetworkPolicy", name]["spec"]
         assert policy["policyTypes"] == ["Ingress"]
         (rule,) = policy["ingress"]

@@ -73,7 +73,10 @@ def test_throughput_not_allowed_for_the_deployment_type():
     problems = Problems("test")
     check_lustre_settings(problems, storage_capacity_gib=1200, throughput_per_tib=200)
     check_lustre_settings(
-        problems, storage_capacity_gib=1200, deployment_type=fsx.LustreDeploymentType.PERSISTENT_1, throughput_per_tib=125
+        problems,
+        storage_capacity_gib=1200,
+        deployment_type=fsx.LustreDeploymentType.PERSISTENT_1,
+        throughput_per_tib=125,
     )
     assert list(problems) == [
         "throughput_per_tib=200: PERSISTENT_2 allows 125, 250, 500, 1000 MB/s/TiB",
@@ -81,12 +84,15 @@ def test_throughput_not_allowed_for_the_deployment_type():
     ]
 
 
-@pytest.mark.parametrize("arn", [
-    "arn:aws:iam::123456789012:user/alice",
-    "arn:aws:sts::123456789012:assumed-role/Admin/alice",
-    "arn:aws:iam::12345:role/Admin",
-    "Admin",
-])
+@pytest.mark.parametrize(
+    "arn",
+    [
+        "arn:aws:iam::123456789012:user/alice",
+        "arn:aws:sts::123456789012:assumed-role/Admin/alice",
+        "arn:aws:iam::12345:role/Admin",
+        "Admin",
+    ],
+)
 def test_admin_role_arn_that_is_not_an_iam_role_arn(arn):
     (problem,) = problems_of(adminRoleArn=arn)
     assert problem.startswith(f"adminRoleArn={arn!r}: an IAM role ARN such as arn:aws:iam::123456789012:role/Admin")

@@ -25,7 +25,11 @@ def cdk_synth(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     }
     return subprocess.run(
         [str(CDK), "synth", "--quiet", "--output", str(tmp_path / "cdk.out"), *args],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -34,13 +38,15 @@ def test_cli_synth_applies_context_overrides_without_credentials(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     template = json.loads((tmp_path / "cdk.out" / "TrainiumEks.template.json").read_text())
     launch_templates = [
-        r["Properties"]["LaunchTemplateData"] for r in template["Resources"].values()
+        r["Properties"]["LaunchTemplateData"]
+        for r in template["Resources"].values()
         if r["Type"] == "AWS::EC2::LaunchTemplate" and "NetworkInterfaces" in r["Properties"]["LaunchTemplateData"]
     ]
     (data,) = launch_templates
     assert data["InstanceType"] == "trn1n.32xlarge" and len(data["NetworkInterfaces"]) == 16
     scaling = [
-        r["Properties"]["ScalingConfig"] for r in template["Resources"].values()
+        r["Properties"]["ScalingConfig"]
+        for r in template["Resources"].values()
         if r["Type"] == "AWS::EKS::Nodegroup" and r["Properties"]["AmiType"] == "AL2023_x86_64_NEURON"
     ]
     assert scaling == [{"MinSize": 4, "DesiredSize": 4, "MaxSize": 4}]
@@ -53,4 +59,3 @@ def test_cli_synth_reports_bad_settings_in_one_message(tmp_path):
     assert "TrainiumEks: 2 configuration problems" in result.stderr
     assert "nodeCount=0" in result.stderr and "lustreStorageGiB=1000" in result.stderr
     assert "Traceback" not in result.stderr
-

@@ -17,7 +17,9 @@ def test_cluster_version_logging_and_secrets_encryption(template):
     assert cluster["Version"] == versions.DEFAULT_KUBERNETES_VERSION == "1.36"
     assert cluster["AccessConfig"]["AuthenticationMode"] == "API"
     assert cluster["Logging"]["ClusterLogging"]["EnabledTypes"] == [
-        {"Type": "api"}, {"Type": "audit"}, {"Type": "authenticator"}
+        {"Type": "api"},
+        {"Type": "audit"},
+        {"Type": "authenticator"},
     ]
     assert cluster["EncryptionConfig"][0]["Resources"] == ["secrets"]
     key_id = cluster["EncryptionConfig"][0]["Provider"]["KeyArn"]["Fn::GetAtt"][0]
@@ -33,21 +35,36 @@ def test_cluster_version_logging_and_secrets_encryption(template):
 def test_kubectl_layer_matches_the_kubernetes_version(version):
     template = default_template(kubernetesVersion=version)
     assert only(template, "AWS::EKS::Cluster")["Properties"]["Version"] == version
-    layers = [layer["Properties"]["Description"] for layer in resources_of(template, "AWS::Lambda::LayerVersion").values()]
+    layers = [
+        layer["Properties"]["Description"] for layer in resources_of(template, "AWS::Lambda::LayerVersion").values()
+    ]
     assert any(d.startswith(f"/opt/kubectl/kubectl {version}.") for d in layers), layers
 
 
 def test_admin_role_gets_a_cluster_admin_access_entry():
     arn = "arn:aws:iam::123456789012:role/platform/Admin"
     template = default_template(adminRoleArn=arn)
-    template.has_resource_properties("AWS::EKS::AccessEntry", {
-        "PrincipalArn": arn,
-        "AccessPolicies": [{
-            "AccessScope": {"Type": "cluster"},
-            "PolicyArn": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
-                                             ":eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"]]},
-        }],
-    })
+    template.has_resource_properties(
+        "AWS::EKS::AccessEntry",
+        {
+            "PrincipalArn": arn,
+            "AccessPolicies": [
+                {
+                    "AccessScope": {"Type": "cluster"},
+                    "PolicyArn": {
+                        "Fn::Join": [
+                            "",
+                            [
+                                "arn:",
+                                {"Ref": "AWS::Partition"},
+                                ":eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
+                            ],
+                        ]
+                    },
+                }
+            ],
+        },
+    )
 
 
 def test_no_admin_entry_without_an_admin_role(template):
@@ -57,7 +74,8 @@ def test_no_admin_entry_without_an_admin_role(template):
 
 def test_system_node_group_is_small_on_demand_and_in_the_private_subnets(template):
     (system,) = [
-        ng["Properties"] for ng in resources_of(template, "AWS::EKS::Nodegroup").values()
+        ng["Properties"]
+        for ng in resources_of(template, "AWS::EKS::Nodegroup").values()
         if ng["Properties"]["AmiType"] == "AL2023_x86_64_STANDARD"
     ]
     assert system["ScalingConfig"] == {"MinSize": 2, "DesiredSize": 2, "MaxSize": 4}
@@ -78,8 +96,13 @@ def addons(template):
 def test_managed_add_ons(template):
     found = addons(template)
     assert set(found) == {
-        "vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent", "aws-fsx-csi-driver",
-        "eks-node-monitoring-agent", "amazon-cloudwatch-observability",
+        "vpc-cni",
+        "coredns",
+        "kube-proxy",
+        "eks-pod-identity-agent",
+        "aws-fsx-csi-driver",
+        "eks-node-monitoring-agent",
+        "amazon-cloudwatch-observability",
     }
     assert all(a["Properties"]["ResolveConflicts"] == "OVERWRITE" for a in found.values())
 
@@ -94,8 +117,7 @@ def test_fsx_csi_driver_uses_pod_identity_with_a_least_privilege_role(template):
     assert sorted(role["AssumeRolePolicyDocument"]["Statement"][0]["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
     assert "ManagedPolicyArns" not in role
     policies = [
-        p for p in resources_of(template, "AWS::IAM::Policy").values()
-        if {"Ref": role_id} in p["Properties"]["Roles"]
+        p for p in resources_of(template, "AWS::IAM::Policy").values() if {"Ref": role_id} in p["Properties"]["Roles"]
     ]
     statements = [s for p in policies for s in p["Properties"]["PolicyDocument"]["Statement"]]
     assert {s["Action"] for s in statements} == {"fsx:DescribeFileSystems", "fsx:UpdateFileSystem"}
@@ -106,7 +128,8 @@ def test_fsx_csi_driver_uses_pod_identity_with_a_least_privilege_role(template):
 def test_add_ons_that_run_deployments_wait_for_the_system_nodes(template):
     found = addons(template)
     (system_id,) = [
-        k for k, ng in resources_of(template, "AWS::EKS::Nodegroup").items()
+        k
+        for k, ng in resources_of(template, "AWS::EKS::Nodegroup").items()
         if ng["Properties"]["AmiType"] == "AL2023_x86_64_STANDARD"
     ]
     assert system_id in found["coredns"]["DependsOn"]
@@ -144,8 +167,10 @@ def test_container_insights_agent_uses_pod_identity_with_the_cloudwatch_agent_po
 
 def test_container_insights_can_be_left_out():
     _, stack = build_cluster(container_insights=False)
-    found = [a["Properties"]["AddonName"] for a in assertions.Template.from_stack(stack)
-             .find_resources("AWS::EKS::Addon").values()]
+    found = [
+        a["Properties"]["AddonName"]
+        for a in assertions.Template.from_stack(stack).find_resources("AWS::EKS::Addon").values()
+    ]
     assert "amazon-cloudwatch-observability" not in found
 
 
@@ -154,9 +179,14 @@ def test_dashboard_graphs_neuron_and_efa_metrics_per_node_of_this_cluster(templa
     parts = dashboard["Properties"]["DashboardBody"]["Fn::Join"][1]
     body = "".join(p if isinstance(p, str) else json.dumps(p) for p in parts)
     cluster_id = next(iter(resources_of(template, "AWS::EKS::Cluster")))
-    for metric in ("node_neuroncore_utilization", "node_neurondevice_runtime_memory_used_bytes",
-                   "node_efa_rx_bytes", "node_efa_tx_bytes", "node_neuron_execution_errors_total"):
-        assert f'MetricName=\\\"{metric}\\\"' in body, metric
+    for metric in (
+        "node_neuroncore_utilization",
+        "node_neurondevice_runtime_memory_used_bytes",
+        "node_efa_rx_bytes",
+        "node_efa_tx_bytes",
+        "node_neuron_execution_errors_total",
+    ):
+        assert f'MetricName=\\"{metric}\\"' in body, metric
     assert body.count("{ContainerInsights,ClusterName,InstanceId,NodeName}") == 8
     assert {"Ref": cluster_id} in parts
 

@@ -12,8 +12,8 @@ from aws_cdk import assertions
 from tests.conftest import SHARED, build_default_app, default_template, new_app, resources_of
 from tests.k8s_validation import validate_objects
 from trainium_eks import versions
-from trainium_eks.constructs.cluster_addons import ClusterAddons
 from trainium_eks.constructs.cluster import TrainingCluster
+from trainium_eks.constructs.cluster_addons import ClusterAddons
 from trainium_eks.constructs.lustre_storage import LustreVolumeSource
 from trainium_eks.constructs.network import TrainingNetwork
 
@@ -63,7 +63,9 @@ def test_volcano_is_installed_from_its_pinned_chart_on_the_system_nodes(template
     (helm,) = resources_of(template, HELM).values()
     props = helm["Properties"]
     assert (props["Repository"], props["Chart"], props["Version"]) == (
-        versions.VOLCANO.repository, versions.VOLCANO.chart, versions.VOLCANO.version
+        versions.VOLCANO.repository,
+        versions.VOLCANO.chart,
+        versions.VOLCANO.version,
     )
     assert props["Namespace"] == "volcano-system" and props["Release"] == "volcano"
     assert props["Wait"] is True
@@ -80,7 +82,8 @@ def test_ordering_is_expressed_as_stack_dependencies(template):
     volume = logical_id(template, "AddonsSharedVolume")
     volcano = logical_id(template, "AddonsVolcano3")
     system_nodes = next(
-        k for k, v in resources_of(template, "AWS::EKS::Nodegroup").items()
+        k
+        for k, v in resources_of(template, "AWS::EKS::Nodegroup").items()
         if v["Properties"]["AmiType"] == "AL2023_x86_64_STANDARD"
     )
     assert volcano in depends_on(template, "AddonsVolcanoQueue"), "CRDs and webhook before the Queue"
@@ -102,7 +105,9 @@ def test_prune_and_removal_policy_per_chart(template):
 def test_efa_image_comes_from_the_eks_registry_of_the_stack_region():
     template = default_template(region="us-east-2", trainiumAzId="use2-az3")
     efa = manifests_by_id(template)[logical_id(template, "AddonsEfaDevicePlugin")]
-    assert "602401143452.dkr.ecr.us-east-2.amazonaws.com/eks/aws-efa-k8s-device-plugin:" in efa["Properties"]["Manifest"]
+    assert (
+        "602401143452.dkr.ecr.us-east-2.amazonaws.com/eks/aws-efa-k8s-device-plugin:" in efa["Properties"]["Manifest"]
+    )
 
 
 def test_efa_registry_is_a_mapping_when_the_region_is_a_token():
@@ -111,7 +116,10 @@ def test_efa_registry_is_a_mapping_when_the_region_is_a_token():
     network = TrainingNetwork(stack, "Net", accelerated_az_id="usw2-az4")
     cluster = TrainingCluster(stack, "Cluster", vpc=network.vpc)
     ClusterAddons(
-        stack, "Addons", cluster=cluster.cluster, system_nodes=cluster.system_nodegroup,
+        stack,
+        "Addons",
+        cluster=cluster.cluster,
+        system_nodes=cluster.system_nodegroup,
         volume=LustreVolumeSource("fs-0123456789abcdef0", "fs.example", "abcdefgh", 1200),
     )
     template = assertions.Template.from_stack(stack)
@@ -134,7 +142,8 @@ def test_objects_embedded_in_the_template_validate(tmp_path):
     extracted = tmp_path / "manifests"
     subprocess.run(
         [sys.executable, str(SHARED / "k8s-schemas" / "extract_manifests.py"), str(out), str(extracted)],
-        check=True, capture_output=True,
+        check=True,
+        capture_output=True,
     )
     objects = [o for path in sorted(extracted.glob("*.yaml")) for o in yaml.safe_load_all(path.read_text()) if o]
     assert len(objects) >= 16

@@ -55,8 +55,10 @@ def replacement_key(resources, logical_id, seen=None):
     if logical_id in seen or logical_id not in resources:
         return seen
     resource = resources[logical_id]
-    values = {"/".join(path): value_at(resource.get("Properties", {}), path)
-              for path in create_only_properties(resource["Type"])}
+    values = {
+        "/".join(path): value_at(resource.get("Properties", {}), path)
+        for path in create_only_properties(resource["Type"])
+    }
     seen[logical_id] = (resource["Type"], values, resource.get("DeletionPolicy"))
     for value in values.values():
         for referenced in referenced_ids(value):

@@ -12,14 +12,16 @@ from trainium_eks.manifests.dataset_staging import STAGED_MARKER, STAGING_SCRIPT
 from trainium_eks.manifests.topology import NodeGroupTopology, Taint
 from trainium_eks.validation import ConfigurationError
 
-NODES = NodeGroupTopology("trn1.32xlarge", 2, 2, 8, (Taint("aws.amazon.com/neuron", "true", "NoSchedule"),),
-                          frozenset({"fsx-claim"}))
+NODES = NodeGroupTopology(
+    "trn1.32xlarge", 2, 2, 8, (Taint("aws.amazon.com/neuron", "true", "NoSchedule"),), frozenset({"fsx-claim"})
+)
 SOURCE = "s3://neuron-s3/training_datasets/bert/seqlen128.tar"
 
 
 def chart(**overrides):
-    props = dict(name="bert-data", source=SOURCE, directory="bert/seqlen128", image="img:1", node_group=NODES,
-                 unsigned=True)
+    props = dict(
+        name="bert-data", source=SOURCE, directory="bert/seqlen128", image="img:1", node_group=NODES, unsigned=True
+    )
     return DatasetStagingChart(**{**props, **overrides})
 
 
@@ -40,12 +42,15 @@ def test_job_manifest(tmp_path):
     validate_objects([manifest], tmp_path)
 
 
-@pytest.mark.parametrize("overrides,message", [
-    ({"source": "https://example.com/x.tar"}, "source='https://example.com/x.tar': an S3 URI"),
-    ({"directory": "/abs"}, "directory='/abs': a relative path"),
-    ({"directory": "../up"}, "directory='../up': a relative path"),
-    ({"node_group": NodeGroupTopology("trn1.32xlarge", 2, 2, 8)}, "claim=None: a shared claim the node group"),
-])
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        ({"source": "https://example.com/x.tar"}, "source='https://example.com/x.tar': an S3 URI"),
+        ({"directory": "/abs"}, "directory='/abs': a relative path"),
+        ({"directory": "../up"}, "directory='../up': a relative path"),
+        ({"node_group": NodeGroupTopology("trn1.32xlarge", 2, 2, 8)}, "claim=None: a shared claim the node group"),
+    ],
+)
 def test_bad_settings(overrides, message):
     with pytest.raises(ConfigurationError, match=message.replace("(", r"\(").replace(")", r"\)")):
         chart(**overrides)
@@ -75,8 +80,13 @@ esac
 def stage(fake_aws, data, source, sign="unsigned"):
     _, bin_dir, _ = fake_aws
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    return subprocess.run(["bash", "-c", STAGING_SCRIPT, "stage", str(data), source, sign],
-                          env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        ["bash", "-c", STAGING_SCRIPT, "stage", str(data), source, sign],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def tarball(path, files):

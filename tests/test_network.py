@@ -67,9 +67,14 @@ def test_flow_logs_capture_all_traffic_into_a_retained_log_group(template):
     flow_log = only(template, "AWS::EC2::FlowLog")["Properties"]
     assert flow_log["TrafficType"] == "ALL"
     assert flow_log["ResourceType"] == "VPC"
-    template.has_resource("AWS::Logs::LogGroup", {
-        "Properties": {"RetentionInDays": 365}, "DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
-    })
+    template.has_resource(
+        "AWS::Logs::LogGroup",
+        {
+            "Properties": {"RetentionInDays": 365},
+            "DeletionPolicy": "Retain",
+            "UpdateReplacePolicy": "Retain",
+        },
+    )
 
 
 def test_default_companion_az_skips_the_azs_eks_refuses():
@@ -92,17 +97,25 @@ def test_three_azs_split_the_private_quarter():
     assert len(network.vpc.private_subnets) == 3
 
 
-@pytest.mark.parametrize("props,message", [
-    ({"accelerated_az_id": "usw2-az4", "availability_zone_ids": ["usw2-az1", "usw2-az2"]},
-     r"accelerated_az_id='usw2-az4': must be one of availability_zone_ids"),
-    ({"accelerated_az_id": "usw2-az4", "availability_zone_ids": ["usw2-az4"]},
-     r"at least two distinct AZs"),
-    ({"accelerated_az_id": "use1-az3", "availability_zone_ids": ["use1-az3", "use1-az1"]},
-     r"EKS does not place control planes in \['use1-az3'\]"),
-    ({"accelerated_az_id": "usw2-az4", "availability_zone_ids": ["usw2-az4", "use1-az1"]},
-     r"AZ IDs of one known region"),
-    ({"accelerated_az_id": "usw2-az4", "cidr": "10.0.0.0/24"}, r"cidr='10.0.0.0/24': a /16 to /20"),
-])
+@pytest.mark.parametrize(
+    "props,message",
+    [
+        (
+            {"accelerated_az_id": "usw2-az4", "availability_zone_ids": ["usw2-az1", "usw2-az2"]},
+            r"accelerated_az_id='usw2-az4': must be one of availability_zone_ids",
+        ),
+        ({"accelerated_az_id": "usw2-az4", "availability_zone_ids": ["usw2-az4"]}, r"at least two distinct AZs"),
+        (
+            {"accelerated_az_id": "use1-az3", "availability_zone_ids": ["use1-az3", "use1-az1"]},
+            r"EKS does not place control planes in \['use1-az3'\]",
+        ),
+        (
+            {"accelerated_az_id": "usw2-az4", "availability_zone_ids": ["usw2-az4", "use1-az1"]},
+            r"AZ IDs of one known region",
+        ),
+        ({"accelerated_az_id": "usw2-az4", "cidr": "10.0.0.0/24"}, r"cidr='10.0.0.0/24': a /16 to /20"),
+    ],
+)
 def test_inconsistent_network_settings_are_refused(props, message):
     with pytest.raises(ValueError, match=message):
         build(**props)

@@ -53,7 +53,7 @@ def test_training_starts_only_after_precompilation_which_starts_only_after_stagi
 
 def words(job, index=0):
     script = job["spec"]["tasks"][index]["template"]["spec"]["containers"][0]["command"][2]
-    return shlex.split(script[len("exec "):])
+    return shlex.split(script[len("exec ") :])
 
 
 def test_seed_run_is_the_tutorials_64_worker_bf16_phase_1(template):
@@ -135,9 +135,16 @@ def test_a_users_job_composes_into_the_stack_as_the_readme_shows(tmp_path):
 
     app, stack = build_default_app()
     job = TrainingJobChart(
-        name="llama-sft", image=stack.images.image_uri_for_tag("v3"), node_group=stack.accelerated_nodes.topology,
-        script="/opt/train/sft.py", args=["--lr", "2e-5"], bf16=True, cache_set="llama-8b",
-        rendezvous=Rendezvous.C10D, wait_for=[stack.seed_jobs.training.ref], resolve=stack.jobs.resolve,
+        name="llama-sft",
+        image=stack.images.image_uri_for_tag("v3"),
+        node_group=stack.accelerated_nodes.topology,
+        script="/opt/train/sft.py",
+        args=["--lr", "2e-5"],
+        bf16=True,
+        cache_set="llama-8b",
+        rendezvous=Rendezvous.C10D,
+        wait_for=[stack.seed_jobs.training.ref],
+        resolve=stack.jobs.resolve,
     )
     manifest = stack.jobs.add("LlamaSft", job)
     assert stack.jobs.jobs[-2] in manifest.node.dependencies

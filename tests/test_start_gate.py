@@ -44,8 +44,9 @@ class FakeApi:
 
     def gate(self, *args, timeout=20):
         env = {"START_GATE_API_URL": self.url, "START_GATE_POLL_SECONDS": "0", "PATH": "/usr/bin:/bin"}
-        return subprocess.run([sys.executable, "-c", START_GATE_SOURCE, *args], env=env, capture_output=True,
-                              text=True, timeout=timeout)
+        return subprocess.run(
+            [sys.executable, "-c", START_GATE_SOURCE, *args], env=env, capture_output=True, text=True, timeout=timeout
+        )
 
 
 @pytest.fixture
@@ -76,11 +77,14 @@ def test_waits_until_every_job_has_completed(api):
     assert api.requests.count(VCJOB) == 4
 
 
-@pytest.mark.parametrize("path,answer,ref", [
-    (VCJOB, vcjob("Failed"), "vcjob/compile-1"),
-    (VCJOB, vcjob("Aborted"), "vcjob/compile-1"),
-    (JOB, batch_job("Failed"), "job/data-1"),
-])
+@pytest.mark.parametrize(
+    "path,answer,ref",
+    [
+        (VCJOB, vcjob("Failed"), "vcjob/compile-1"),
+        (VCJOB, vcjob("Aborted"), "vcjob/compile-1"),
+        (JOB, batch_job("Failed"), "job/data-1"),
+    ],
+)
 def test_fails_as_soon_as_a_job_failed(api, path, answer, ref):
     api.objects[path] = answer
     result = api.gate("training", ref)

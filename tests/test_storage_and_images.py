@@ -40,7 +40,8 @@ def lustre_rules(template):
     groups = resources_of(template, "AWS::EC2::SecurityGroup")
     fsx_sg = next(k for k, v in groups.items() if v["Properties"]["GroupDescription"].startswith("FSx for Lustre"))
     rules = [
-        r["Properties"] for r in resources_of(template, "AWS::EC2::SecurityGroupIngress").values()
+        r["Properties"]
+        for r in resources_of(template, "AWS::EC2::SecurityGroupIngress").values()
         if r["Properties"]["GroupId"] == {"Fn::GetAtt": [fsx_sg, "GroupId"]}
     ]
     return fsx_sg, rules
@@ -49,17 +50,22 @@ def lustre_rules(template):
 def test_lustre_security_group_allows_988_and_1018_to_1023_from_itself_and_both_node_groups(template):
     fsx_sg, rules = lustre_rules(template)
     node_sg = next(
-        k for k, v in resources_of(template, "AWS::EC2::SecurityGroup").items()
+        k
+        for k, v in resources_of(template, "AWS::EC2::SecurityGroup").items()
         if v["Properties"]["GroupDescription"].startswith("Accelerated nodes")
     )
     self_rules = [r for r in rules if r["SourceSecurityGroupId"] == {"Fn::GetAtt": [fsx_sg, "GroupId"]}]
     assert [(r["FromPort"], r["ToPort"]) for r in self_rules] == [(988, 1023)], "servers reach each other"
     node_ports = sorted(
-        (r["FromPort"], r["ToPort"]) for r in rules if r["SourceSecurityGroupId"] == {"Fn::GetAtt": [node_sg, "GroupId"]}
+        (r["FromPort"], r["ToPort"])
+        for r in rules
+        if r["SourceSecurityGroupId"] == {"Fn::GetAtt": [node_sg, "GroupId"]}
     )
     assert node_ports == [(988, 988), (1018, 1023)]
     cluster_sg_ports = sorted(
-        (r["FromPort"], r["ToPort"]) for r in rules if "ClusterSecurityGroupId" in json.dumps(r["SourceSecurityGroupId"])
+        (r["FromPort"], r["ToPort"])
+        for r in rules
+        if "ClusterSecurityGroupId" in json.dumps(r["SourceSecurityGroupId"])
     )
     assert cluster_sg_ports == [(988, 988), (1018, 1023)], "system nodes (TensorBoard, staging) mount it too"
     assert all(r["IpProtocol"] == "tcp" for r in rules)
@@ -85,8 +91,14 @@ def test_scratch_file_systems_take_no_throughput_and_no_backups():
     app = new_app()
     stack = cdk.Stack(app, "S")
     vpc = ec2.Vpc(stack, "Vpc", max_azs=2)
-    LustreStorage(stack, "Fs", vpc=vpc, subnet=vpc.private_subnets[0], storage_capacity_gib=2400,
-                  deployment_type=fsx.LustreDeploymentType.SCRATCH_2)
+    LustreStorage(
+        stack,
+        "Fs",
+        vpc=vpc,
+        subnet=vpc.private_subnets[0],
+        storage_capacity_gib=2400,
+        deployment_type=fsx.LustreDeploymentType.SCRATCH_2,
+    )
     props = only(assertions.Template.from_stack(stack), "AWS::FSx::FileSystem")["Properties"]
     assert props["LustreConfiguration"]["DeploymentType"] == "SCRATCH_2"
     assert "PerUnitStorageThroughput" not in props["LustreConfiguration"]
@@ -121,7 +133,8 @@ def test_image_asset_is_staged_for_amd64_and_not_built_at_synth(tmp_path):
 
 def role_by_description(template, text):
     return next(
-        (k, r["Properties"]) for k, r in resources_of(template, "AWS::IAM::Role").items()
+        (k, r["Properties"])
+        for k, r in resources_of(template, "AWS::IAM::Role").items()
         if text in r["Properties"].get("Description", "")
     )
 
@@ -152,8 +165,9 @@ def test_training_role_is_limited_to_the_data_bucket_and_cannot_delete():
         p for p in resources_of(template, "AWS::IAM::Policy").values() if {"Ref": role_id} in p["Properties"]["Roles"]
     ]
     statements = policy["Properties"]["PolicyDocument"]["Statement"]
-    by_resource = {s["Resource"]: sorted([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
-                   for s in statements}
+    by_resource = {
+        s["Resource"]: sorted([s["Action"]] if isinstance(s["Action"], str) else s["Action"]) for s in statements
+    }
     assert by_resource == {
         "arn:aws:s3:::my-training-data": ["s3:ListBucket"],
         "arn:aws:s3:::my-training-data/*": ["s3:AbortMultipartUpload", "s3:GetObject", "s3:PutObject"],

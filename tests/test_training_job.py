@@ -14,9 +14,17 @@ NEURON_TAINT = Taint("aws.amazon.com/neuron", "true", "NoSchedule")
 TRN1 = NodeGroupTopology("trn1.32xlarge", 2, 4, 8, (NEURON_TAINT,), frozenset({"fsx-claim"}))
 TRN1N = NodeGroupTopology("trn1n.32xlarge", 2, 2, 16, (NEURON_TAINT,), frozenset({"fsx-claim"}))
 NO_VOLUME = NodeGroupTopology("trn1.32xlarge", 2, 2, 8, (NEURON_TAINT,))
-P5 = NodeGroupTopology("p5.48xlarge", 2, 2, 32, (Taint("nvidia.com/gpu", "true", "NoSchedule"),), frozenset({"fsx-claim"}))
-BASE = dict(name="bert-train", image="example.com/bert:1", node_group=TRN1, script="/opt/bert/pretrain_bert.py",
-            args=["--data_dir", "/data/set", "--bf16"], cache_set="bert-large")
+P5 = NodeGroupTopology(
+    "p5.48xlarge", 2, 2, 32, (Taint("nvidia.com/gpu", "true", "NoSchedule"),), frozenset({"fsx-claim"})
+)
+BASE = dict(
+    name="bert-train",
+    image="example.com/bert:1",
+    node_group=TRN1,
+    script="/opt/bert/pretrain_bert.py",
+    args=["--data_dir", "/data/set", "--bf16"],
+    cache_set="bert-large",
+)
 
 
 def job(**overrides):
@@ -41,7 +49,7 @@ def env(manifest, index=0):
 def command(manifest, index=0):
     shell, script = container(manifest, index)["command"][:2], container(manifest, index)["command"][2]
     assert shell == ["bash", "-c"] and script.startswith("exec ")
-    return shlex.split(script[len("exec "):])
+    return shlex.split(script[len("exec ") :])
 
 
 def flag(words, name):
@@ -61,8 +69,10 @@ def test_volcano_job_shape():
     assert [t["name"] for t in spec["tasks"]] == ["node-0", "node-1"]
     for task in spec["tasks"]:
         assert task["replicas"] == 1 and task["maxRetry"] == 3
-        assert task["policies"] == [{"event": "PodEvicted", "action": "RestartJob"},
-                                    {"event": "PodFailed", "action": "RestartJob"}]
+        assert task["policies"] == [
+            {"event": "PodEvicted", "action": "RestartJob"},
+            {"event": "PodFailed", "action": "RestartJob"},
+        ]
 
 
 def test_torchrun_command():
@@ -103,8 +113,9 @@ def test_devices_resources_shm_claim_tolerations_and_node_selector():
     assert {"name": "claim-0", "persistentVolumeClaim": {"claimName": "fsx-claim"}} in spec["volumes"]
     assert {"name": "claim-0", "mountPath": "/data"} in container(manifest)["volumeMounts"]
     assert {"name": "dshm", "mountPath": "/dev/shm"} in container(manifest)["volumeMounts"]
-    assert spec["tolerations"] == [{"key": "aws.amazon.com/neuron", "operator": "Equal", "value": "true",
-                                    "effect": "NoSchedule"}]
+    assert spec["tolerations"] == [
+        {"key": "aws.amazon.com/neuron", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+    ]
     assert spec["nodeSelector"] == {"node.kubernetes.io/instance-type": "trn1.32xlarge"}
     assert spec["restartPolicy"] == "Never" and spec["serviceAccountName"] == "training"
 
@@ -156,8 +167,13 @@ def test_start_gate_init_container_waits_for_the_named_jobs():
 
 
 def test_jobs_validate_against_the_volcano_job_schema(tmp_path):
-    objects = [job()[1], job(precompile=True, wait_for=["job/data-1"])[1], job(rendezvous=Rendezvous.C10D)[1],
-               job(node_group=P5, cache_set="x")[1], job(node_group=TRN1N, nodes=1)[1]]
+    objects = [
+        job()[1],
+        job(precompile=True, wait_for=["job/data-1"])[1],
+        job(rendezvous=Rendezvous.C10D)[1],
+        job(node_group=P5, cache_set="x")[1],
+        job(node_group=TRN1N, nodes=1)[1],
+    ]
     validate_objects(objects, tmp_path)
 
 
@@ -184,18 +200,23 @@ def test_hash_uses_the_resolved_form_of_tokens():
     assert hashed_name("a", spec) != hashed_name("a", renumbered)
 
 
-@pytest.mark.parametrize("overrides,message", [
-    ({"processes_per_node": 33}, "processes_per_node=33: 1 to 32, the NeuronCores of a trn1.32xlarge node"),
-    ({"neuron_devices": 17}, "neuron_devices=17: 0 to 16, the Neuron devices of a trn1.32xlarge node"),
-    ({"efa_interfaces": 16}, "efa_interfaces=16: 0 to 8, the EFA interfaces attached to each node of the group"),
-    ({"nodes": 5}, "nodes=5: 1 to 4, the maximum size of the node group"),
-    ({"node_group": NO_VOLUME, "volumes": {"fsx-claim": "/data"}},
-     "volumes=['fsx-claim']: claims the node group can reach (shared volumes: none)"),
-    ({"cache_set": "bert large!"}, "cache_set='bert large!': letters, digits, '_' and '-' only"),
-    ({"name": "Bert_Train"}, "name='Bert_Train': a lowercase DNS label"),
-    ({"module": "x"}, "exactly one of script, module or command"),
-    ({"node_group": P5, "precompile": True}, "precompile=True: only on Neuron nodes"),
-])
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        ({"processes_per_node": 33}, "processes_per_node=33: 1 to 32, the NeuronCores of a trn1.32xlarge node"),
+        ({"neuron_devices": 17}, "neuron_devices=17: 0 to 16, the Neuron devices of a trn1.32xlarge node"),
+        ({"efa_interfaces": 16}, "efa_interfaces=16: 0 to 8, the EFA interfaces attached to each node of the group"),
+        ({"nodes": 5}, "nodes=5: 1 to 4, the maximum size of the node group"),
+        (
+            {"node_group": NO_VOLUME, "volumes": {"fsx-claim": "/data"}},
+            "volumes=['fsx-claim']: claims the node group can reach (shared volumes: none)",
+        ),
+        ({"cache_set": "bert large!"}, "cache_set='bert large!': letters, digits, '_' and '-' only"),
+        ({"name": "Bert_Train"}, "name='Bert_Train': a lowercase DNS label"),
+        ({"module": "x"}, "exactly one of script, module or command"),
+        ({"node_group": P5, "precompile": True}, "precompile=True: only on Neuron nodes"),
+    ],
+)
 def test_inconsistent_topology_is_refused(overrides, message):
     with pytest.raises(ConfigurationError) as raised:
         job(**overrides)

@@ -33,9 +33,17 @@ def test_cfn_lint_finds_no_errors_or_warnings(context, tmp_path):
     for artifact in assembly.stacks:
         (tmp_path / artifact.template_file).write_text(json.dumps(artifact.template))
     result = subprocess.run(
-        [str(Path(sys.executable).parent / "cfn-lint"), "--regions", stack.region,
-         "--ignore-checks", *CFN_LINT_NOISE, "--", *templates],
-        capture_output=True, text=True,
+        [
+            str(Path(sys.executable).parent / "cfn-lint"),
+            "--regions",
+            stack.region,
+            "--ignore-checks",
+            *CFN_LINT_NOISE,
+            "--",
+            *templates,
+        ],
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, (result.stdout + result.stderr)[:4000]
 

@@ -42,13 +42,20 @@ class BertPhase1Jobs:
 def script_args(output_dir: str) -> List[str]:
     """Arguments of the pretraining script, as in the tutorial's run."""
     return [
-        "--data_dir", f"{SHARED_MOUNT}/{DATASET_DIRECTORY}",
-        "--shard_pattern", "*training*",
-        "--output_dir", output_dir,
-        "--model_config", "configs/bert-large.json",
-        "--batch_size", "16",
-        "--grad_accum_usteps", "32",
-        "--optimizer", "lamb",
+        "--data_dir",
+        f"{SHARED_MOUNT}/{DATASET_DIRECTORY}",
+        "--shard_pattern",
+        "*training*",
+        "--output_dir",
+        output_dir,
+        "--model_config",
+        "configs/bert-large.json",
+        "--batch_size",
+        "16",
+        "--grad_accum_usteps",
+        "32",
+        "--optimizer",
+        "lamb",
         "--bf16",
     ]
 
@@ -56,17 +63,29 @@ def script_args(output_dir: str) -> List[str]:
 def add_bert_phase1_jobs(sequence: JobSequence, *, image: str, node_group: NodeGroupTopology) -> BertPhase1Jobs:
     """Add the staging, pre-compilation and training jobs to ``sequence``, each gated on the one before."""
     staging = DatasetStagingChart(
-        name="bert-phase1-data", source=DATASET_URI, directory=DATASET_DIRECTORY, unsigned=True,
-        image=image, node_group=node_group, resolve=sequence.resolve,
+        name="bert-phase1-data",
+        source=DATASET_URI,
+        directory=DATASET_DIRECTORY,
+        unsigned=True,
+        image=image,
+        node_group=node_group,
+        resolve=sequence.resolve,
     )
-    common = dict(image=image, node_group=node_group, script=SCRIPT, bf16=True, cache_set=CACHE_SET,
-                  resolve=sequence.resolve)
+    common = dict(
+        image=image, node_group=node_group, script=SCRIPT, bf16=True, cache_set=CACHE_SET, resolve=sequence.resolve
+    )
     precompile = TrainingJobChart(
-        name="bert-phase1-compile", precompile=True, wait_for=[staging.ref],
-        args=script_args(f"{OUTPUT}-precompile") + ["--steps_this_run", str(PRECOMPILE_STEPS)], **common,
+        name="bert-phase1-compile",
+        precompile=True,
+        wait_for=[staging.ref],
+        args=script_args(f"{OUTPUT}-precompile") + ["--steps_this_run", str(PRECOMPILE_STEPS)],
+        **common,
     )
     training = TrainingJobChart(
-        name="bert-phase1-train", wait_for=[precompile.ref], args=script_args(OUTPUT), **common,
+        name="bert-phase1-train",
+        wait_for=[precompile.ref],
+        args=script_args(OUTPUT),
+        **common,
     )
     sequence.add("Staging", staging)
     sequence.add("Precompile", precompile)

@@ -42,6 +42,7 @@ Source: Amazon EKS user guide, "View Amazon EKS networking requirements for VPC 
 (https://docs.aws.amazon.com/eks/latest/userguide/network-reqs.html), subnet requirements.
 """
 
+
 def region_of_az_id(az_id: str) -> Optional[str]:
     """The region an AZ ID belongs to, or None when the library does not know the ID."""
     for region, az_ids in AZ_IDS_BY_REGION.items():
@@ -51,11 +52,28 @@ def region_of_az_id(az_id: str) -> Optional[str]:
 
 
 EKS_REGISTRY_ACCOUNTS: Dict[str, str] = {
-    **{region: "602401143452" for region in (
-        "us-east-1", "us-east-2", "us-west-1", "us-west-2", "ca-central-1", "sa-east-1", "eu-central-1",
-        "eu-west-1", "eu-west-2", "eu-west-3", "eu-north-1", "ap-south-1", "ap-northeast-1", "ap-northeast-2",
-        "ap-northeast-3", "ap-southeast-1", "ap-southeast-2",
-    )},
+    **{
+        region: "602401143452"
+        for region in (
+            "us-east-1",
+            "us-east-2",
+            "us-west-1",
+            "us-west-2",
+            "ca-central-1",
+            "sa-east-1",
+            "eu-central-1",
+            "eu-west-1",
+            "eu-west-2",
+            "eu-west-3",
+            "eu-north-1",
+            "ap-south-1",
+            "ap-northeast-1",
+            "ap-northeast-2",
+            "ap-northeast-3",
+            "ap-southeast-1",
+            "ap-southeast-2",
+        )
+    },
     "af-south-1": "877085696533",
     "ap-east-1": "800184023465",
     "ap-south-2": "900889452093",

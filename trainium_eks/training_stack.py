@@ -101,7 +101,8 @@ class TrainingStack(Stack):
         self._check_accelerated_az(problems, accelerated_az_id, instance)
         if data_bucket_name and not _BUCKET_NAME.match(data_bucket_name):
             problems.add(
-                "data_bucket_name", data_bucket_name,
+                "data_bucket_name",
+                data_bucket_name,
                 "the name of an existing S3 bucket: 3-63 lowercase letters, digits, dots and hyphens, starting and "
                 "ending with a letter or digit",
             )
@@ -119,14 +120,16 @@ class TrainingStack(Stack):
         assert accelerated_subnet is not None
 
         self.cluster = TrainingCluster(
-            self, "Cluster",
+            self,
+            "Cluster",
             vpc=vpc,
             kubernetes_version=kubernetes_version,
             admin_role_arn=admin_role_arn or None,
             setting_names=setting_names,
         )
         self.accelerated_nodes = AcceleratedNodeGroup(
-            self, "AcceleratedNodes",
+            self,
+            "AcceleratedNodes",
             cluster=self.cluster.cluster,
             subnet=accelerated_subnet,
             instance_type=instance_type,
@@ -143,7 +146,8 @@ class TrainingStack(Stack):
             self, "TrainingIdentity", cluster=self.cluster.cluster, data_bucket=data_bucket
         )
         self.storage = LustreStorage(
-            self, "Storage",
+            self,
+            "Storage",
             vpc=vpc,
             subnet=accelerated_subnet,
             client_security_groups=[
@@ -156,7 +160,8 @@ class TrainingStack(Stack):
         )
         self.storage.grant_csi_driver(self.cluster.fsx_csi_driver_role)
         self.addons = ClusterAddons(
-            self, "Addons",
+            self,
+            "Addons",
             cluster=self.cluster.cluster,
             volume=self.storage.volume_source,
             system_nodes=self.cluster.system_nodegroup,
@@ -167,10 +172,14 @@ class TrainingStack(Stack):
 
         self.accelerated_nodes.add_shared_volume(self.addons.volume_chart.claim_name)
         self.jobs = JobSequence(
-            self, "Jobs",
+            self,
+            "Jobs",
             cluster=self.cluster.cluster,
-            prerequisites=[*self.addons.job_prerequisites, self.cluster.addons["aws-fsx-csi-driver"],
-                           self.accelerated_nodes.nodegroup],
+            prerequisites=[
+                *self.addons.job_prerequisites,
+                self.cluster.addons["aws-fsx-csi-driver"],
+                self.accelerated_nodes.nodegroup,
+            ],
         )
         self.seed_jobs: Optional[BertPhase1Jobs] = None
         if seed_jobs and self.images.image_uri:
@@ -186,7 +195,8 @@ class TrainingStack(Stack):
         price = self.accelerated_nodes.instance.on_demand_usd_per_hour
         if price is not None:
             CfnOutput(
-                self, "AcceleratedNodesUsdPerHour",
+                self,
+                "AcceleratedNodesUsdPerHour",
                 value=f"{price * node_count:.2f}",
                 description=f"{node_count} x {instance_type} on demand (US East price, catalog)",
             )
@@ -203,8 +213,11 @@ class TrainingStack(Stack):
         found = offering(instance, az_region, az_id)
         if found is Offering.NOT_OFFERED:
             offered = instance.offered_az_ids.get(az_region)
-            where = (f"offered in {', '.join(offered)}" if offered
-                     else f"offered in regions {', '.join(instance.offered_az_ids)}")
+            where = (
+                f"offered in {', '.join(offered)}"
+                if offered
+                else f"offered in regions {', '.join(instance.offered_az_ids)}"
+            )
             problems.add("accelerated_az_id", az_id, f"{instance.name} is not offered there; it is {where}")
         elif found is Offering.UNKNOWN:
             Annotations.of(self).add_warning_v2(
@@ -213,4 +226,3 @@ class TrainingStack(Stack):
                 f"describe-instance-type-offerings --location-type availability-zone-id --filters "
                 f"Name=instance-type,Values={instance.name} --region {az_region}`.",
             )
-

@@ -124,7 +124,8 @@ class AcceleratedNodeGroup(Construct):
         self.shared_claims: List[str] = []
 
         self.security_group = ec2.SecurityGroup(
-            self, "NodeSecurityGroup",
+            self,
+            "NodeSecurityGroup",
             vpc=cluster.vpc,
             description="Accelerated nodes: EFA self traffic and traffic with the cluster security group",
             allow_all_outbound=True,
@@ -134,14 +135,16 @@ class AcceleratedNodeGroup(Construct):
         # egress rule (kept even if the catch-all egress is later narrowed); the L2 drops extra egress rules next
         # to allow_all_outbound, so this one is an L1 resource.
         ec2.CfnSecurityGroupEgress(
-            self, "EfaSelfEgress",
+            self,
+            "EfaSelfEgress",
             group_id=self.security_group.security_group_id,
             destination_security_group_id=self.security_group.security_group_id,
             ip_protocol="-1",
             description="EFA and pods between nodes",
         )
         self.security_group.add_ingress_rule(
-            cluster.cluster_security_group, ec2.Port.all_traffic(),
+            cluster.cluster_security_group,
+            ec2.Port.all_traffic(),
             "Control plane (kubelet, webhooks) and pods on nodes of the cluster security group",
         )
         cluster.cluster_security_group.add_ingress_rule(
@@ -155,7 +158,8 @@ class AcceleratedNodeGroup(Construct):
         interfaces = efa_network_interfaces(instance, efa_layout, [self.security_group.security_group_id])
         self.efa_interfaces = len(interfaces)
         self.launch_template = NodeLaunchTemplate(
-            self, "LaunchTemplate",
+            self,
+            "LaunchTemplate",
             instance_type=instance.name,
             network_interfaces=interfaces,
             security_group_ids=[self.security_group.security_group_id],
@@ -175,7 +179,8 @@ class AcceleratedNodeGroup(Construct):
             self.taints.insert(0, ACCELERATOR_TAINTS[instance.accelerator])
 
         self.nodegroup = eks.Nodegroup(
-            self, "Nodegroup",
+            self,
+            "Nodegroup",
             cluster=cluster,
             ami_type=ACCELERATOR_AMI_TYPES[instance.accelerator],
             capacity_type=capacity.eks_capacity_type,
@@ -189,7 +194,6 @@ class AcceleratedNodeGroup(Construct):
             taints=self.taints or None,
             enable_node_auto_repair=True,
         )
-
 
     def add_shared_volume(self, claim_name: str) -> None:
         """Record that these nodes can mount the file system behind PersistentVolumeClaim ``claim_name`` (the caller
@@ -237,12 +241,14 @@ def check_node_group_settings(
     if not isinstance(node_count, int) or isinstance(node_count, bool) or not 1 <= node_count <= ceiling:
         limit = (
             f"the EKS limit of {MAX_NODES_PER_MANAGED_NODE_GROUP} nodes per managed node group"
-            if max_size is None else f"max_size={max_size}"
+            if max_size is None
+            else f"max_size={max_size}"
         )
         problems.add("node_count", node_count, f"an integer from 1 to {ceiling} ({limit})")
     elif instance is not None and not instance.efa_supported and node_count > 1:
         problems.add(
-            "node_count", node_count,
+            "node_count",
+            node_count,
             f"{instance.name} has no EFA, so nodes cannot run collectives together: use 1 node, or an EFA type "
             f"({', '.join(_efa_types_like(instance))})",
         )

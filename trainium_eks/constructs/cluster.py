@@ -120,14 +120,16 @@ class TrainingCluster(Construct):
         self._addon_versions = dict(addon_versions or {})
 
         self.secrets_key = secrets_key or kms.Key(
-            self, "SecretsKey",
+            self,
+            "SecretsKey",
             description="Envelope encryption of Kubernetes secrets",
             enable_key_rotation=True,
             removal_policy=RemovalPolicy.RETAIN,
         )
         control_plane_subnets = list(subnets) if subnets else list(vpc.private_subnets)
         self.cluster = eks.Cluster(
-            self, "Cluster",
+            self,
+            "Cluster",
             version=eks.KubernetesVersion.of(kubernetes_version),
             vpc=vpc,
             vpc_subnets=[ec2.SubnetSelection(subnets=control_plane_subnets)],
@@ -149,7 +151,8 @@ class TrainingCluster(Construct):
             )
         if admin_role_arn:
             eks.AccessEntry(
-                self, "AdminAccess",
+                self,
+                "AdminAccess",
                 cluster=self.cluster,
                 principal=admin_role_arn,
                 access_policies=[
@@ -161,12 +164,14 @@ class TrainingCluster(Construct):
 
         self.node_role: iam.IRole = node_role or NodeRole(self, "NodeRole").role
         system_template = NodeLaunchTemplate(
-            self, "SystemLaunchTemplate",
+            self,
+            "SystemLaunchTemplate",
             instance_type=system_instance_type,
             security_group_ids=[self.cluster.cluster_security_group_id],
         )
         self.system_nodegroup = eks.Nodegroup(
-            self, "SystemNodegroup",
+            self,
+            "SystemNodegroup",
             cluster=self.cluster,
             ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
             launch_template_spec=system_template.spec,
@@ -186,7 +191,8 @@ class TrainingCluster(Construct):
             iam.PolicyStatement(actions=["fsx:DescribeFileSystems"], resources=["*"])
         )
         acknowledge(
-            self.fsx_csi_driver_role, "AwsSolutions-IAM5",
+            self.fsx_csi_driver_role,
+            "AwsSolutions-IAM5",
             "fsx:DescribeFileSystems does not support resource-level permissions (Service Authorization Reference, "
             "Amazon FSx); actions on a file system are granted per file system by LustreStorage.grant_csi_driver.",
             "Resource::*",
@@ -216,9 +222,11 @@ class TrainingCluster(Construct):
         ).role
         role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(CLOUDWATCH_AGENT_POLICY))
         acknowledge(
-            role, "AwsSolutions-IAM4",
+            role,
+            "AwsSolutions-IAM4",
             "The CloudWatch agent of Container Insights needs CloudWatchAgentServerPolicy (CloudWatch user guide, "
-            "install-CloudWatch-Observability-EKS-addon.html): put metrics and log events, describe EC2 tags and volumes.",
+            "install-CloudWatch-Observability-EKS-addon.html): put metrics and log events, describe EC2 tags and "
+            "volumes.",
             *managed_policy_findings([CLOUDWATCH_AGENT_POLICY]),
         )
         self._addon(
@@ -233,49 +241,62 @@ class TrainingCluster(Construct):
     def _acknowledge_cluster_internals(self) -> None:
         """Acknowledge the findings on resources aws-cdk-lib creates inside ``eks.Cluster`` (not configurable)."""
         acknowledge(
-            self.cluster, "AwsSolutions-IAM4",
+            self.cluster,
+            "AwsSolutions-IAM4",
             "The EKS cluster service role needs the AWS managed AmazonEKSClusterPolicy (EKS user guide, "
             "cluster-iam-role.html); aws-cdk-lib attaches it.",
             *managed_policy_findings(["AmazonEKSClusterPolicy"]),
         )
         provider = self.cluster.node.find_child("KubectlProvider")
-        has_ecr_public = next(
-            child for child in provider.node.find_all() if isinstance(child, CfnCondition)
-        )
+        has_ecr_public = next(child for child in provider.node.find_all() if isinstance(child, CfnCondition))
         ecr_public = {
             "Fn::If": [
                 Stack.of(self).get_logical_id(has_ecr_public),
-                {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
-                                   ":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly"]]},
+                {
+                    "Fn::Join": [
+                        "",
+                        [
+                            "arn:",
+                            {"Ref": "AWS::Partition"},
+                            ":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly",
+                        ],
+                    ]
+                },
                 {"Ref": "AWS::NoValue"},
             ]
         }
         acknowledge(
-            provider, "AwsSolutions-IAM4",
+            provider,
+            "AwsSolutions-IAM4",
             "The kubectl provider Lambda functions of aws-cdk-lib need the Lambda basic and VPC execution roles (logs, "
             "network interfaces in the private subnets) and ECR read-only access (Helm charts from OCI registries).",
-            *managed_policy_findings([
-                "service-role/AWSLambdaBasicExecutionRole",
-                "service-role/AWSLambdaVPCAccessExecutionRole",
-                "AmazonEC2ContainerRegistryReadOnly",
-            ]),
+            *managed_policy_findings(
+                [
+                    "service-role/AWSLambdaBasicExecutionRole",
+                    "service-role/AWSLambdaVPCAccessExecutionRole",
+                    "AmazonEC2ContainerRegistryReadOnly",
+                ]
+            ),
             token_finding("Policy", ecr_public),
         )
         handler_arn = Stack.of(self).get_logical_id(provider.node.find_child("Handler").node.default_child)
         acknowledge(
-            provider, "AwsSolutions-IAM5",
+            provider,
+            "AwsSolutions-IAM5",
             "The custom-resource provider framework of aws-cdk-lib invokes any version of its own kubectl handler "
             "function (<handler arn>:*), nothing else.",
             f"Resource::<{handler_arn}.Arn>:*",
         )
         acknowledge(
-            provider, "AwsSolutions-L1",
+            provider,
+            "AwsSolutions-L1",
             "aws-cdk-lib pins the kubectl handler's Python runtime to the one its kubectl/helm layer is built for.",
         )
 
     def _addon(self, name: str, **extra) -> eks.CfnAddon:
         addon = eks.CfnAddon(
-            self, "Addon-" + name,
+            self,
+            "Addon-" + name,
             addon_name=name,
             cluster_name=self.cluster.cluster_name,
             addon_version=self._addon_versions.get(name, versions.ADDONS[name].version),
@@ -303,13 +324,17 @@ def check_cluster_settings(
             problems.add(f"addon_versions[{name!r}]", version, reason)
     if kubernetes_version not in versions.KUBERNETES_VERSIONS:
         problems.add(
-            "kubernetes_version", kubernetes_version,
-            f"one of {', '.join(versions.KUBERNETES_VERSIONS)} (supported by both EKS and aws-cdk-lib, with a kubectl layer)",
+            "kubernetes_version",
+            kubernetes_version,
+            f"one of {', '.join(versions.KUBERNETES_VERSIONS)} "
+            "(supported by both EKS and aws-cdk-lib, with a kubectl layer)",
         )
     if admin_role_arn and is_concrete(admin_role_arn) and not _ROLE_ARN.match(admin_role_arn):
         problems.add(
-            "admin_role_arn", admin_role_arn,
-            "an IAM role ARN such as arn:aws:iam::123456789012:role/Admin (a user, group or assumed-role ARN is not a role)",
+            "admin_role_arn",
+            admin_role_arn,
+            "an IAM role ARN such as arn:aws:iam::123456789012:role/Admin "
+            "(a user, group or assumed-role ARN is not a role)",
         )
     try:
         instance_facts(system_instance_type)
@@ -321,4 +346,3 @@ def check_cluster_settings(
 
 def _json_or_none(configuration: Optional[Mapping]) -> Optional[str]:
     return json.dumps(configuration, sort_keys=True) if configuration else None
-

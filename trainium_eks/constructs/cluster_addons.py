@@ -49,7 +49,8 @@ class ClusterAddons(Construct):
 
     Order, as stack dependencies: the namespace before the claim, etcd and TensorBoard; the claim before
     TensorBoard; the system nodes before Volcano (its Helm release waits until its pods, the admission webhook
-    among them, are ready); Volcano (which installs its CRDs) before the queue. Jobs depend on :attr:`job_prerequisites`.
+    among them, are ready); Volcano (which installs its CRDs) before the queue. Jobs depend on
+    :attr:`job_prerequisites`.
 
     :param cluster: Required.
     :param volume: The shared file system (``LustreStorage.volume_source``). Required.
@@ -84,7 +85,8 @@ class ClusterAddons(Construct):
         self.training_namespace = self._apply(
             "TrainingNamespace",
             TrainingNamespaceChart(namespace=namespace, service_account=service_account),
-            prune=False, removal_policy=RemovalPolicy.RETAIN,
+            prune=False,
+            removal_policy=RemovalPolicy.RETAIN,
         )
         self.volume_chart = FsxVolumeChart(
             file_system_id=volume.file_system_id,
@@ -94,18 +96,23 @@ class ClusterAddons(Construct):
             namespace=namespace,
         )
         self.shared_volume = self._apply(
-            "SharedVolume", self.volume_chart, prune=False, removal_policy=RemovalPolicy.RETAIN,
+            "SharedVolume",
+            self.volume_chart,
+            prune=False,
+            removal_policy=RemovalPolicy.RETAIN,
             after=[self.training_namespace],
         )
         self.etcd = self._apply("Etcd", EtcdChart(namespace=namespace), prune=True, after=[self.training_namespace])
         self.tensorboard = self._apply(
             "TensorBoard",
             TensorBoardChart(namespace=namespace, claim_name=self.volume_chart.claim_name),
-            prune=True, after=[self.training_namespace, self.shared_volume],
+            prune=True,
+            after=[self.training_namespace, self.shared_volume],
         )
 
         self.volcano = eks.HelmChart(
-            self, "Volcano",
+            self,
+            "Volcano",
             cluster=cluster,
             repository=versions.VOLCANO.repository,
             chart=versions.VOLCANO.chart,
@@ -123,8 +130,12 @@ class ClusterAddons(Construct):
         )
 
         self.job_prerequisites: List[IConstruct] = [
-            self.neuron_device_plugin, self.efa_device_plugin, self.training_namespace, self.shared_volume,
-            self.etcd, self.volcano_queue,
+            self.neuron_device_plugin,
+            self.efa_device_plugin,
+            self.training_namespace,
+            self.shared_volume,
+            self.etcd,
+            self.volcano_queue,
         ]
         """What every training job must come after: device plugins, namespace, claim, etcd, the Volcano queue."""
 
@@ -138,7 +149,8 @@ class ClusterAddons(Construct):
         after: Optional[List[IConstruct]] = None,
     ) -> eks.KubernetesManifest:
         manifest = eks.KubernetesManifest(
-            self, id_,
+            self,
+            id_,
             cluster=self.cluster,
             manifest=chart.to_json(),
             prune=prune,
@@ -155,7 +167,8 @@ class ClusterAddons(Construct):
         if not Token.is_unresolved(stack.region):
             return eks_registry(stack.region)
         mapping = CfnMapping(
-            self, "EksRegistryAccounts",
+            self,
+            "EksRegistryAccounts",
             mapping={region: {"account": account} for region, account in sorted(EKS_REGISTRY_ACCOUNTS.items())},
         )
         return f"{mapping.find_in_map(stack.region, 'account')}.dkr.ecr.{stack.region}.{stack.url_suffix}"

@@ -42,7 +42,8 @@ class TrainingImageRepository(Construct):
     ) -> None:
         super().__init__(scope, id_)
         self.repository: ecr.IRepository = existing_repository or ecr.Repository(
-            self, "Repository",
+            self,
+            "Repository",
             repository_name=repository_name,
             image_scan_on_push=True,
             image_tag_mutability=ecr.TagMutability.IMMUTABLE,

@@ -43,7 +43,8 @@ class JobSequence(Construct):
     def add(self, id_: str, chart: LibraryChart) -> eks.KubernetesManifest:
         """Apply ``chart`` after every job added before it."""
         manifest = eks.KubernetesManifest(
-            self, id_,
+            self,
+            id_,
             cluster=self.cluster,
             manifest=chart.to_json(),
             prune=True,

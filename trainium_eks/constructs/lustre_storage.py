@@ -120,7 +120,8 @@ class LustreStorage(Construct):
         problems.raise_if_any()
 
         self.security_group = ec2.SecurityGroup(
-            self, "SecurityGroup",
+            self,
+            "SecurityGroup",
             vpc=vpc,
             description="FSx for Lustre: LNET (TCP 988, 1018-1023) from the file system and its clients",
             allow_all_outbound=True,
@@ -129,7 +130,8 @@ class LustreStorage(Construct):
         self.allow_clients(*client_security_groups)
 
         self.file_system = fsx.LustreFileSystem(
-            self, "FileSystem",
+            self,
+            "FileSystem",
             vpc=vpc,
             vpc_subnet=subnet,
             security_group=self.security_group,
@@ -157,7 +159,8 @@ class LustreStorage(Construct):
         if data_bucket is not None:
             self.bucket_path = bucket_path
             self.data_repository_association = fsx.CfnDataRepositoryAssociation(
-                self, "DataRepositoryAssociation",
+                self,
+                "DataRepositoryAssociation",
                 file_system_id=self.file_system_id,
                 file_system_path=bucket_path,
                 data_repository_path=f"s3://{data_bucket.bucket_name}/{data_bucket_prefix}",
@@ -207,19 +210,20 @@ def check_lustre_settings(
     kind = deployment_type.name
     if is_concrete(storage_capacity_gib):
         step = 3600 if kind == "SCRATCH_1" else 2400
-        valid = isinstance(storage_capacity_gib, int) and storage_capacity_gib > 0 and (
-            storage_capacity_gib in (1200, 2400) or storage_capacity_gib % step == 0
+        valid = (
+            isinstance(storage_capacity_gib, int)
+            and storage_capacity_gib > 0
+            and (storage_capacity_gib in (1200, 2400) or storage_capacity_gib % step == 0)
         )
         if not valid:
             problems.add(
-                "storage_capacity_gib", storage_capacity_gib,
+                "storage_capacity_gib",
+                storage_capacity_gib,
                 f"{kind} allows 1200, 2400 or a multiple of {step} GiB ({_neighbours(storage_capacity_gib, step)})",
             )
     allowed: List[int] = list(ALLOWED_THROUGHPUT_PER_TIB.get(kind, ()))
     if allowed and throughput_per_tib not in allowed:
-        problems.add(
-            "throughput_per_tib", throughput_per_tib, f"{kind} allows {', '.join(map(str, allowed))} MB/s/TiB"
-        )
+        problems.add("throughput_per_tib", throughput_per_tib, f"{kind} allows {', '.join(map(str, allowed))} MB/s/TiB")
     if not bucket_path.startswith("/") or bucket_path == "/":
         problems.add("bucket_path", bucket_path, "an absolute path below the root, such as /bucket")
 

@@ -80,8 +80,11 @@ class TrainingNetwork(Construct):
         for index, az_id in enumerate(az_ids):
             public = self._subnet(f"Public{index}", az_id, public_cidrs[index], public=True)
             public_route = ec2.CfnRoute(
-                self, f"Public{index}DefaultRoute", route_table_id=public.route_table.ref,
-                destination_cidr_block="0.0.0.0/0", gateway_id=internet_gateway.ref,
+                self,
+                f"Public{index}DefaultRoute",
+                route_table_id=public.route_table.ref,
+                destination_cidr_block="0.0.0.0/0",
+                gateway_id=internet_gateway.ref,
             )
             public_route.node.add_dependency(attachment)
             elastic_ip = ec2.CfnEIP(self, f"NatIp{index}", domain="vpc")
@@ -104,7 +107,8 @@ class TrainingNetwork(Construct):
         Tags.of(accelerated.subnet).add("trainium-eks/subnet", "accelerated")
 
         self.vpc: ec2.IVpc = ec2.Vpc.from_vpc_attributes(
-            self, "Imported",
+            self,
+            "Imported",
             vpc_id=self.cfn_vpc.ref,
             vpc_cidr_block=cidr,
             availability_zones=private_azs,
@@ -114,7 +118,8 @@ class TrainingNetwork(Construct):
             private_subnet_route_table_ids=private_tables,
         )
         self.accelerated_subnet: ec2.ISubnet = ec2.Subnet.from_subnet_attributes(
-            self, "AcceleratedSubnetRef",
+            self,
+            "AcceleratedSubnetRef",
             subnet_id=accelerated.subnet.ref,
             availability_zone=accelerated.subnet.attr_availability_zone,
             route_table_id=accelerated.route_table.ref,
@@ -122,7 +127,8 @@ class TrainingNetwork(Construct):
         )
 
         ec2.GatewayVpcEndpoint(
-            self, "S3Endpoint",
+            self,
+            "S3Endpoint",
             vpc=self.vpc,
             service=ec2.GatewayVpcEndpointAwsService.S3,
             subnets=[ec2.SubnetSelection(subnets=list(self.vpc.private_subnets) + [self.accelerated_subnet])],
@@ -131,7 +137,8 @@ class TrainingNetwork(Construct):
             self, "FlowLogGroup", retention=flow_log_retention, removal_policy=RemovalPolicy.RETAIN
         )
         ec2.FlowLog(
-            self, "FlowLog",
+            self,
+            "FlowLog",
             resource_type=ec2.FlowLogResourceType.from_vpc(self.vpc),
             destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_log_group),
             traffic_type=ec2.FlowLogTrafficType.ALL,
@@ -139,7 +146,8 @@ class TrainingNetwork(Construct):
 
     def _subnet(self, name: str, az_id: str, cidr: ipaddress.IPv4Network, *, public: bool) -> "_SubnetParts":
         subnet = ec2.CfnSubnet(
-            self, f"{name}Subnet",
+            self,
+            f"{name}Subnet",
             vpc_id=self.cfn_vpc.ref,
             availability_zone_id=az_id,
             cidr_block=str(cidr),
@@ -155,8 +163,11 @@ class TrainingNetwork(Construct):
 
     def _route_to_nat(self, name: str, route_table: ec2.CfnRouteTable, nat: ec2.CfnNatGateway) -> None:
         ec2.CfnRoute(
-            self, f"{name}DefaultRoute", route_table_id=route_table.ref,
-            destination_cidr_block="0.0.0.0/0", nat_gateway_id=nat.ref,
+            self,
+            f"{name}DefaultRoute",
+            route_table_id=route_table.ref,
+            destination_cidr_block="0.0.0.0/0",
+            nat_gateway_id=nat.ref,
         )
 
 
@@ -170,7 +181,8 @@ def default_availability_zone_ids(accelerated_az_id: str) -> List[str]:
     """The accelerated AZ plus the first other AZ ID of its region that EKS accepts for a control plane."""
     region = region_of_az_id(accelerated_az_id)
     others = [
-        az for az in AZ_IDS_BY_REGION.get(region or "", ())
+        az
+        for az in AZ_IDS_BY_REGION.get(region or "", ())
         if az != accelerated_az_id and az not in EKS_UNSUPPORTED_CONTROL_PLANE_AZ_IDS
     ]
     return [accelerated_az_id] + others[:1]
@@ -183,7 +195,8 @@ def _validate(where: str, accelerated_az_id: str, az_ids: List[str], cidr: str) 
         problems.add("accelerated_az_id", accelerated_az_id, f"must be one of availability_zone_ids {az_ids}")
     if len(set(az_ids)) < 2:
         problems.add(
-            "availability_zone_ids", az_ids,
+            "availability_zone_ids",
+            az_ids,
             "an EKS control plane needs subnets in at least two distinct AZs; give two AZ IDs of one region",
         )
     if None in regions or len(regions) != 1:
@@ -191,7 +204,8 @@ def _validate(where: str, accelerated_az_id: str, az_ids: List[str], cidr: str) 
     refused = [az for az in az_ids if az in EKS_UNSUPPORTED_CONTROL_PLANE_AZ_IDS]
     if refused:
         problems.add(
-            "availability_zone_ids", az_ids,
+            "availability_zone_ids",
+            az_ids,
             f"EKS does not place control planes in {refused}; pick other AZ IDs",
         )
     try:
@@ -202,7 +216,5 @@ def _validate(where: str, accelerated_az_id: str, az_ids: List[str], cidr: str) 
         if not 16 <= network.prefixlen <= 20:
             problems.add("cidr", cidr, "a /16 to /20 IPv4 range (the accelerated subnet takes a quarter of it)")
         elif len(az_ids) > 2 ** (22 - network.prefixlen):
-            problems.add(
-                "availability_zone_ids", az_ids, f"at most {2 ** (22 - network.prefixlen)} AZs fit in {cidr}"
-            )
+            problems.add("availability_zone_ids", az_ids, f"at most {2 ** (22 - network.prefixlen)} AZs fit in {cidr}")
     problems.raise_if_any()

@@ -86,9 +86,11 @@ class NodeCapacity:
         """Record a problem when a reservation id is missing or malformed."""
         if self.kind is CapacityKind.ON_DEMAND:
             return
-        if not self.reservation_id or (is_concrete(self.reservation_id)
-                                       and not _RESERVATION_ID.match(self.reservation_id)):
+        if not self.reservation_id or (
+            is_concrete(self.reservation_id) and not _RESERVATION_ID.match(self.reservation_id)
+        ):
             problems.add(
-                setting, self.reservation_id,
+                setting,
+                self.reservation_id,
                 f"a {self.kind.value} needs its reservation id, like cr-0123456789abcdef0",
             )

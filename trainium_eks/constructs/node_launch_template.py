@@ -52,7 +52,8 @@ class NodeLaunchTemplate(Construct):
         super().__init__(scope, id_)
         capacity = capacity or NodeCapacity.on_demand()
         self.launch_template = ec2.CfnLaunchTemplate(
-            self, "LaunchTemplate",
+            self,
+            "LaunchTemplate",
             launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
                 instance_type=instance_type,
                 metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
@@ -73,7 +74,8 @@ class NodeLaunchTemplate(Construct):
                 security_group_ids=None if network_interfaces else list(security_group_ids),
                 placement=(
                     ec2.CfnLaunchTemplate.PlacementProperty(group_name=placement_group.placement_group_name)
-                    if placement_group else None
+                    if placement_group
+                    else None
                 ),
                 capacity_reservation_specification=capacity.capacity_reservation_specification(),
                 instance_market_options=capacity.instance_market_options(),

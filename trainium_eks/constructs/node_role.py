@@ -32,13 +32,15 @@ class NodeRole(Construct):
     def __init__(self, scope: Construct, id_: str) -> None:
         super().__init__(scope, id_)
         self.role = iam.Role(
-            self, "Role",
+            self,
+            "Role",
             assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
             description="EKS worker nodes: kubelet, VPC CNI, image pulls and SSM Session Manager",
             managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(name) for name in NODE_MANAGED_POLICIES],
         )
         acknowledge(
-            self.role, "AwsSolutions-IAM4",
+            self.role,
+            "AwsSolutions-IAM4",
             "EKS nodes need the AWS managed node policies (AmazonEKSWorkerNodePolicy, AmazonEKS_CNI_Policy, "
             "AmazonEC2ContainerRegistryReadOnly), which AWS keeps current with the EKS, CNI and ECR APIs; "
             "AmazonSSMManagedInstanceCore replaces SSH with Session Manager.",

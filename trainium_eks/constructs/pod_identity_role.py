@@ -20,7 +20,8 @@ class PodIdentityRole(Construct):
     def __init__(self, scope: Construct, id_: str, *, description: str) -> None:
         super().__init__(scope, id_)
         self.role = iam.Role(
-            self, "Role",
+            self,
+            "Role",
             description=description,
             assumed_by=iam.ServicePrincipal(POD_IDENTITY_PRINCIPAL).with_session_tags(),
         )

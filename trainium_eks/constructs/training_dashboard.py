@@ -51,13 +51,15 @@ class TrainingDashboard(Construct):
             )
             for title, metric, statistic in NODE_PANELS
         ]
-        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", widgets=[widgets[i:i + 2] for i in range(0, len(widgets), 2)])
+        self.dashboard = cloudwatch.Dashboard(
+            self, "Dashboard", widgets=[widgets[i : i + 2] for i in range(0, len(widgets), 2)]
+        )
 
     @staticmethod
     def _per_node(metric: str, statistic: str, cluster_name: str, period: Duration) -> cloudwatch.MathExpression:
         return cloudwatch.MathExpression(
             expression=(
-                f"SEARCH('{PER_NODE} MetricName=\"{metric}\" ClusterName=\"{cluster_name}\"', "
+                f'SEARCH(\'{PER_NODE} MetricName="{metric}" ClusterName="{cluster_name}"\', '
                 f"'{statistic}', {int(period.to_seconds())})"
             ),
             using_metrics={},

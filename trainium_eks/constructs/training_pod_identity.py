@@ -47,9 +47,7 @@ class TrainingPodIdentity(Construct):
         super().__init__(scope, id_)
         self.namespace = namespace
         self.service_account = service_account
-        self.role = PodIdentityRole(
-            self, "Role", description=f"Training pods ({namespace}/{service_account})"
-        ).role
+        self.role = PodIdentityRole(self, "Role", description=f"Training pods ({namespace}/{service_account})").role
         if data_bucket is not None:
             objects = data_bucket.arn_for_objects("*")
             self.role.add_to_principal_policy(
@@ -59,13 +57,15 @@ class TrainingPodIdentity(Construct):
                 iam.PolicyStatement(actions=list(DATA_BUCKET_OBJECT_ACTIONS), resources=[objects])
             )
             acknowledge(
-                self.role, "AwsSolutions-IAM5",
+                self.role,
+                "AwsSolutions-IAM5",
                 "Training pods read and write objects anywhere in the one data bucket they train from "
                 "(datasets, checkpoints); they cannot delete objects or touch another bucket.",
                 f"Resource::{objects}",
             )
         self.association = eks.CfnPodIdentityAssociation(
-            self, "Association",
+            self,
+            "Association",
             cluster_name=cluster.cluster_name,
             namespace=namespace,
             service_account=service_account,

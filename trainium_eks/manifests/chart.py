@@ -51,19 +51,25 @@ class LibraryChart(cdk8s.Chart):
         """Labels that select this chart's pods (or those of one ``component`` of it)."""
         return {"app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/name": component or self.component}
 
-    def allow_ingress_only(self, id_: str, *, pods: Mapping[str, str], ports: Sequence[int] = (),
-                           from_namespace: bool = True) -> k8s.KubeNetworkPolicy:
+    def allow_ingress_only(
+        self, id_: str, *, pods: Mapping[str, str], ports: Sequence[int] = (), from_namespace: bool = True
+    ) -> k8s.KubeNetworkPolicy:
         """A NetworkPolicy that admits ingress to ``pods`` only on ``ports`` from pods of this namespace (none when
         ``ports`` is empty or ``from_namespace`` is false: all ingress denied). Enforced by the VPC CNI's network
         policy agent (enabled by ``TrainingCluster``); egress stays open."""
         rules = []
         if ports and from_namespace:
-            rules = [k8s.NetworkPolicyIngressRule(
-                from_=[k8s.NetworkPolicyPeer(pod_selector=k8s.LabelSelector())],
-                ports=[k8s.NetworkPolicyPort(port=k8s.IntOrString.from_number(port), protocol="TCP") for port in ports],
-            )]
+            rules = [
+                k8s.NetworkPolicyIngressRule(
+                    from_=[k8s.NetworkPolicyPeer(pod_selector=k8s.LabelSelector())],
+                    ports=[
+                        k8s.NetworkPolicyPort(port=k8s.IntOrString.from_number(port), protocol="TCP") for port in ports
+                    ],
+                )
+            ]
         return k8s.KubeNetworkPolicy(
-            self, id_,
+            self,
+            id_,
             metadata=self.metadata(id_.lower()),
             spec=k8s.NetworkPolicySpec(
                 pod_selector=k8s.LabelSelector(match_labels=dict(pods)),

@@ -107,14 +107,23 @@ class DatasetStagingChart(LibraryChart):
             "tolerations": [
                 {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in node_group.taints
             ],
-            "containers": [{
-                "name": "stage",
-                "image": image,
-                "command": ["bash", "-c", STAGING_SCRIPT, "stage-dataset", self.destination, source,
-                            "unsigned" if unsigned else "signed"],
-                "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "8Gi"}},
-                "volumeMounts": [{"name": "shared", "mountPath": SHARED_MOUNT}],
-            }],
+            "containers": [
+                {
+                    "name": "stage",
+                    "image": image,
+                    "command": [
+                        "bash",
+                        "-c",
+                        STAGING_SCRIPT,
+                        "stage-dataset",
+                        self.destination,
+                        source,
+                        "unsigned" if unsigned else "signed",
+                    ],
+                    "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "8Gi"}},
+                    "volumeMounts": [{"name": "shared", "mountPath": SHARED_MOUNT}],
+                }
+            ],
             "volumes": [{"name": "shared", "persistentVolumeClaim": {"claimName": claim}}],
         }
         manifest = {
@@ -131,4 +140,3 @@ class DatasetStagingChart(LibraryChart):
         self.ref = f"job/{self.job_name}"
         """How a start gate refers to this job."""
         self.add_object("Job", job_naming.with_name(manifest, self.job_name))
-

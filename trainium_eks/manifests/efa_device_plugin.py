@@ -58,7 +58,8 @@ class EfaDevicePluginChart(LibraryChart):
         self.instance_types = sorted(instance_types or efa_instance_types())
         labels = self.selector_labels()
         k8s.KubeDaemonSet(
-            self, "DaemonSet",
+            self,
+            "DaemonSet",
             metadata=self.metadata(NAME),
             spec=k8s.DaemonSetSpec(
                 selector=k8s.LabelSelector(match_labels=labels),
@@ -79,10 +80,14 @@ class EfaDevicePluginChart(LibraryChart):
                                 image_pull_policy="IfNotPresent",
                                 security_context=k8s.SecurityContext(privileged=True, run_as_user=0),
                                 resources=k8s.ResourceRequirements(
-                                    requests={"cpu": k8s.Quantity.from_string("10m"),
-                                              "memory": k8s.Quantity.from_string("20Mi")},
-                                    limits={"cpu": k8s.Quantity.from_string("200m"),
-                                            "memory": k8s.Quantity.from_string("128Mi")},
+                                    requests={
+                                        "cpu": k8s.Quantity.from_string("10m"),
+                                        "memory": k8s.Quantity.from_string("20Mi"),
+                                    },
+                                    limits={
+                                        "cpu": k8s.Quantity.from_string("200m"),
+                                        "memory": k8s.Quantity.from_string("128Mi"),
+                                    },
                                 ),
                                 volume_mounts=[
                                     k8s.VolumeMount(name="device-plugin", mount_path=DEVICE_PLUGIN_PATH),
@@ -92,7 +97,9 @@ class EfaDevicePluginChart(LibraryChart):
                             )
                         ],
                         volumes=[
-                            k8s.Volume(name="device-plugin", host_path=k8s.HostPathVolumeSource(path=DEVICE_PLUGIN_PATH)),
+                            k8s.Volume(
+                                name="device-plugin", host_path=k8s.HostPathVolumeSource(path=DEVICE_PLUGIN_PATH)
+                            ),
                             k8s.Volume(name="infiniband", host_path=k8s.HostPathVolumeSource(path="/dev/infiniband")),
                             k8s.Volume(
                                 name="neuron-tools",

@@ -43,13 +43,16 @@ class EtcdChart(LibraryChart):
         super().__init__("etcd", namespace=namespace)
         labels = self.selector_labels()
         k8s.KubeService(
-            self, "Service",
+            self,
+            "Service",
             metadata=self.metadata(SERVICE_NAME),
             spec=k8s.ServiceSpec(
                 type="ClusterIP",
                 selector=labels,
                 ports=[
-                    k8s.ServicePort(name="client", port=CLIENT_PORT, target_port=k8s.IntOrString.from_number(CLIENT_PORT)),
+                    k8s.ServicePort(
+                        name="client", port=CLIENT_PORT, target_port=k8s.IntOrString.from_number(CLIENT_PORT)
+                    ),
                     k8s.ServicePort(name="peer", port=PEER_PORT, target_port=k8s.IntOrString.from_number(PEER_PORT)),
                 ],
             ),
@@ -57,7 +60,8 @@ class EtcdChart(LibraryChart):
         self.allow_ingress_only(f"{SERVICE_NAME}-clients", pods=labels, ports=[CLIENT_PORT])
         health = k8s.HttpGetAction(path="/health", port=k8s.IntOrString.from_number(CLIENT_PORT))
         k8s.KubeDeployment(
-            self, "Deployment",
+            self,
+            "Deployment",
             metadata=self.metadata(SERVICE_NAME),
             spec=k8s.DeploymentSpec(
                 replicas=1,
@@ -112,7 +116,9 @@ class EtcdChart(LibraryChart):
                                 volume_mounts=[k8s.VolumeMount(name="data", mount_path=DATA_DIR)],
                             )
                         ],
-                        volumes=[k8s.Volume(name="data", empty_dir=k8s.EmptyDirVolumeSource(size_limit=_quantity("1Gi")))],
+                        volumes=[
+                            k8s.Volume(name="data", empty_dir=k8s.EmptyDirVolumeSource(size_limit=_quantity("1Gi")))
+                        ],
                     ),
                 ),
             ),

@@ -48,7 +48,8 @@ class FsxVolumeChart(LibraryChart):
         self.claim_name = claim_name
         size = {"storage": k8s.Quantity.from_string(f"{storage_gib}Gi")}
         k8s.KubePersistentVolume(
-            self, "Volume",
+            self,
+            "Volume",
             metadata=self.metadata(volume_name, cluster_scoped=True),
             spec=k8s.PersistentVolumeSpec(
                 capacity=size,
@@ -66,7 +67,8 @@ class FsxVolumeChart(LibraryChart):
             ),
         )
         k8s.KubePersistentVolumeClaim(
-            self, "Claim",
+            self,
+            "Claim",
             metadata=self.metadata(claim_name),
             spec=k8s.PersistentVolumeClaimSpec(
                 access_modes=["ReadWriteMany"],

@@ -30,8 +30,9 @@ class NeuronDevicePluginChart(LibraryChart):
     ``system-node-critical``, no privilege escalation and no capabilities, and mounts the kubelet's device-plugin
     directory, ``/run`` and (read-only) ``/opt/aws``, as the Neuron Helm chart 1.9/1.10 DaemonSet does. It runs
     with the runtime's default seccomp profile and a NetworkPolicy denies it all ingress (it only talks to the
-    kubelet over a socket and to the API server). The role allows what the plugin calls: nodes get/list/watch, events create/patch, pods
-    get/list/watch/update/patch, nodes/status patch/update (Neuron SDK src/k8/k8s-neuron-device-plugin-rbac.yml).
+    kubelet over a socket and to the API server). The role allows what the plugin calls: nodes get/list/watch,
+    events create/patch, pods get/list/watch/update/patch, nodes/status patch/update (Neuron SDK
+    src/k8/k8s-neuron-device-plugin-rbac.yml).
 
     :param image: Default: :data:`trainium_eks.versions.NEURON_DEVICE_PLUGIN`.
     :param instance_types: Nodes to run on. Default: every Neuron type of the catalog.
@@ -44,7 +45,8 @@ class NeuronDevicePluginChart(LibraryChart):
         self.instance_types = sorted(instance_types or neuron_instance_types())
         k8s.KubeServiceAccount(self, "ServiceAccount", metadata=self.metadata(NAME))
         k8s.KubeClusterRole(
-            self, "ClusterRole",
+            self,
+            "ClusterRole",
             metadata=self.metadata(NAME, cluster_scoped=True),
             rules=[
                 k8s.PolicyRule(api_groups=[""], resources=["nodes"], verbs=["get", "list", "watch"]),
@@ -54,7 +56,8 @@ class NeuronDevicePluginChart(LibraryChart):
             ],
         )
         k8s.KubeClusterRoleBinding(
-            self, "ClusterRoleBinding",
+            self,
+            "ClusterRoleBinding",
             metadata=self.metadata(NAME, cluster_scoped=True),
             role_ref=k8s.RoleRef(api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=NAME),
             subjects=[k8s.Subject(kind="ServiceAccount", name=NAME, namespace="kube-system")],
@@ -62,7 +65,8 @@ class NeuronDevicePluginChart(LibraryChart):
         labels = self.selector_labels()
         self.allow_ingress_only(f"{NAME}-no-ingress", pods=labels)
         k8s.KubeDaemonSet(
-            self, "DaemonSet",
+            self,
+            "DaemonSet",
             metadata=self.metadata(NAME),
             spec=k8s.DaemonSetSpec(
                 selector=k8s.LabelSelector(match_labels=labels),
@@ -99,10 +103,14 @@ class NeuronDevicePluginChart(LibraryChart):
                                     capabilities=k8s.Capabilities(drop=["ALL"]),
                                 ),
                                 resources=k8s.ResourceRequirements(
-                                    requests={"cpu": k8s.Quantity.from_string("10m"),
-                                              "memory": k8s.Quantity.from_string("20Mi")},
-                                    limits={"cpu": k8s.Quantity.from_string("200m"),
-                                            "memory": k8s.Quantity.from_string("128Mi")},
+                                    requests={
+                                        "cpu": k8s.Quantity.from_string("10m"),
+                                        "memory": k8s.Quantity.from_string("20Mi"),
+                                    },
+                                    limits={
+                                        "cpu": k8s.Quantity.from_string("200m"),
+                                        "memory": k8s.Quantity.from_string("128Mi"),
+                                    },
                                 ),
                                 volume_mounts=[
                                     k8s.VolumeMount(name="device-plugin", mount_path=DEVICE_PLUGIN_PATH),
@@ -112,7 +120,9 @@ class NeuronDevicePluginChart(LibraryChart):
                             )
                         ],
                         volumes=[
-                            k8s.Volume(name="device-plugin", host_path=k8s.HostPathVolumeSource(path=DEVICE_PLUGIN_PATH)),
+                            k8s.Volume(
+                                name="device-plugin", host_path=k8s.HostPathVolumeSource(path=DEVICE_PLUGIN_PATH)
+                            ),
                             k8s.Volume(name="run", host_path=k8s.HostPathVolumeSource(path="/run")),
                             k8s.Volume(name="aws-config", host_path=k8s.HostPathVolumeSource(path="/opt/aws")),
                         ],

@@ -20,8 +20,10 @@ import urllib.request
 USAGE = "usage: start_gate.py <namespace> <job|vcjob>/<name> [<job|vcjob>/<name> ...]"
 POLL_SECONDS = int(os.environ.get("START_GATE_POLL_SECONDS", "20"))
 ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
-PATHS = {"job": "/apis/batch/v1/namespaces/{ns}/jobs/{name}",
-         "vcjob": "/apis/batch.volcano.sh/v1alpha1/namespaces/{ns}/jobs/{name}"}
+PATHS = {
+    "job": "/apis/batch/v1/namespaces/{ns}/jobs/{name}",
+    "vcjob": "/apis/batch.volcano.sh/v1alpha1/namespaces/{ns}/jobs/{name}",
+}
 VOLCANO_DONE = {"Completed"}
 VOLCANO_FAILED = {"Failed", "Aborted", "Terminated"}
 

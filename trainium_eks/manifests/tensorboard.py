@@ -27,8 +27,8 @@ class TensorBoardChart(LibraryChart):
     It mounts the shared claim read-only and reads every run under ``log_dir``; reach it with
     ``kubectl -n training port-forward svc/tensorboard 6006:6006`` (no load balancer, no public exposure; a
     NetworkPolicy admits only pods of the namespace, and port-forwarding, which does not cross the pod network). It
-    runs on the system nodes as an unprivileged user with a read-only root file system (``/tmp`` is an emptyDir, ``HOME``
-    points there).
+    runs on the system nodes as an unprivileged user with a read-only root file system (``/tmp`` is an emptyDir,
+    ``HOME`` points there).
 
     :param namespace: Default: ``training``.
     :param claim_name: The shared claim. Default: ``fsx-claim``.
@@ -47,7 +47,8 @@ class TensorBoardChart(LibraryChart):
         super().__init__(NAME, namespace=namespace)
         labels = self.selector_labels()
         k8s.KubeService(
-            self, "Service",
+            self,
+            "Service",
             metadata=self.metadata(NAME),
             spec=k8s.ServiceSpec(
                 type="ClusterIP",
@@ -58,7 +59,8 @@ class TensorBoardChart(LibraryChart):
         self.allow_ingress_only(f"{NAME}-clients", pods=labels, ports=[PORT])
         probe = k8s.HttpGetAction(path="/", port=k8s.IntOrString.from_number(PORT))
         k8s.KubeDeployment(
-            self, "Deployment",
+            self,
+            "Deployment",
             metadata=self.metadata(NAME),
             spec=k8s.DeploymentSpec(
                 replicas=1,

@@ -13,7 +13,8 @@ from trainium_eks.constructs.training_pod_identity import DEFAULT_NAMESPACE, DEF
 from trainium_eks.manifests import job_naming
 from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.manifests.efa_device_plugin import EFA_RESOURCE
-from trainium_eks.manifests.etcd import CLIENT_PORT, SERVICE_NAME as ETCD_SERVICE
+from trainium_eks.manifests.etcd import CLIENT_PORT
+from trainium_eks.manifests.etcd import SERVICE_NAME as ETCD_SERVICE
 from trainium_eks.manifests.topology import NodeGroupTopology
 from trainium_eks.manifests.volcano_queue import DEFAULT_QUEUE
 from trainium_eks.validation import Problems
@@ -149,9 +150,24 @@ class TrainingJobChart(LibraryChart):
             "maxRetry": max_retries,
             "plugins": {"svc": ["--publish-not-ready-addresses"], "env": []},
             "tasks": [
-                self._task(index, image, kind, target, list(args), rendezvous, bf16, cache_set, precompile,
-                           dict(env or {}), list(wait_for), namespace, service_account, max_retries,
-                           resource_fraction, accelerator)
+                self._task(
+                    index,
+                    image,
+                    kind,
+                    target,
+                    list(args),
+                    rendezvous,
+                    bf16,
+                    cache_set,
+                    precompile,
+                    dict(env or {}),
+                    list(wait_for),
+                    namespace,
+                    service_account,
+                    max_retries,
+                    resource_fraction,
+                    accelerator,
+                )
                 for index in range(self.nodes)
             ],
         }
@@ -171,14 +187,26 @@ class TrainingJobChart(LibraryChart):
         """How a start gate refers to this job (``wait_for=[job.ref]``)."""
         self.add_object("Job", job_naming.with_name(manifest, self.job_name))
 
-    def _check(self, problems: Problems, name: str, entrypoints: Mapping[str, Optional[str]], cache_set: str,
-               precompile: bool, wait_for: Sequence[str], max_retries: int, resource_fraction: float) -> None:
+    def _check(
+        self,
+        problems: Problems,
+        name: str,
+        entrypoints: Mapping[str, Optional[str]],
+        cache_set: str,
+        precompile: bool,
+        wait_for: Sequence[str],
+        max_retries: int,
+        resource_fraction: float,
+    ) -> None:
         group = self.node_group
         if not job_naming.BASE_NAME.match(name):
             problems.add("name", name, "a lowercase DNS label of at most 28 characters, starting with a letter")
         if sum(1 for value in entrypoints.values() if value) != 1:
-            problems.add("script/module/command", {k: v for k, v in entrypoints.items() if v},
-                         "exactly one of script, module or command")
+            problems.add(
+                "script/module/command",
+                {k: v for k, v in entrypoints.items() if v},
+                "exactly one of script, module or command",
+            )
         if not 1 <= self.nodes <= group.max_nodes:
             problems.add("nodes", self.nodes, f"1 to {group.max_nodes}, the maximum size of the node group")
         elif self.nodes > 1 and group.efa_interfaces == 0:
@@ -186,14 +214,23 @@ class TrainingJobChart(LibraryChart):
         cores = group.neuron_cores or group.gpus or group.instance.vcpus
         if not 1 <= self.processes_per_node <= cores:
             unit = "NeuronCores" if group.neuron_cores else "GPUs" if group.gpus else "vCPUs"
-            problems.add("processes_per_node", self.processes_per_node,
-                         f"1 to {cores}, the {unit} of a {group.instance_type} node")
+            problems.add(
+                "processes_per_node",
+                self.processes_per_node,
+                f"1 to {cores}, the {unit} of a {group.instance_type} node",
+            )
         if not 0 <= self.neuron_devices <= group.neuron_devices:
-            problems.add("neuron_devices", self.neuron_devices,
-                         f"0 to {group.neuron_devices}, the Neuron devices of a {group.instance_type} node")
+            problems.add(
+                "neuron_devices",
+                self.neuron_devices,
+                f"0 to {group.neuron_devices}, the Neuron devices of a {group.instance_type} node",
+            )
         if not 0 <= self.efa_interfaces <= group.efa_interfaces:
-            problems.add("efa_interfaces", self.efa_interfaces,
-                         f"0 to {group.efa_interfaces}, the EFA interfaces attached to each node of the group")
+            problems.add(
+                "efa_interfaces",
+                self.efa_interfaces,
+                f"0 to {group.efa_interfaces}, the EFA interfaces attached to each node of the group",
+            )
         missing = sorted(set(self.volumes) - set(group.shared_claims))
         if missing:
             have = ", ".join(sorted(group.shared_claims)) or "none"
@@ -210,19 +247,40 @@ class TrainingJobChart(LibraryChart):
         if not 0 <= resource_fraction < 1:
             problems.add("resource_fraction", resource_fraction, "at least 0 and below 1 (DaemonSets need room too)")
 
-    def _task(self, index: int, image: str, kind: str, target: str, args: List[str], rendezvous: Rendezvous,
-              bf16: bool, cache_set: str, precompile: bool, env: Dict[str, str], wait_for: List[str],
-              namespace: str, service_account: str, max_retries: int, resource_fraction: float,
-              accelerator: Accelerator) -> Dict[str, Any]:
+    def _task(
+        self,
+        index: int,
+        image: str,
+        kind: str,
+        target: str,
+        args: List[str],
+        rendezvous: Rendezvous,
+        bf16: bool,
+        cache_set: str,
+        precompile: bool,
+        env: Dict[str, str],
+        wait_for: List[str],
+        namespace: str,
+        service_account: str,
+        max_retries: int,
+        resource_fraction: float,
+        accelerator: Accelerator,
+    ) -> Dict[str, Any]:
         group = self.node_group
         torchrun = [
             "torchrun",
-            "--nnodes", str(self.nodes),
-            "--nproc_per_node", str(self.processes_per_node),
-            "--rdzv_backend", rendezvous.value,
-            "--rdzv_endpoint", _rendezvous_endpoint(rendezvous, index),
-            "--rdzv_id", job_naming.PLACEHOLDER,
-            "--tee", "3",
+            "--nnodes",
+            str(self.nodes),
+            "--nproc_per_node",
+            str(self.processes_per_node),
+            "--rdzv_backend",
+            rendezvous.value,
+            "--rdzv_endpoint",
+            _rendezvous_endpoint(rendezvous, index),
+            "--rdzv_id",
+            job_naming.PLACEHOLDER,
+            "--tee",
+            "3",
         ]
         torchrun += {"script": [], "module": ["-m"], "command": ["--no-python"]}[kind] + [target] + args
         if precompile:
@@ -268,33 +326,43 @@ class TrainingJobChart(LibraryChart):
             "tolerations": [
                 {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in group.taints
             ],
-            "containers": [{
-                "name": "worker",
-                "image": image,
-                "command": ["bash", "-c", shell],
-                "env": [{"name": k, "value": v} for k, v in variables.items()],
-                "ports": [{"name": "c10d", "containerPort": C10D_PORT}],
-                "resources": {"requests": requests, "limits": devices} if devices else {"requests": requests},
-                "volumeMounts": mounts,
-            }],
+            "containers": [
+                {
+                    "name": "worker",
+                    "image": image,
+                    "command": ["bash", "-c", shell],
+                    "env": [{"name": k, "value": v} for k, v in variables.items()],
+                    "ports": [{"name": "c10d", "containerPort": C10D_PORT}],
+                    "resources": {"requests": requests, "limits": devices} if devices else {"requests": requests},
+                    "volumeMounts": mounts,
+                }
+            ],
             "volumes": pod_volumes,
         }
         if wait_for:
-            pod["initContainers"] = [{
-                "name": "start-gate",
-                "image": image,
-                "command": ["python3", "-c", START_GATE_SOURCE, namespace, *wait_for],
-                "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
-            }]
+            pod["initContainers"] = [
+                {
+                    "name": "start-gate",
+                    "image": image,
+                    "command": ["python3", "-c", START_GATE_SOURCE, namespace, *wait_for],
+                    "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
+                }
+            ]
         return {
             "name": f"node-{index}",
             "replicas": 1,
             "maxRetry": max_retries,
-            "policies": [{"event": "PodEvicted", "action": "RestartJob"}, {"event": "PodFailed", "action": "RestartJob"}],
+            "policies": [
+                {"event": "PodEvicted", "action": "RestartJob"},
+                {"event": "PodFailed", "action": "RestartJob"},
+            ],
             "template": {
                 "metadata": {
-                    "labels": {**self.selector_labels(), "app.kubernetes.io/instance": job_naming.PLACEHOLDER,
-                               "trainium-eks/node-index": str(index)},
+                    "labels": {
+                        **self.selector_labels(),
+                        "app.kubernetes.io/instance": job_naming.PLACEHOLDER,
+                        "trainium-eks/node-index": str(index),
+                    },
                     "annotations": {"sidecar.istio.io/inject": "false"},
                 },
                 "spec": pod,

@@ -25,9 +25,11 @@ class TrainingNamespaceChart(LibraryChart):
         super().__init__("training-namespace", namespace=namespace)
         self.service_account = service_account
         k8s.KubeNamespace(
-            self, "Namespace",
+            self,
+            "Namespace",
             metadata=self.metadata(
-                namespace, cluster_scoped=True,
+                namespace,
+                cluster_scoped=True,
                 labels={
                     "pod-security.kubernetes.io/enforce": "baseline",
                     "pod-security.kubernetes.io/warn": "restricted",
@@ -36,14 +38,18 @@ class TrainingNamespaceChart(LibraryChart):
         )
         k8s.KubeServiceAccount(self, "ServiceAccount", metadata=self.metadata(service_account))
         k8s.KubeRole(
-            self, "JobReader",
+            self,
+            "JobReader",
             metadata=self.metadata(JOB_READER_ROLE),
             rules=[
-                k8s.PolicyRule(api_groups=["batch", "batch.volcano.sh"], resources=["jobs"], verbs=["get", "list", "watch"]),
+                k8s.PolicyRule(
+                    api_groups=["batch", "batch.volcano.sh"], resources=["jobs"], verbs=["get", "list", "watch"]
+                ),
             ],
         )
         k8s.KubeRoleBinding(
-            self, "JobReaderBinding",
+            self,
+            "JobReaderBinding",
             metadata=self.metadata(JOB_READER_ROLE),
             role_ref=k8s.RoleRef(api_group="rbac.authorization.k8s.io", kind="Role", name=JOB_READER_ROLE),
             subjects=[k8s.Subject(kind="ServiceAccount", name=service_account, namespace=namespace)],

@@ -23,7 +23,12 @@ class VolcanoQueueChart(LibraryChart):
     def __init__(self, *, name: str = DEFAULT_QUEUE, weight: int = 1) -> None:
         super().__init__("volcano-queue")
         self.queue_name = name
-        self.add_object("Queue", {
-            "apiVersion": QUEUE_API_VERSION, "kind": "Queue", "metadata": {"name": name},
-            "spec": {"weight": weight, "reclaimable": False},
-        })
+        self.add_object(
+            "Queue",
+            {
+                "apiVersion": QUEUE_API_VERSION,
+                "kind": "Queue",
+                "metadata": {"name": name},
+                "spec": {"weight": weight, "reclaimable": False},
+            },
+        )
