@@ -21,6 +21,42 @@ ACCELERATOR_TAINT_KEYS = (NEURON_TAINT_KEY, NVIDIA_TAINT_KEY)
 """Taint keys of accelerated node groups (see ``AcceleratedNodeGroup``)."""
 
 
+UNPRIVILEGED_USER = 65534
+"""``nobody``: the user of the library's own services (etcd, TensorBoard)."""
+
+
+def quantity(value: str) -> k8s.Quantity:
+    """A Kubernetes quantity (``"100m"``, ``"1Gi"``)."""
+    return k8s.Quantity.from_string(value)
+
+
+def unprivileged_pod() -> k8s.PodSecurityContext:
+    """Pod security for the library's own services: ``nobody``, never root, the runtime's default seccomp."""
+    return k8s.PodSecurityContext(
+        run_as_non_root=True,
+        run_as_user=UNPRIVILEGED_USER,
+        run_as_group=UNPRIVILEGED_USER,
+        fs_group=UNPRIVILEGED_USER,
+        seccomp_profile=k8s.SeccompProfile(type="RuntimeDefault"),
+    )
+
+
+def locked_down_container() -> k8s.SecurityContext:
+    """Container security for the library's own services: no privilege escalation, read-only root file system,
+    no capabilities."""
+    return k8s.SecurityContext(
+        allow_privilege_escalation=False, read_only_root_filesystem=True, capabilities=k8s.Capabilities(drop=["ALL"])
+    )
+
+
+def device_plugin_resources() -> k8s.ResourceRequirements:
+    """Requests and limits of a device plugin (the upstream charts request 10m / 20Mi)."""
+    return k8s.ResourceRequirements(
+        requests={"cpu": quantity("10m"), "memory": quantity("20Mi")},
+        limits={"cpu": quantity("200m"), "memory": quantity("128Mi")},
+    )
+
+
 class LibraryChart(cdk8s.Chart):
     """A cdk8s chart in its own cdk8s app (charts live outside the CDK construct tree and are handed to
     ``add_cdk8s_chart``), labelling every object ``app.kubernetes.io/part-of: trainium-eks`` and

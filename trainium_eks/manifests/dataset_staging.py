@@ -103,10 +103,7 @@ class DatasetStagingChart(LibraryChart):
         pod: Dict[str, Any] = {
             "serviceAccountName": service_account,
             "restartPolicy": "Never",
-            "nodeSelector": {"node.kubernetes.io/instance-type": node_group.instance_type},
-            "tolerations": [
-                {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in node_group.taints
-            ],
+            **node_group.pod_placement(),
             "containers": [
                 {
                     "name": "stage",

@@ -11,6 +11,7 @@ from trainium_eks.catalog import INSTANCE_CATALOG
 from trainium_eks.manifests.chart import (
     ACCELERATOR_TAINT_KEYS,
     LibraryChart,
+    device_plugin_resources,
     exists_toleration,
     instance_type_affinity,
 )
@@ -79,16 +80,7 @@ class EfaDevicePluginChart(LibraryChart):
                                 image=f"{registry}/{image}",
                                 image_pull_policy="IfNotPresent",
                                 security_context=k8s.SecurityContext(privileged=True, run_as_user=0),
-                                resources=k8s.ResourceRequirements(
-                                    requests={
-                                        "cpu": k8s.Quantity.from_string("10m"),
-                                        "memory": k8s.Quantity.from_string("20Mi"),
-                                    },
-                                    limits={
-                                        "cpu": k8s.Quantity.from_string("200m"),
-                                        "memory": k8s.Quantity.from_string("128Mi"),
-                                    },
-                                ),
+                                resources=device_plugin_resources(),
                                 volume_mounts=[
                                     k8s.VolumeMount(name="device-plugin", mount_path=DEVICE_PLUGIN_PATH),
                                     k8s.VolumeMount(name="infiniband", mount_path="/dev/infiniband"),

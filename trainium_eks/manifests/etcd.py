@@ -6,7 +6,13 @@ from cdk8s_plus_27 import k8s
 
 from trainium_eks import versions
 from trainium_eks.constructs.training_pod_identity import DEFAULT_NAMESPACE
-from trainium_eks.manifests.chart import SYSTEM_NODE_SELECTOR, LibraryChart
+from trainium_eks.manifests.chart import (
+    SYSTEM_NODE_SELECTOR,
+    LibraryChart,
+    locked_down_container,
+    quantity,
+    unprivileged_pod,
+)
 
 SERVICE_NAME = "etcd-server"
 """The rendezvous endpoint of the jobs is ``etcd-server:2379`` (same namespace), as in the tutorial."""
@@ -14,12 +20,6 @@ SERVICE_NAME = "etcd-server"
 CLIENT_PORT = 2379
 PEER_PORT = 2380
 DATA_DIR = "/var/lib/etcd"
-UNPRIVILEGED_USER = 65534
-"""``nobody``: the etcd image needs no root; its data directory is an emptyDir."""
-
-
-def _quantity(value: str) -> k8s.Quantity:
-    return k8s.Quantity.from_string(value)
 
 
 class EtcdChart(LibraryChart):
@@ -72,13 +72,7 @@ class EtcdChart(LibraryChart):
                     spec=k8s.PodSpec(
                         node_selector=dict(SYSTEM_NODE_SELECTOR),
                         automount_service_account_token=False,
-                        security_context=k8s.PodSecurityContext(
-                            run_as_non_root=True,
-                            run_as_user=UNPRIVILEGED_USER,
-                            run_as_group=UNPRIVILEGED_USER,
-                            fs_group=UNPRIVILEGED_USER,
-                            seccomp_profile=k8s.SeccompProfile(type="RuntimeDefault"),
-                        ),
+                        security_context=unprivileged_pod(),
                         containers=[
                             k8s.Container(
                                 name="etcd",
@@ -101,23 +95,19 @@ class EtcdChart(LibraryChart):
                                     k8s.ContainerPort(name="peer", container_port=PEER_PORT),
                                 ],
                                 resources=k8s.ResourceRequirements(
-                                    requests={"cpu": _quantity("100m"), "memory": _quantity("256Mi")},
-                                    limits={"cpu": _quantity("1"), "memory": _quantity("512Mi")},
+                                    requests={"cpu": quantity("100m"), "memory": quantity("256Mi")},
+                                    limits={"cpu": quantity("1"), "memory": quantity("512Mi")},
                                 ),
                                 readiness_probe=k8s.Probe(http_get=health, period_seconds=5, failure_threshold=3),
                                 liveness_probe=k8s.Probe(
                                     http_get=health, initial_delay_seconds=15, period_seconds=10, failure_threshold=6
                                 ),
-                                security_context=k8s.SecurityContext(
-                                    allow_privilege_escalation=False,
-                                    read_only_root_filesystem=True,
-                                    capabilities=k8s.Capabilities(drop=["ALL"]),
-                                ),
+                                security_context=locked_down_container(),
                                 volume_mounts=[k8s.VolumeMount(name="data", mount_path=DATA_DIR)],
                             )
                         ],
                         volumes=[
-                            k8s.Volume(name="data", empty_dir=k8s.EmptyDirVolumeSource(size_limit=_quantity("1Gi")))
+                            k8s.Volume(name="data", empty_dir=k8s.EmptyDirVolumeSource(size_limit=quantity("1Gi")))
                         ],
                     ),
                 ),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from cdk8s_plus_27 import k8s
 
 from trainium_eks.constructs.training_pod_identity import DEFAULT_NAMESPACE
-from trainium_eks.manifests.chart import LibraryChart
+from trainium_eks.manifests.chart import LibraryChart, quantity
 
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
 DEFAULT_VOLUME_NAME = "fsx-pv"
@@ -46,7 +46,7 @@ class FsxVolumeChart(LibraryChart):
     ) -> None:
         super().__init__("fsx-volume", namespace=namespace)
         self.claim_name = claim_name
-        size = {"storage": k8s.Quantity.from_string(f"{storage_gib}Gi")}
+        size = {"storage": quantity(f"{storage_gib}Gi")}
         k8s.KubePersistentVolume(
             self,
             "Volume",

@@ -8,7 +8,13 @@ from cdk8s_plus_27 import k8s
 
 from trainium_eks import versions
 from trainium_eks.catalog import INSTANCE_CATALOG, Accelerator
-from trainium_eks.manifests.chart import NEURON_TAINT_KEY, LibraryChart, exists_toleration, instance_type_affinity
+from trainium_eks.manifests.chart import (
+    NEURON_TAINT_KEY,
+    LibraryChart,
+    device_plugin_resources,
+    exists_toleration,
+    instance_type_affinity,
+)
 
 NAME = "neuron-device-plugin"
 DEVICE_PLUGIN_PATH = "/var/lib/kubelet/device-plugins"
@@ -102,16 +108,7 @@ class NeuronDevicePluginChart(LibraryChart):
                                     allow_privilege_escalation=False,
                                     capabilities=k8s.Capabilities(drop=["ALL"]),
                                 ),
-                                resources=k8s.ResourceRequirements(
-                                    requests={
-                                        "cpu": k8s.Quantity.from_string("10m"),
-                                        "memory": k8s.Quantity.from_string("20Mi"),
-                                    },
-                                    limits={
-                                        "cpu": k8s.Quantity.from_string("200m"),
-                                        "memory": k8s.Quantity.from_string("128Mi"),
-                                    },
-                                ),
+                                resources=device_plugin_resources(),
                                 volume_mounts=[
                                     k8s.VolumeMount(name="device-plugin", mount_path=DEVICE_PLUGIN_PATH),
                                     k8s.VolumeMount(name="run", mount_path="/run"),

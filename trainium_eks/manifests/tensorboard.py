@@ -6,8 +6,13 @@ from cdk8s_plus_27 import k8s
 
 from trainium_eks import versions
 from trainium_eks.constructs.training_pod_identity import DEFAULT_NAMESPACE
-from trainium_eks.manifests.chart import SYSTEM_NODE_SELECTOR, LibraryChart
-from trainium_eks.manifests.etcd import UNPRIVILEGED_USER
+from trainium_eks.manifests.chart import (
+    SYSTEM_NODE_SELECTOR,
+    LibraryChart,
+    locked_down_container,
+    quantity,
+    unprivileged_pod,
+)
 from trainium_eks.manifests.fsx_volume import DEFAULT_CLAIM_NAME
 
 NAME = "tensorboard"
@@ -15,10 +20,6 @@ PORT = 6006
 DATA_MOUNT = "/data"
 DEFAULT_LOG_DIR = "/data/output"
 """Where training jobs write their runs (``/data/output/<job>/tensorboard``); TensorBoard reads it recursively."""
-
-
-def _quantity(value: str) -> k8s.Quantity:
-    return k8s.Quantity.from_string(value)
 
 
 class TensorBoardChart(LibraryChart):
@@ -70,12 +71,7 @@ class TensorBoardChart(LibraryChart):
                     spec=k8s.PodSpec(
                         node_selector=dict(SYSTEM_NODE_SELECTOR),
                         automount_service_account_token=False,
-                        security_context=k8s.PodSecurityContext(
-                            run_as_non_root=True,
-                            run_as_user=UNPRIVILEGED_USER,
-                            run_as_group=UNPRIVILEGED_USER,
-                            seccomp_profile=k8s.SeccompProfile(type="RuntimeDefault"),
-                        ),
+                        security_context=unprivileged_pod(),
                         containers=[
                             k8s.Container(
                                 name=NAME,
@@ -86,18 +82,14 @@ class TensorBoardChart(LibraryChart):
                                 env=[k8s.EnvVar(name="HOME", value="/tmp")],
                                 ports=[k8s.ContainerPort(name="http", container_port=PORT)],
                                 resources=k8s.ResourceRequirements(
-                                    requests={"cpu": _quantity("250m"), "memory": _quantity("1Gi")},
-                                    limits={"cpu": _quantity("2"), "memory": _quantity("4Gi")},
+                                    requests={"cpu": quantity("250m"), "memory": quantity("1Gi")},
+                                    limits={"cpu": quantity("2"), "memory": quantity("4Gi")},
                                 ),
                                 readiness_probe=k8s.Probe(http_get=probe, initial_delay_seconds=10, period_seconds=10),
                                 liveness_probe=k8s.Probe(
                                     http_get=probe, initial_delay_seconds=60, period_seconds=20, failure_threshold=6
                                 ),
-                                security_context=k8s.SecurityContext(
-                                    allow_privilege_escalation=False,
-                                    read_only_root_filesystem=True,
-                                    capabilities=k8s.Capabilities(drop=["ALL"]),
-                                ),
+                                security_context=locked_down_container(),
                                 volume_mounts=[
                                     k8s.VolumeMount(name="shared", mount_path=DATA_MOUNT, read_only=True),
                                     k8s.VolumeMount(name="tmp", mount_path="/tmp"),
@@ -111,7 +103,7 @@ class TensorBoardChart(LibraryChart):
                                     claim_name=claim_name, read_only=True
                                 ),
                             ),
-                            k8s.Volume(name="tmp", empty_dir=k8s.EmptyDirVolumeSource(size_limit=_quantity("1Gi"))),
+                            k8s.Volume(name="tmp", empty_dir=k8s.EmptyDirVolumeSource(size_limit=quantity("1Gi"))),
                         ],
                     ),
                 ),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import FrozenSet, Tuple
+from typing import Any, Dict, FrozenSet, Tuple
 
 from trainium_eks.catalog import InstanceFacts, instance_facts
 
@@ -50,6 +50,16 @@ class NodeGroupTopology:
     def neuron_cores(self) -> int:
         """NeuronCores per node (``aws.amazon.com/neuroncore``)."""
         return self.instance.neuron_cores
+
+    def pod_placement(self) -> Dict[str, Any]:
+        """Pod spec fields that put a pod on these nodes: a node selector on the instance type and tolerations of
+        the nodes' taints (plain manifest form)."""
+        return {
+            "nodeSelector": {"node.kubernetes.io/instance-type": self.instance_type},
+            "tolerations": [
+                {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in self.taints
+            ],
+        }
 
     @property
     def gpus(self) -> int:

@@ -322,10 +322,7 @@ class TrainingJobChart(LibraryChart):
         pod: Dict[str, Any] = {
             "serviceAccountName": service_account,
             "restartPolicy": "Never",
-            "nodeSelector": {"node.kubernetes.io/instance-type": group.instance_type},
-            "tolerations": [
-                {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in group.taints
-            ],
+            **group.pod_placement(),
             "containers": [
                 {
                     "name": "worker",
