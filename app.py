@@ -10,6 +10,7 @@ from pathlib import Path
 
 import aws_cdk as cdk
 
+from trainium_eks import versions
 from trainium_eks.app_context import CONTEXT_KEYS, settings_from_context
 from trainium_eks.training_stack import TrainingStack
 from trainium_eks.validation import ConfigurationError
@@ -28,6 +29,7 @@ def build_app(app: cdk.App) -> TrainingStack:
         description="trainium-eks: EKS cluster with EFA-connected Trainium nodes, FSx for Lustre and ECR",
         setting_names=CONTEXT_KEYS,
         image_directory=str(TRAINING_IMAGE),
+        image_build_args={"BASE_IMAGE": versions.NEURON_PYTORCH_TRAINING.image},
         **settings.stack_props,
     )
 

@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import REPO, build_default_app, default_template, resources_of
 from tests.k8s_validation import validate_objects
-from trainium_eks import bert_phase1
+from trainium_eks import bert_phase1, versions
 
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
 
@@ -103,7 +103,13 @@ def test_image_is_the_asset_built_at_deploy_time(template):
     assembly = app.synth()
     docker_images = json.loads(Path(assembly.directory, "TrainiumEks.assets.json").read_text())["dockerImages"]
     (asset,) = docker_images.values()
-    assert asset["source"] == {"directory": str(REPO / "images" / "bert-pretrain"), "platform": "linux/amd64"}
+    assert asset["source"] == {
+        "directory": str(REPO / "images" / "bert-pretrain"),
+        "platform": "linux/amd64",
+        "dockerBuildArgs": {"BASE_IMAGE": versions.NEURON_PYTORCH_TRAINING.image},
+    }
+    dockerfile = (REPO / "images" / "bert-pretrain" / "Dockerfile").read_text()
+    assert "ARG BASE_IMAGE\n" in dockerfile, "the pin lives in versions.py only"
     (destination,) = asset["destinations"].values()
     assert destination["imageTag"] in next(iter(images))
 

@@ -60,6 +60,7 @@ class TrainingStack(Stack):
     :param vpc: An existing VPC, with ``accelerated_subnet``. Default: a new :class:`TrainingNetwork`.
     :param accelerated_subnet: The subnet of the accelerated nodes in ``vpc``; it must lie in ``accelerated_az_id``.
     :param image_directory: A directory with a training Dockerfile, built at deploy time. Default: none.
+    :param image_build_args: Its Docker build arguments. Default: none.
     :param seed_jobs: With ``image_directory`` (``images/bert-pretrain``), run the seed workload: stage the BERT
         phase-1 dataset, pre-compile, train (:mod:`trainium_eks.bert_phase1`). Default: true. Add your own jobs to
         :attr:`jobs`.
@@ -84,6 +85,7 @@ class TrainingStack(Stack):
         vpc: Optional[ec2.IVpc] = None,
         accelerated_subnet: Optional[ec2.ISubnet] = None,
         image_directory: Optional[str] = None,
+        image_build_args: Optional[Mapping[str, str]] = None,
         seed_jobs: bool = True,
         setting_names: Optional[Mapping[str, str]] = None,
         **stack_props: Any,
@@ -168,7 +170,9 @@ class TrainingStack(Stack):
             namespace=self.training_identity.namespace,
             service_account=self.training_identity.service_account,
         )
-        self.images = TrainingImageRepository(self, "Images", image_directory=image_directory)
+        self.images = TrainingImageRepository(
+            self, "Images", image_directory=image_directory, build_args=image_build_args
+        )
 
         self.accelerated_nodes.add_shared_volume(self.addons.volume_chart.claim_name)
         self.jobs = JobSequence(

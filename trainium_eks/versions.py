@@ -215,3 +215,15 @@ TENSORBOARD = ImagePin(
     "dependency (TF 2.21.0 release notes), so its image has no tensorboard command",
     checked="2026-11-30",
 )
+
+NEURON_PYTORCH_TRAINING = ImagePin(
+    repository="public.ecr.aws/neuron/pytorch-training-neuronx",
+    tag="2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04",
+    source="AWS Deep Learning Containers available images (PyTorch Training NeuronX), next to sdk2.27.1 ... 2.29.1; "
+    "path from aws-neuron/deep-learning-containers README. Not newer: Neuron 2.31 is the last SDK with torch-neuronx "
+    "on PyTorch/XLA ('pin your environment to Neuron v2.31.0', Neuron 2.32 setup docs) and no 2.31 training tag "
+    "could be confirmed; from 2.32 the DLCs drop torch-neuronx (2.33's TorchNeuron serves Trn2/Trn3 only). Neuron "
+    "also announced PyTorch/XLA training unsupported from 2.30: check before relying on it in production",
+    checked="2026-11-30",
+)
+"""Base of the training image ``images/bert-pretrain`` (passed as its ``BASE_IMAGE`` build argument)."""
