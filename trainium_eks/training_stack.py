@@ -43,7 +43,9 @@ DEFAULT_ACCELERATED_AZ_ID = "usw2-az4"
 
 
 class TrainingStack(Stack):
-    """The seed system in one stack: network, EKS cluster, accelerated node group, FSx for Lustre, ECR, IAM.
+    """The seed system in one stack: network, EKS cluster, accelerated node group, FSx for Lustre, ECR, IAM, the
+    in-cluster add-ons (:class:`ClusterAddons`), a CloudWatch dashboard, and the jobs (:attr:`jobs`, a
+    :class:`JobSequence`; with ``image_directory``, the BERT phase-1 run).
 
     Every setting is checked before anything is built, and all problems are reported in one error.
 

@@ -1,22 +1,29 @@
-"""CDK constructs: the AWS resources of a training cluster."""
+"""CDK constructs: the AWS resources of a training cluster, and what applies in-cluster charts and jobs."""
 
 from trainium_eks.constructs.accelerated_node_group import AcceleratedNodeGroup
 from trainium_eks.constructs.cluster import TrainingCluster
+from trainium_eks.constructs.cluster_addons import ClusterAddons
 from trainium_eks.constructs.efa_layout import EfaLayout
 from trainium_eks.constructs.image_repository import TrainingImageRepository
-from trainium_eks.constructs.lustre_storage import LustreStorage
+from trainium_eks.constructs.job_sequence import JobSequence
+from trainium_eks.constructs.lustre_storage import LustreStorage, LustreVolumeSource
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.node_capacity import NodeCapacity
 from trainium_eks.constructs.node_role import NodeRole
+from trainium_eks.constructs.training_dashboard import TrainingDashboard
 from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
 
 __all__ = [
     "AcceleratedNodeGroup",
+    "ClusterAddons",
     "EfaLayout",
+    "JobSequence",
     "LustreStorage",
+    "LustreVolumeSource",
     "NodeCapacity",
     "NodeRole",
     "TrainingCluster",
+    "TrainingDashboard",
     "TrainingImageRepository",
     "TrainingNetwork",
     "TrainingPodIdentity",
