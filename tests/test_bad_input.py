@@ -120,3 +120,22 @@ def test_accepted_role_arn_forms():
 def test_data_bucket_name_that_s3_does_not_allow():
     (problem,) = problems_of(dataBucketName="My_Bucket")
     assert problem.startswith("dataBucketName='My_Bucket': the name of an existing S3 bucket")
+
+
+def test_lustre_storage_construct_refuses_a_throughput_and_size_together():
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+
+    from tests.conftest import new_app
+    from trainium_eks.constructs.lustre_storage import LustreStorage
+
+    stack = cdk.Stack(new_app(), "S")
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2)
+    with pytest.raises(ConfigurationError) as raised:
+        LustreStorage(
+            stack, "Fs", vpc=vpc, subnet=vpc.private_subnets[0], storage_capacity_gib=3000, throughput_per_tib=200
+        )
+    assert raised.value.problems == [
+        "storage_capacity_gib=3000: PERSISTENT_2 allows 1200, 2400 or a multiple of 2400 GiB (nearest: 2400 or 4800)",
+        "throughput_per_tib=200: PERSISTENT_2 allows 125, 250, 500, 1000 MB/s/TiB",
+    ]
