@@ -231,5 +231,5 @@ def test_all_topology_problems_are_reported_together():
 
 def test_no_shared_volume_keeps_the_compile_cache_on_the_node():
     _, manifest = job(node_group=NO_VOLUME)
-    assert env(manifest)["NEURON_CC_FLAGS"] == "--cache_dir=/var/tmp/neuron-compile-cache/bert-large_0"
+    assert env(manifest)["NEURON_CC_FLAGS"] == "--cache_dir=/var/cache/neuron-compile-cache/bert-large_0"
     assert [v["name"] for v in pod(manifest)["volumes"]] == ["dshm"]

@@ -15,7 +15,7 @@ The tokens are random, so a model cannot learn much from them: the shard is for 
 
 Usage::
 
-    python make_synthetic_shard.py --output /tmp/data/synthetic_training_0.hdf5 \
+    python make_synthetic_shard.py --output ./scratch/data/synthetic_training_0.hdf5 \
         --vocab_size 1024 --seq_len 64 --max_predictions 10 --num_samples 256 --seed 1
 """
 

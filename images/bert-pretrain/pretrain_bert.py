@@ -17,10 +17,10 @@ Rank 0 logs one line per optimizer step, writes TensorBoard scalars to ``<output
 
 Example (CPU, two workers, synthetic data)::
 
-    python make_synthetic_shard.py --output /tmp/bert/data/synthetic_training_0.hdf5 --vocab_size 1024 --seq_len 64 \
+    python make_synthetic_shard.py --output ./scratch/data/synthetic_training_0.hdf5 --vocab_size 1024 --seq_len 64 \
         --max_predictions 10 --num_samples 256
     python -m torch.distributed.run --standalone --nnodes 1 --nproc_per_node 2 pretrain_bert.py \
-        --model_config configs/bert-tiny.json --data_dir /tmp/bert/data --output_dir /tmp/bert/out \
+        --model_config configs/bert-tiny.json --data_dir ./scratch/data --output_dir ./scratch/out \
         --batch_size 4 --grad_accum_usteps 2 --max_steps 4 --warmup_steps 1 --checkpoint_every 2
 """
 

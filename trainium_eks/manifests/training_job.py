@@ -22,7 +22,7 @@ from trainium_eks.validation import Problems
 VOLCANO_JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
 SHARED_MOUNT = "/data"
 """Where the shared claim is mounted in job pods, as in the tutorial."""
-LOCAL_CACHE_ROOT = "/var/tmp/neuron-compile-cache"
+LOCAL_CACHE_ROOT = "/var/cache/neuron-compile-cache"
 """Compile cache root when no shared volume is mounted at /data (node-local, lost with the node)."""
 C10D_PORT = 29500
 NEURON_RESOURCE = "aws.amazon.com/neuron"
