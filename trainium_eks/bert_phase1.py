@@ -11,8 +11,9 @@ from typing import List
 
 from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.manifests.dataset_staging import DatasetStagingChart
+from trainium_eks.manifests.fsx_volume import OUTPUT_ROOT, SHARED_MOUNT
 from trainium_eks.manifests.topology import NodeGroupTopology
-from trainium_eks.manifests.training_job import SHARED_MOUNT, TrainingJobChart
+from trainium_eks.manifests.training_job import TrainingJobChart
 
 DATASET_URI = (
     "s3://neuron-s3/training_datasets/bert_pretrain_wikicorpus_tokenized_hdf5/"
@@ -25,7 +26,7 @@ DATASET_DIRECTORY = "bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128"
 SCRIPT = "/opt/bert/pretrain_bert.py"
 """The training script inside the image built from ``images/bert-pretrain``."""
 CACHE_SET = "bert-large"
-OUTPUT = f"{SHARED_MOUNT}/output/bert-large-phase1"
+OUTPUT = f"{OUTPUT_ROOT}/bert-large-phase1"
 PRECOMPILE_STEPS = 10
 """Optimizer steps the pre-compilation job runs to trace every graph (the tutorial's ``--steps_this_run 10``)."""
 

@@ -8,8 +8,8 @@ from typing import Any, Callable, Dict, Optional
 from trainium_eks.constructs.training_pod_identity import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT
 from trainium_eks.manifests import job_naming
 from trainium_eks.manifests.chart import LibraryChart
+from trainium_eks.manifests.fsx_volume import SHARED_MOUNT
 from trainium_eks.manifests.topology import NodeGroupTopology
-from trainium_eks.manifests.training_job import SHARED_MOUNT
 from trainium_eks.validation import Problems
 
 STAGED_MARKER = ".staged"

@@ -8,6 +8,10 @@ from trainium_eks.constructs.training_pod_identity import DEFAULT_NAMESPACE
 from trainium_eks.manifests.chart import LibraryChart, quantity
 
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
+SHARED_MOUNT = "/data"
+"""Where pods mount the shared claim, as in the tutorial (jobs, staging, TensorBoard)."""
+OUTPUT_ROOT = f"{SHARED_MOUNT}/output"
+"""Where jobs write their runs (checkpoints, TensorBoard events), one folder per run."""
 DEFAULT_VOLUME_NAME = "fsx-pv"
 DEFAULT_CLAIM_NAME = "fsx-claim"
 """Names of the tutorial, kept so that its commands work unchanged."""

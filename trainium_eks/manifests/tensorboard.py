@@ -13,13 +13,12 @@ from trainium_eks.manifests.chart import (
     quantity,
     unprivileged_pod,
 )
-from trainium_eks.manifests.fsx_volume import DEFAULT_CLAIM_NAME
+from trainium_eks.manifests.fsx_volume import DEFAULT_CLAIM_NAME, OUTPUT_ROOT, SHARED_MOUNT
 
 NAME = "tensorboard"
 PORT = 6006
-DATA_MOUNT = "/data"
-DEFAULT_LOG_DIR = "/data/output"
-"""Where training jobs write their runs (``/data/output/<job>/tensorboard``); TensorBoard reads it recursively."""
+DEFAULT_LOG_DIR = OUTPUT_ROOT
+"""Where training jobs write their runs (``/data/output/<run>/tensorboard``); TensorBoard reads it recursively."""
 
 
 class TensorBoardChart(LibraryChart):
@@ -91,7 +90,7 @@ class TensorBoardChart(LibraryChart):
                                 ),
                                 security_context=locked_down_container(),
                                 volume_mounts=[
-                                    k8s.VolumeMount(name="shared", mount_path=DATA_MOUNT, read_only=True),
+                                    k8s.VolumeMount(name="shared", mount_path=SHARED_MOUNT, read_only=True),
                                     k8s.VolumeMount(name="tmp", mount_path="/tmp"),
                                 ],
                             )

@@ -15,13 +15,12 @@ from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.manifests.efa_device_plugin import EFA_RESOURCE
 from trainium_eks.manifests.etcd import CLIENT_PORT
 from trainium_eks.manifests.etcd import SERVICE_NAME as ETCD_SERVICE
+from trainium_eks.manifests.fsx_volume import SHARED_MOUNT
 from trainium_eks.manifests.topology import NodeGroupTopology
 from trainium_eks.manifests.volcano_queue import DEFAULT_QUEUE
 from trainium_eks.validation import Problems
 
 VOLCANO_JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
-SHARED_MOUNT = "/data"
-"""Where the shared claim is mounted in job pods, as in the tutorial."""
 LOCAL_CACHE_ROOT = "/var/cache/neuron-compile-cache"
 """Compile cache root when no shared volume is mounted at /data (node-local, lost with the node)."""
 C10D_PORT = 29500
