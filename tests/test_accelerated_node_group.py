@@ -2,7 +2,7 @@
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import assertions
+from aws_cdk import Stack, assertions
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk.assertions import Match
@@ -178,7 +178,7 @@ def test_all_efa_layout_and_efa_interface_count():
 
 
 def test_capacity_block_targets_the_reservation_without_a_placement_group():
-    _, template = standalone(capacity=NodeCapacity.capacity_block("cr-0123456789abcdef0"))
+    group, template = standalone(capacity=NodeCapacity.capacity_block("cr-0123456789abcdef0"))
     data = accelerated_launch_template(template)
     assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
     assert data["CapacityReservationSpecification"] == {
@@ -187,6 +187,10 @@ def test_capacity_block_targets_the_reservation_without_a_placement_group():
     assert "Placement" not in data
     assert accelerated_nodegroup(template)["CapacityType"] == "CAPACITY_BLOCK"
     template.resource_count_is("AWS::EC2::PlacementGroup", 0)
+    warnings = assertions.Annotations.from_stack(Stack.of(group)).find_warning(
+        "*", Match.string_like_regexp("Capacity Block cr-0123456789abcdef0: instances launch only inside")
+    )
+    assert len(warnings) == 1
 
 
 def test_capacity_reservation_is_on_demand_capacity_targeting_the_reservation():

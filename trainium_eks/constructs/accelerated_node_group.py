@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Mapping, Optional, Sequence
 
+from aws_cdk import Annotations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -11,7 +12,7 @@ from constructs import Construct
 
 from trainium_eks.catalog import Accelerator, InstanceFacts, instance_facts
 from trainium_eks.constructs.efa_layout import EfaLayout, efa_network_interfaces
-from trainium_eks.constructs.node_capacity import NodeCapacity
+from trainium_eks.constructs.node_capacity import CapacityKind, NodeCapacity
 from trainium_eks.constructs.node_launch_template import NodeLaunchTemplate
 from trainium_eks.constructs.node_role import NodeRole
 from trainium_eks.manifests.topology import NodeGroupTopology, Taint
@@ -151,6 +152,13 @@ class AcceleratedNodeGroup(Construct):
             self.security_group, ec2.Port.all_traffic(), "Accelerated nodes to the API server and system-node pods"
         )
 
+        if capacity.kind is CapacityKind.CAPACITY_BLOCK:
+            Annotations.of(self).add_warning_v2(
+                "trainium-eks:capacityBlockWindow",
+                f"Capacity Block {capacity.reservation_id}: instances launch only inside the block's time window. "
+                "Deployed earlier, the node group's launches fail and are retried until the block starts; EKS scales "
+                "the group to 0 about 40 minutes before it ends (EKS user guide, capacity-blocks-mng.html).",
+            )
         if placement_group is None and instance.efa_supported and capacity == NodeCapacity.on_demand():
             placement_group = ec2.PlacementGroup(self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER)
         self.placement_group = placement_group
