@@ -135,3 +135,12 @@ def test_a_failed_copy_leaves_no_dataset_behind(fake_aws, tmp_path):
     result = stage(fake_aws, dest, "s3://bucket/broken.tar")
     assert result.returncode != 0
     assert not dest.exists()
+
+
+def test_staging_pod_runs_without_capabilities():
+    (manifest,) = chart().manifests()
+    pod = manifest["spec"]["template"]["spec"]
+    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    (container,) = pod["containers"]
+    assert container["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    assert "tar -x --no-same-owner" in STAGING_SCRIPT, "without CAP_CHOWN, tar must not restore ownership"

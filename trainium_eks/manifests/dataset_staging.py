@@ -27,7 +27,7 @@ opts=(); if [ "$sign" = "unsigned" ]; then opts=(--no-sign-request); fi
 case "$source" in
   *.tar|*.tar.gz|*.tgz)
     echo "streaming $source into $work"
-    aws s3 cp "${{opts[@]}}" --only-show-errors "$source" - | tar -x -C "$work" ;;
+    aws s3 cp "${{opts[@]}}" --only-show-errors "$source" - | tar -x --no-same-owner -C "$work" ;;
   *)
     echo "syncing $source into $work"
     aws s3 sync "${{opts[@]}}" --only-show-errors "$source" "$work" ;;
@@ -51,8 +51,9 @@ class DatasetStagingChart(LibraryChart):
     - ``unsigned=True`` reads a public bucket (``--no-sign-request``, as the tutorial's dataset); otherwise the pod's
       service account reads with its EKS Pod Identity role.
     - The image needs bash, tar and the AWS CLI (the Neuron training DLC has them). It runs on the node group given
-      (tolerating its taints, requesting no accelerator), up to ``backoff_limit`` + 1 times. It is not deleted when
-      it finishes: start gates of later jobs read its status.
+      (tolerating its taints, requesting no accelerator), up to ``backoff_limit`` + 1 times, with no capabilities,
+      no privilege escalation and the runtime's default seccomp profile (tar keeps no archive ownership). It is not
+      deleted when it finishes: start gates of later jobs read its status.
 
     The job's name carries a hash of its spec (:attr:`job_name`); :attr:`ref` is its start-gate reference.
 
@@ -103,6 +104,7 @@ class DatasetStagingChart(LibraryChart):
         pod: Dict[str, Any] = {
             "serviceAccountName": service_account,
             "restartPolicy": "Never",
+            "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
             **node_group.pod_placement(),
             "containers": [
                 {
@@ -117,7 +119,8 @@ class DatasetStagingChart(LibraryChart):
                         source,
                         "unsigned" if unsigned else "signed",
                     ],
-                    "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"memory": "8Gi"}},
+                    "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu": "4", "memory": "8Gi"}},
+                    "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
                     "volumeMounts": [{"name": "shared", "mountPath": SHARED_MOUNT}],
                 }
             ],
