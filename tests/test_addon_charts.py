@@ -5,6 +5,7 @@ import pytest
 from tests.k8s_validation import validate_objects
 from trainium_eks import versions
 from trainium_eks.catalog import INSTANCE_CATALOG, Accelerator
+from trainium_eks.constructs.lustre_storage import LustreVolumeSource
 from trainium_eks.manifests.efa_device_plugin import EfaDevicePluginChart
 from trainium_eks.manifests.etcd import EtcdChart
 from trainium_eks.manifests.fsx_volume import FsxVolumeChart
@@ -14,7 +15,7 @@ from trainium_eks.manifests.training_namespace import TrainingNamespaceChart
 from trainium_eks.manifests.volcano_queue import VolcanoQueueChart
 
 REGISTRY = "602401143452.dkr.ecr.us-west-2.amazonaws.com"
-FSX = dict(
+FSX = LustreVolumeSource(
     file_system_id="fs-0123456789abcdef0",
     dns_name="fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com",
     mount_name="abcdefgh",
@@ -27,7 +28,7 @@ def charts():
         NeuronDevicePluginChart(),
         EfaDevicePluginChart(registry=REGISTRY),
         TrainingNamespaceChart(),
-        FsxVolumeChart(**FSX),
+        FsxVolumeChart(volume=FSX),
         EtcdChart(),
         TensorBoardChart(),
         VolcanoQueueChart(),
@@ -138,12 +139,12 @@ def test_training_namespace_service_account_and_job_reader_role():
 
 
 def test_fsx_volume_is_a_static_retained_rwx_csi_volume_bound_to_its_claim():
-    found = objects(FsxVolumeChart(**FSX))
+    found = objects(FsxVolumeChart(volume=FSX))
     volume = found["PersistentVolume", "fsx-pv"]["spec"]
     assert volume["csi"] == {
         "driver": "fsx.csi.aws.com",
-        "volumeHandle": FSX["file_system_id"],
-        "volumeAttributes": {"dnsname": FSX["dns_name"], "mountname": FSX["mount_name"]},
+        "volumeHandle": FSX.file_system_id,
+        "volumeAttributes": {"dnsname": FSX.dns_name, "mountname": FSX.mount_name},
     }
     assert volume["mountOptions"] == ["flock"]
     assert volume["accessModes"] == ["ReadWriteMany"]

@@ -176,4 +176,6 @@ def test_training_role_is_limited_to_the_data_bucket_and_cannot_delete():
 
 @pytest.mark.parametrize("size", [1200, 2400, 4800, 7200])
 def test_allowed_persistent_2_sizes_synthesize(size):
-    only(default_template(lustreStorageGiB=size), "AWS::FSx::FileSystem")
+    assert (
+        only(default_template(lustreStorageGiB=size), "AWS::FSx::FileSystem")["Properties"]["StorageCapacity"] == size
+    )

@@ -10,7 +10,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from trainium_eks.catalog import Accelerator, InstanceFacts, instance_facts
+from trainium_eks.catalog import INSTANCE_CATALOG, Accelerator, InstanceFacts, instance_facts
 from trainium_eks.constructs.efa_layout import EfaLayout, efa_network_interfaces
 from trainium_eks.constructs.node_capacity import CapacityKind, NodeCapacity
 from trainium_eks.constructs.node_launch_template import NodeLaunchTemplate
@@ -272,6 +272,4 @@ def check_node_group_settings(
 
 
 def _efa_types_like(instance: InstanceFacts) -> List[str]:
-    from trainium_eks.catalog import INSTANCE_CATALOG
-
     return [f.name for f in INSTANCE_CATALOG.values() if f.accelerator is instance.accelerator and f.efa_supported]

@@ -36,7 +36,8 @@ DEFAULT_CLUSTER_LOGGING = (
 """Control-plane log types sent to CloudWatch Logs."""
 
 SYSTEM_NODE_LABEL = "trainium-eks/node-role"
-"""Label that marks the nodes of the system node group (value ``system``)."""
+SYSTEM_NODE_LABELS: Mapping[str, str] = {SYSTEM_NODE_LABEL: "system"}
+"""Labels of the system node group's nodes; the node selector of what belongs there (Volcano, etcd, TensorBoard)."""
 
 CLOUDWATCH_AGENT_SERVICE_ACCOUNT = "cloudwatch-agent"
 """Service account of the CloudWatch agent (namespace amazon-cloudwatch), bound to its role by Pod Identity."""
@@ -180,7 +181,7 @@ class TrainingCluster(Construct):
             desired_size=system_node_count,
             max_size=system_node_count * 2,
             node_role=self.node_role,
-            labels={SYSTEM_NODE_LABEL: "system"},
+            labels=dict(SYSTEM_NODE_LABELS),
             enable_node_auto_repair=True,
         )
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Sequence
 
 from aws_cdk import CfnMapping, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
 from trainium_eks import versions
-from trainium_eks.constructs.cluster import SYSTEM_NODE_LABEL
+from trainium_eks.constructs.chart_manifest import apply_chart
+from trainium_eks.constructs.cluster import SYSTEM_NODE_LABELS
 from trainium_eks.constructs.lustre_storage import LustreVolumeSource
 from trainium_eks.constructs.training_pod_identity import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT
 from trainium_eks.manifests.chart import LibraryChart
@@ -88,13 +89,7 @@ class ClusterAddons(Construct):
             prune=False,
             removal_policy=RemovalPolicy.RETAIN,
         )
-        self.volume_chart = FsxVolumeChart(
-            file_system_id=volume.file_system_id,
-            dns_name=volume.dns_name,
-            mount_name=volume.mount_name,
-            storage_gib=volume.storage_gib,
-            namespace=namespace,
-        )
+        self.volume_chart = FsxVolumeChart(volume=volume, namespace=namespace)
         self.shared_volume = self._apply(
             "SharedVolume",
             self.volume_chart,
@@ -122,7 +117,7 @@ class ClusterAddons(Construct):
             create_namespace=True,
             wait=True,
             timeout=Duration.minutes(15),
-            values={"custom": {"default_ns": {SYSTEM_NODE_LABEL: "system"}}},
+            values={"custom": {"default_ns": dict(SYSTEM_NODE_LABELS)}},
         )
         self.volcano.node.add_dependency(system_nodes)
         self.volcano_queue = self._apply(
@@ -146,20 +141,11 @@ class ClusterAddons(Construct):
         *,
         prune: bool,
         removal_policy: RemovalPolicy = RemovalPolicy.DESTROY,
-        after: Optional[List[IConstruct]] = None,
+        after: Sequence[IConstruct] = (),
     ) -> eks.KubernetesManifest:
-        manifest = eks.KubernetesManifest(
-            self,
-            id_,
-            cluster=self.cluster,
-            manifest=chart.to_json(),
-            prune=prune,
-            removal_policy=removal_policy,
-            overwrite=True,
+        return apply_chart(
+            self, id_, cluster=self.cluster, chart=chart, prune=prune, removal_policy=removal_policy, after=after
         )
-        for dependency in after or ():
-            manifest.node.add_dependency(dependency)
-        return manifest
 
     def _eks_registry(self) -> str:
         """The EKS image registry of the stack's region; a CloudFormation mapping when the region is a token."""

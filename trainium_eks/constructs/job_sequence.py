@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any, List, Sequence
 
-from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import Stack
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
+from trainium_eks.constructs.chart_manifest import apply_chart
 from trainium_eks.manifests.chart import LibraryChart
 
 
@@ -42,16 +43,8 @@ class JobSequence(Construct):
 
     def add(self, id_: str, chart: LibraryChart) -> eks.KubernetesManifest:
         """Apply ``chart`` after every job added before it."""
-        manifest = eks.KubernetesManifest(
-            self,
-            id_,
-            cluster=self.cluster,
-            manifest=chart.to_json(),
-            prune=True,
-            overwrite=True,
-            removal_policy=RemovalPolicy.DESTROY,
+        manifest = apply_chart(
+            self, id_, cluster=self.cluster, chart=chart, prune=True, after=self.prerequisites + self.jobs[-1:]
         )
-        for dependency in self.prerequisites + self.jobs[-1:]:
-            manifest.node.add_dependency(dependency)
         self.jobs.append(manifest)
         return manifest

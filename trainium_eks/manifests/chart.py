@@ -7,18 +7,19 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 import cdk8s
 from cdk8s_plus_27 import k8s
 
-from trainium_eks.constructs.cluster import SYSTEM_NODE_LABEL
+from trainium_eks.catalog import Accelerator
+from trainium_eks.constructs.accelerated_node_group import ACCELERATOR_TAINTS
+from trainium_eks.constructs.cluster import SYSTEM_NODE_LABELS
 
 PART_OF = "trainium-eks"
 """Value of the ``app.kubernetes.io/part-of`` label on every object the library creates."""
 
-SYSTEM_NODE_SELECTOR: Mapping[str, str] = {SYSTEM_NODE_LABEL: "system"}
+SYSTEM_NODE_SELECTOR: Mapping[str, str] = SYSTEM_NODE_LABELS
 """Node selector of workloads that belong on the system node group (Volcano, etcd, TensorBoard)."""
 
-NEURON_TAINT_KEY = "aws.amazon.com/neuron"
-NVIDIA_TAINT_KEY = "nvidia.com/gpu"
-ACCELERATOR_TAINT_KEYS = (NEURON_TAINT_KEY, NVIDIA_TAINT_KEY)
-"""Taint keys of accelerated node groups (see ``AcceleratedNodeGroup``)."""
+NEURON_TAINT_KEY = ACCELERATOR_TAINTS[Accelerator.NEURON].key
+ACCELERATOR_TAINT_KEYS = tuple(taint.key for taint in ACCELERATOR_TAINTS.values())
+"""Taint keys of accelerated node groups (``AcceleratedNodeGroup``'s taints, one per accelerator)."""
 
 
 UNPRIVILEGED_USER = 65534

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cdk8s_plus_27 import k8s
 
+from trainium_eks.constructs.lustre_storage import LustreVolumeSource
 from trainium_eks.constructs.training_pod_identity import DEFAULT_NAMESPACE
 from trainium_eks.manifests.chart import LibraryChart, quantity
 
@@ -28,10 +29,9 @@ class FsxVolumeChart(LibraryChart):
     class, so it binds to this volume only and no dynamic provisioning kicks in. Source:
     kubernetes-sigs/aws-fsx-csi-driver examples/kubernetes/static_provisioning.
 
-    :param file_system_id: Required.
-    :param dns_name: Required.
-    :param mount_name: Required.
-    :param storage_gib: The file system's size, stated on the volume and the claim. Required.
+    :param volume: The file system's id, DNS name, mount name and size (``LustreStorage.volume_source``, or a
+        ``LustreVolumeSource`` for a file system made elsewhere); the size is stated on the volume and the claim.
+        Required.
     :param namespace: Namespace of the claim. Default: ``training``.
     :param volume_name: Default: ``fsx-pv``.
     :param claim_name: Default: ``fsx-claim``.
@@ -40,17 +40,14 @@ class FsxVolumeChart(LibraryChart):
     def __init__(
         self,
         *,
-        file_system_id: str,
-        dns_name: str,
-        mount_name: str,
-        storage_gib: int,
+        volume: LustreVolumeSource,
         namespace: str = DEFAULT_NAMESPACE,
         volume_name: str = DEFAULT_VOLUME_NAME,
         claim_name: str = DEFAULT_CLAIM_NAME,
     ) -> None:
         super().__init__("fsx-volume", namespace=namespace)
         self.claim_name = claim_name
-        size = {"storage": quantity(f"{storage_gib}Gi")}
+        size = {"storage": quantity(f"{volume.storage_gib}Gi")}
         k8s.KubePersistentVolume(
             self,
             "Volume",
@@ -64,8 +61,8 @@ class FsxVolumeChart(LibraryChart):
                 mount_options=["flock"],
                 csi=k8s.CsiPersistentVolumeSource(
                     driver=FSX_CSI_DRIVER,
-                    volume_handle=file_system_id,
-                    volume_attributes={"dnsname": dns_name, "mountname": mount_name},
+                    volume_handle=volume.file_system_id,
+                    volume_attributes={"dnsname": volume.dns_name, "mountname": volume.mount_name},
                 ),
                 claim_ref=k8s.ObjectReference(namespace=namespace, name=claim_name),
             ),

@@ -18,7 +18,8 @@ from trainium_eks.manifests.chart import (
 
 NAME = "neuron-device-plugin"
 DEVICE_PLUGIN_PATH = "/var/lib/kubelet/device-plugins"
-NEURON_RESOURCES = ("aws.amazon.com/neuron", "aws.amazon.com/neuroncore")
+NEURON_DEVICE_RESOURCE = "aws.amazon.com/neuron"
+NEURON_CORE_RESOURCE = "aws.amazon.com/neuroncore"
 """Extended resources the plugin advertises: whole Neuron devices and NeuronCores. Source: Neuron SDK
 deploy/includes/k8s-neuron-device-plugin.rst."""
 

@@ -16,6 +16,7 @@ from trainium_eks.manifests.efa_device_plugin import EFA_RESOURCE
 from trainium_eks.manifests.etcd import CLIENT_PORT
 from trainium_eks.manifests.etcd import SERVICE_NAME as ETCD_SERVICE
 from trainium_eks.manifests.fsx_volume import SHARED_MOUNT
+from trainium_eks.manifests.neuron_device_plugin import NEURON_DEVICE_RESOURCE
 from trainium_eks.manifests.topology import NodeGroupTopology
 from trainium_eks.manifests.volcano_queue import DEFAULT_QUEUE
 from trainium_eks.validation import Problems
@@ -24,7 +25,6 @@ VOLCANO_JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
 LOCAL_CACHE_ROOT = "/var/cache/neuron-compile-cache"
 """Compile cache root when no shared volume is mounted at /data (node-local, lost with the node)."""
 C10D_PORT = 29500
-NEURON_RESOURCE = "aws.amazon.com/neuron"
 GPU_RESOURCE = "nvidia.com/gpu"
 CACHE_SET = re.compile(r"^[A-Za-z0-9_-]+$")
 START_GATE_SOURCE = (Path(__file__).parent / "start_gate.py").read_text()
@@ -302,7 +302,7 @@ class TrainingJobChart(LibraryChart):
 
         devices: Dict[str, Any] = {}
         if self.neuron_devices:
-            devices[NEURON_RESOURCE] = self.neuron_devices
+            devices[NEURON_DEVICE_RESOURCE] = self.neuron_devices
         if self.efa_interfaces:
             devices[EFA_RESOURCE] = self.efa_interfaces
         if group.gpus:

@@ -1,0 +1,35 @@
+"""Facts that must live in one place stay in one place: what cdk.json and the README repeat matches the modules."""
+
+import pytest
+
+from tests.conftest import CDK_JSON_CONTEXT, REPO
+from trainium_eks import versions
+from trainium_eks.constructs.accelerated_node_group import DEFAULT_INSTANCE_TYPE, DEFAULT_NODE_COUNT
+from trainium_eks.constructs.lustre_storage import DEFAULT_STORAGE_CAPACITY_GIB
+from trainium_eks.training_stack import DEFAULT_ACCELERATED_AZ_ID
+
+README = (REPO / "README.md").read_text()
+
+
+def test_cdk_json_defaults_are_the_library_defaults():
+    assert CDK_JSON_CONTEXT["instanceType"] == DEFAULT_INSTANCE_TYPE
+    assert CDK_JSON_CONTEXT["nodeCount"] == DEFAULT_NODE_COUNT
+    assert CDK_JSON_CONTEXT["trainiumAzId"] == DEFAULT_ACCELERATED_AZ_ID
+    assert CDK_JSON_CONTEXT["kubernetesVersion"] == versions.DEFAULT_KUBERNETES_VERSION
+    assert CDK_JSON_CONTEXT["lustreStorageGiB"] == DEFAULT_STORAGE_CAPACITY_GIB
+
+
+@pytest.mark.parametrize(
+    "pin",
+    [versions.NEURON_DEVICE_PLUGIN, versions.EFA_DEVICE_PLUGIN, versions.ETCD, versions.TENSORBOARD],
+    ids=lambda pin: pin.repository,
+)
+def test_readme_states_the_pinned_image_tags(pin):
+    assert f"{pin.repository.removeprefix('docker.io/')}:{pin.tag}" in README
+
+
+def test_readme_states_the_pinned_volcano_chart_and_kubernetes_version():
+    assert f"chart {versions.VOLCANO.version}" in README
+    assert f"Kubernetes {versions.DEFAULT_KUBERNETES_VERSION}" in README
+    *older, newest = versions.KUBERNETES_VERSIONS
+    assert f"{', '.join(older)} or {newest}" in README
