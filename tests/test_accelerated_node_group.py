@@ -248,7 +248,7 @@ def test_sizes_can_differ_from_the_node_count():
     "props,message",
     [
         ({"node_count": 3, "max_size": 2}, r"node_count=3: an integer from 1 to 2 \(max_size=2\)"),
-        ({"min_size": 3}, r"min_size=3: an integer from 0 to node_count=2"),
+        ({"min_size": 3}, r"min_size=3: an integer from 0 to 2"),
         ({"capacity": NodeCapacity.capacity_block("")}, r"capacity='': a capacity-block needs its reservation id"),
         ({"root_volume_size_gib": 10}, r"root_volume_size_gib=10"),
     ],

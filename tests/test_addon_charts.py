@@ -5,7 +5,7 @@ import pytest
 from tests.k8s_validation import validate_objects
 from trainium_eks import versions
 from trainium_eks.catalog import INSTANCE_CATALOG, Accelerator
-from trainium_eks.constructs.lustre_storage import LustreVolumeSource
+from trainium_eks.conventions import LustreVolumeSource
 from trainium_eks.manifests.efa_device_plugin import EfaDevicePluginChart
 from trainium_eks.manifests.etcd import EtcdChart
 from trainium_eks.manifests.fsx_volume import FsxVolumeChart

@@ -13,16 +13,30 @@ from tests.conftest import SHARED, build_default_app, default_template, new_app,
 from tests.k8s_validation import validate_objects
 from trainium_eks import versions
 from trainium_eks.constructs.cluster import TrainingCluster
-from trainium_eks.constructs.cluster_addons import ClusterAddons
-from trainium_eks.constructs.lustre_storage import LustreVolumeSource
+from trainium_eks.constructs.cluster_addons import KUBECTL_HANDLER_TIMEOUT, ClusterAddons
 from trainium_eks.constructs.network import TrainingNetwork
+from trainium_eks.conventions import LustreVolumeSource
 
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
 HELM = "Custom::AWSCDK-EKS-HelmChart"
+CHARTS = (
+    "NeuronDevicePlugin",
+    "EfaDevicePlugin",
+    "JobPriorities",
+    "TrainingNamespace",
+    "SharedVolume",
+    "Etcd",
+    "TensorBoard",
+    "VolcanoQueue",
+)
 
 
 def manifests_by_id(template):
     return {k: v for k, v in resources_of(template, MANIFEST).items() if k.startswith("Addons")}
+
+
+def chart_of(logical_id):
+    return next(chart for chart in CHARTS if logical_id.startswith("Addons" + chart))
 
 
 def logical_id(template, prefix):
@@ -30,18 +44,25 @@ def logical_id(template, prefix):
     return found
 
 
-def kinds(resource):
+def objects(resource):
     text = resource["Properties"]["Manifest"]
     if isinstance(text, dict):
         text = "".join(p if isinstance(p, str) else "TOKEN" for p in text["Fn::Join"][1])
-    return sorted(o["kind"] for o in json.loads(text))
+    return json.loads(text)
 
 
-def test_every_chart_is_applied_by_the_stack(template):
-    found = {k.split("Addons")[1][:-8]: kinds(v) for k, v in manifests_by_id(template).items()}
-    assert found == {
+def test_every_object_of_every_chart_is_its_own_resource_keyed_by_its_identity(template):
+    found = {}
+    for key, resource in manifests_by_id(template).items():
+        (obj,) = objects(resource)
+        found.setdefault(chart_of(key), []).append(obj["kind"])
+        name = obj["metadata"]["name"].replace("-", "").replace(".", "")
+        assert key.startswith(f"Addons{chart_of(key)}{obj['kind']}"), key
+        assert name in key, f"{key}: the object's name is part of its logical ID"
+    assert {chart: sorted(kinds) for chart, kinds in found.items()} == {
         "NeuronDevicePlugin": ["ClusterRole", "ClusterRoleBinding", "DaemonSet", "NetworkPolicy", "ServiceAccount"],
         "EfaDevicePlugin": ["DaemonSet"],
+        "JobPriorities": ["PriorityClass"] * 8,
         "TrainingNamespace": ["Namespace", "Role", "RoleBinding", "ServiceAccount"],
         "SharedVolume": ["PersistentVolume", "PersistentVolumeClaim"],
         "Etcd": ["Deployment", "NetworkPolicy", "Service"],
@@ -50,8 +71,27 @@ def test_every_chart_is_applied_by_the_stack(template):
     }
 
 
+def test_nothing_relies_on_prune_and_every_object_is_applied_with_overwrite(template):
+    for key, resource in resources_of(template, MANIFEST).items():
+        assert "PruneLabel" not in resource["Properties"], f"{key}: the kubectl handler's prune skips many kinds"
+        assert resource["Properties"]["Overwrite"] is True, f"{key}: kubectl apply, never create"
+        (obj,) = objects(resource)
+        assert not any(label.startswith("aws.cdk.eks/prune-") for label in obj["metadata"].get("labels", {}))
+
+
+def test_only_the_namespace_volume_and_claim_are_retained(template):
+    retained = set()
+    for resource in manifests_by_id(template).values():
+        if resource.get("DeletionPolicy") == "Retain":
+            (obj,) = objects(resource)
+            retained.add(obj["kind"])
+        else:
+            assert resource.get("DeletionPolicy", "Delete") == "Delete"
+    assert retained == {"Namespace", "PersistentVolume", "PersistentVolumeClaim"}
+
+
 def test_shared_volume_takes_the_file_system_attributes_from_the_stack(template):
-    volume = manifests_by_id(template)[logical_id(template, "AddonsSharedVolume")]
+    volume = manifests_by_id(template)[logical_id(template, "AddonsSharedVolumePersistentVolumefsxpv")]
     parts = volume["Properties"]["Manifest"]["Fn::Join"][1]
     tokens = [p for p in parts if not isinstance(p, str)]
     file_system = logical_id(template, "StorageFileSystem")
@@ -72,39 +112,59 @@ def test_volcano_is_installed_from_its_pinned_chart_on_the_system_nodes(template
     assert json.loads(props["Values"]) == {"custom": {"default_ns": {"trainium-eks/node-role": "system"}}}
 
 
+def lambda_timeout_seconds(template, function_prefix):
+    (function,) = [
+        v for k, v in resources_of(template, "AWS::Lambda::Function").items() if k.startswith(function_prefix)
+    ]
+    return function["Properties"]["Timeout"]
+
+
+def test_every_helm_wait_ends_clearly_before_the_kubectl_handler_lambda_is_killed(template):
+    handler = lambda_timeout_seconds(template, "ClusterKubectlProviderHandler")
+    assert handler == KUBECTL_HANDLER_TIMEOUT.to_seconds() == 900, "aws-eks-v2 runs helm in a 15-minute Lambda"
+    for key, helm in resources_of(template, HELM).items():
+        timeout = helm["Properties"]["Timeout"]
+        assert timeout.endswith("s"), timeout
+        assert int(timeout[:-1]) <= handler - 240, f"{key}: leave the handler minutes to report Helm's error"
+
+
 def depends_on(template, prefix):
     resource = template.to_json()["Resources"][logical_id(template, prefix)]
     return set(resource.get("DependsOn", []))
 
 
 def test_ordering_is_expressed_as_stack_dependencies(template):
-    namespace = logical_id(template, "AddonsTrainingNamespace")
-    volume = logical_id(template, "AddonsSharedVolume")
+    namespace = logical_id(template, "AddonsTrainingNamespaceNamespace")
+    account = logical_id(template, "AddonsTrainingNamespaceServiceAccount")
+    claim = logical_id(template, "AddonsSharedVolumePersistentVolumeClaim")
     volcano = logical_id(template, "AddonsVolcano3")
+    assert volcano in depends_on(template, "AddonsVolcanoQueue"), "CRDs and webhook before the Queue"
+    assert namespace in depends_on(template, "AddonsTrainingNamespaceServiceAccount")
+    assert namespace in depends_on(template, "AddonsSharedVolumePersistentVolumeClaim")
+    assert namespace in depends_on(template, "AddonsEtcdService")
+    assert {namespace, logical_id(template, "AddonsTensorBoardService")} <= depends_on(
+        template, "AddonsTensorBoardDeployment"
+    ), "in a chart, services and accounts before the workload"
+    assert logical_id(template, "AddonsNeuronDevicePluginServiceAccount") in depends_on(
+        template, "AddonsNeuronDevicePluginDaemonSet"
+    )
+    for job in ("JobsStaging", "JobsPrecompile", "JobsTraining"):
+        assert {namespace, account, claim, logical_id(template, "AddonsVolcanoQueue")} <= depends_on(template, job)
+
+
+def test_volcano_starts_with_the_cluster_and_waits_for_the_system_nodes_inside_helm(template):
+    """Nothing in CloudFormation serializes Volcano behind the system node group: its Helm wait covers it."""
     system_nodes = next(
         k
         for k, v in resources_of(template, "AWS::EKS::Nodegroup").items()
         if v["Properties"]["AmiType"] == "AL2023_x86_64_STANDARD"
     )
-    assert volcano in depends_on(template, "AddonsVolcanoQueue"), "CRDs and webhook before the Queue"
-    assert system_nodes in depends_on(template, "AddonsVolcano3"), "the release waits for pods: nodes first"
-    assert namespace in depends_on(template, "AddonsSharedVolume")
-    assert namespace in depends_on(template, "AddonsEtcd")
-    assert {namespace, volume} <= depends_on(template, "AddonsTensorBoard")
-
-
-def test_prune_and_removal_policy_per_chart(template):
-    found = manifests_by_id(template)
-    retained = {k.split("Addons")[1][:-8] for k, v in found.items() if v.get("DeletionPolicy") == "Retain"}
-    assert retained == {"TrainingNamespace", "SharedVolume"}
-    pruned = {k.split("Addons")[1][:-8] for k, v in found.items() if v["Properties"].get("PruneLabel")}
-    assert pruned == {"NeuronDevicePlugin", "EfaDevicePlugin", "Etcd", "TensorBoard", "VolcanoQueue"}
-    assert all(v["Properties"]["Overwrite"] is True for v in found.values())
+    assert system_nodes not in depends_on(template, "AddonsVolcano3")
 
 
 def test_efa_image_comes_from_the_eks_registry_of_the_stack_region():
     template = default_template(region="us-east-2", trainiumAzId="use2-az3")
-    efa = manifests_by_id(template)[logical_id(template, "AddonsEfaDevicePlugin")]
+    efa = manifests_by_id(template)[logical_id(template, "AddonsEfaDevicePluginDaemonSet")]
     assert (
         "602401143452.dkr.ecr.us-east-2.amazonaws.com/eks/aws-efa-k8s-device-plugin:" in efa["Properties"]["Manifest"]
     )
@@ -119,14 +179,13 @@ def test_efa_registry_is_a_mapping_when_the_region_is_a_token():
         stack,
         "Addons",
         cluster=cluster.cluster,
-        system_nodes=cluster.system_nodegroup,
         volume=LustreVolumeSource("fs-0123456789abcdef0", "fs.example", "abcdefgh", 1200),
     )
     template = assertions.Template.from_stack(stack)
     mapping = template.to_json()["Mappings"]
     (accounts,) = [m for k, m in mapping.items() if k.startswith("AddonsEksRegistryAccounts")]
     assert accounts["af-south-1"] == {"account": "877085696533"}
-    efa = manifests_by_id(template)[logical_id(template, "AddonsEfaDevicePlugin")]
+    efa = manifests_by_id(template)[logical_id(template, "AddonsEfaDevicePluginDaemonSet")]
     assert "Fn::FindInMap" in json.dumps(efa["Properties"]["Manifest"])
 
 

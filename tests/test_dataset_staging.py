@@ -8,8 +8,9 @@ import tarfile
 import pytest
 
 from tests.k8s_validation import validate_objects
+from trainium_eks.conventions import Taint
 from trainium_eks.manifests.dataset_staging import STAGED_MARKER, STAGING_SCRIPT, DatasetStagingChart
-from trainium_eks.manifests.topology import NodeGroupTopology, Taint
+from trainium_eks.manifests.topology import NodeGroupTopology
 from trainium_eks.validation import ConfigurationError
 
 NODES = NodeGroupTopology(

@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from trainium_eks.manifests.training_job import START_GATE_SOURCE
+from trainium_eks.manifests.distributed_workload import START_GATE_SOURCE
 
 
 class FakeApi:

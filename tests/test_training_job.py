@@ -1,13 +1,16 @@
 """TrainingJobChart: the Volcano Job, its pods, the environment contract, topology checks, hash naming."""
 
-import shlex
+import json
 
 import pytest
 
+from tests.job_helpers import flag, volcano_launch
 from tests.k8s_validation import validate_objects
+from trainium_eks.conventions import Taint
+from trainium_eks.manifests.distributed_workload import START_GATE_SOURCE
 from trainium_eks.manifests.job_naming import hashed_name
-from trainium_eks.manifests.topology import NodeGroupTopology, Taint
-from trainium_eks.manifests.training_job import START_GATE_SOURCE, Rendezvous, TrainingJobChart
+from trainium_eks.manifests.topology import NodeGroupTopology
+from trainium_eks.manifests.training_job import Rendezvous, TrainingJobChart
 from trainium_eks.validation import ConfigurationError
 
 NEURON_TAINT = Taint("aws.amazon.com/neuron", "true", "NoSchedule")
@@ -33,30 +36,25 @@ def job(**overrides):
     return chart, manifest
 
 
-def pod(manifest, index=0):
-    return manifest["spec"]["tasks"][index]["template"]["spec"]
+def pod(manifest):
+    (task,) = manifest["spec"]["tasks"]
+    return task["template"]["spec"]
 
 
-def container(manifest, index=0):
-    (worker,) = pod(manifest, index)["containers"]
+def container(manifest):
+    (worker,) = pod(manifest)["containers"]
     return worker
 
 
-def env(manifest, index=0):
-    return {e["name"]: e["value"] for e in container(manifest, index)["env"]}
+def env(manifest):
+    return {e["name"]: e["value"] for e in container(manifest)["env"]}
 
 
-def command(manifest, index=0):
-    shell, script = container(manifest, index)["command"][:2], container(manifest, index)["command"][2]
-    assert shell == ["bash", "-c"] and script.startswith("exec ")
-    return shlex.split(script[len("exec ") :])
+def launch(manifest, tmp_path, node_index=0):
+    return volcano_launch(manifest, tmp_path, node_index)
 
 
-def flag(words, name):
-    return words[words.index(name) + 1]
-
-
-def test_volcano_job_shape():
+def test_volcano_job_shape_is_one_task_with_a_replica_per_node():
     chart, manifest = job()
     assert manifest["apiVersion"] == "batch.volcano.sh/v1alpha1" and manifest["kind"] == "Job"
     assert manifest["metadata"]["name"] == chart.job_name and manifest["metadata"]["namespace"] == "training"
@@ -66,18 +64,24 @@ def test_volcano_job_shape():
     assert spec["minAvailable"] == 2, "gang: every node or none"
     assert spec["maxRetry"] == 3
     assert spec["plugins"] == {"svc": ["--publish-not-ready-addresses"], "env": []}
-    assert [t["name"] for t in spec["tasks"]] == ["node-0", "node-1"]
-    for task in spec["tasks"]:
-        assert task["replicas"] == 1 and task["maxRetry"] == 3
-        assert task["policies"] == [
-            {"event": "PodEvicted", "action": "RestartJob"},
-            {"event": "PodFailed", "action": "RestartJob"},
-        ]
+    (task,) = spec["tasks"]
+    assert task["name"] == "node" and task["replicas"] == 2 and task["minAvailable"] == 2
+    assert task["policies"] == [
+        {"event": "PodEvicted", "action": "RestartJob"},
+        {"event": "PodFailed", "action": "RestartJob"},
+    ]
 
 
-def test_torchrun_command():
+def test_the_manifest_does_not_grow_with_the_node_count():
+    big = NodeGroupTopology("trn1.32xlarge", 450, 450, 8, (NEURON_TAINT,), frozenset({"fsx-claim"}))
+    small, large = job(nodes=2, node_group=big)[1], job(nodes=450, node_group=big)[1]
+    assert abs(len(json.dumps(large)) - len(json.dumps(small))) < 10
+    assert large["spec"]["tasks"][0]["replicas"] == 450
+
+
+def test_torchrun_command(tmp_path):
     chart, manifest = job()
-    words = command(manifest)
+    words = launch(manifest, tmp_path)["argv"]
     assert words[0] == "torchrun"
     assert flag(words, "--nnodes") == "2" and flag(words, "--nproc_per_node") == "32"
     assert flag(words, "--rdzv_backend") == "etcd" and flag(words, "--rdzv_endpoint") == "etcd-server:2379"
@@ -85,19 +89,20 @@ def test_torchrun_command():
     assert words[-4:] == ["/opt/bert/pretrain_bert.py", "--data_dir", "/data/set", "--bf16"]
 
 
-def test_environment_contract_per_node():
+def test_environment_contract_per_node(tmp_path):
     _, manifest = job(bf16=True)
-    for index in (0, 1):
-        assert env(manifest, index) == {
-            "FI_PROVIDER": "efa",
-            "FI_EFA_USE_DEVICE_RDMA": "1",
-            "FI_EFA_FORK_SAFE": "1",
-            "CCOM_SOCKET_IFNAME": "eth0",
-            "NEURON_RT_RESET_CORES": "1",
-            "XLA_TRANSFER_SEED_ASYNC": "1",
-            "NEURON_CC_FLAGS": f"--cache_dir=/data/neuron_cache/bert-large_{index}",
-            "XLA_DOWNCAST_BF16": "1",
-        }
+    assert env(manifest) == {
+        "FI_PROVIDER": "efa",
+        "FI_EFA_USE_DEVICE_RDMA": "1",
+        "FI_EFA_FORK_SAFE": "1",
+        "CCOM_SOCKET_IFNAME": "eth0",
+        "NEURON_RT_RESET_CORES": "1",
+        "XLA_TRANSFER_SEED_ASYNC": "1",
+        "XLA_DOWNCAST_BF16": "1",
+    }
+    for index in (0, 1, 449):
+        seen = launch(manifest, tmp_path, node_index=index)["env"]
+        assert seen["NEURON_CC_FLAGS"] == f"--cache_dir=/data/neuron_cache/bert-large_{index}", "per-node cache"
     assert "XLA_DOWNCAST_BF16" not in env(job(bf16=False)[1])
     assert env(job(env={"NEURON_RT_LOG_LEVEL": "INFO"})[1])["NEURON_RT_LOG_LEVEL"] == "INFO"
 
@@ -125,37 +130,39 @@ def test_trn1n_pods_request_sixteen_efa_interfaces():
     assert container(manifest)["resources"]["limits"]["vpc.amazonaws.com/efa"] == 16
 
 
-def test_precompile_wraps_the_same_command_with_the_same_cache_set():
+def test_precompile_wraps_the_same_command_with_the_same_cache_set(tmp_path):
     train_chart, train = job()
     compile_chart, compile_ = job(precompile=True)
 
     def without_id(words, chart):
         return ["ID" if word == chart.job_name else word for word in words]
 
-    assert command(compile_)[0] == "neuron_parallel_compile"
-    assert without_id(command(compile_)[1:], compile_chart) == without_id(command(train), train_chart)
-    assert env(compile_)["NEURON_CC_FLAGS"] == env(train)["NEURON_CC_FLAGS"]
+    compiled, trained = launch(compile_, tmp_path, 1), launch(train, tmp_path, 1)
+    assert compiled["argv"][0] == "neuron_parallel_compile"
+    assert without_id(compiled["argv"][1:], compile_chart) == without_id(trained["argv"], train_chart)
+    assert compiled["env"]["NEURON_CC_FLAGS"] == trained["env"]["NEURON_CC_FLAGS"]
 
 
-def test_c10d_rendezvous_uses_node_zero_through_volcano_service_names():
-    _, manifest = job(rendezvous=Rendezvous.C10D)
-    assert flag(command(manifest, 0), "--rdzv_endpoint") == "localhost:29500"
-    script = container(manifest, 1)["command"][2]
-    assert '--rdzv_endpoint "$VC_NODE_0_HOSTS:29500"' in script, "expanded by the shell, not quoted away"
+def test_c10d_rendezvous_uses_node_zero_through_volcano_host_names(tmp_path):
+    chart, manifest = job(rendezvous="c10d")
+    assert flag(launch(manifest, tmp_path, 0)["argv"], "--rdzv_endpoint") == "localhost:29500"
+    node_zero = f"{chart.job_name}-node-0.{chart.job_name}:29500"
+    assert flag(launch(manifest, tmp_path, 3)["argv"], "--rdzv_endpoint") == node_zero
 
 
-def test_module_and_command_entrypoints():
-    words = command(job(script=None, module="mypkg.train")[1])
+def test_module_and_command_entrypoints(tmp_path):
+    words = launch(job(script=None, module="mypkg.train")[1], tmp_path)["argv"]
     assert words[-5:-3] == ["-m", "mypkg.train"]
-    words = command(job(script=None, command="/opt/run.sh")[1])
+    words = launch(job(script=None, command="/opt/run.sh")[1], tmp_path)["argv"]
     assert words[-5:-3] == ["--no-python", "/opt/run.sh"]
 
 
-def test_gpu_nodes_request_gpus_and_no_neuron_environment():
+def test_gpu_nodes_request_gpus_and_no_neuron_environment(tmp_path):
     _, manifest = job(node_group=P5, cache_set="default")
     assert container(manifest)["resources"]["limits"] == {"nvidia.com/gpu": 8, "vpc.amazonaws.com/efa": 32}
-    assert flag(command(manifest), "--nproc_per_node") == "8"
-    assert "NEURON_CC_FLAGS" not in env(manifest) and env(manifest)["FI_PROVIDER"] == "efa"
+    seen = launch(manifest, tmp_path)
+    assert flag(seen["argv"], "--nproc_per_node") == "8"
+    assert "NEURON_CC_FLAGS" not in seen["env"] and env(manifest)["FI_PROVIDER"] == "efa"
 
 
 def test_start_gate_init_container_waits_for_the_named_jobs():
@@ -170,7 +177,7 @@ def test_jobs_validate_against_the_volcano_job_schema(tmp_path):
     objects = [
         job()[1],
         job(precompile=True, wait_for=["job/data-1"])[1],
-        job(rendezvous=Rendezvous.C10D)[1],
+        job(rendezvous=Rendezvous.C10D, nodes=4)[1],
         job(node_group=P5, cache_set="x")[1],
         job(node_group=TRN1N, nodes=1)[1],
     ]
@@ -203,10 +210,19 @@ def test_hash_uses_the_resolved_form_of_tokens():
 @pytest.mark.parametrize(
     "overrides,message",
     [
-        ({"processes_per_node": 33}, "processes_per_node=33: 1 to 32, the NeuronCores of a trn1.32xlarge node"),
-        ({"neuron_devices": 17}, "neuron_devices=17: 0 to 16, the Neuron devices of a trn1.32xlarge node"),
-        ({"efa_interfaces": 16}, "efa_interfaces=16: 0 to 8, the EFA interfaces attached to each node of the group"),
-        ({"nodes": 5}, "nodes=5: 1 to 4, the maximum size of the node group"),
+        (
+            {"processes_per_node": 33},
+            "processes_per_node=33: an integer from 1 to 32, the NeuronCores of a trn1.32xlarge node",
+        ),
+        (
+            {"neuron_devices": 17},
+            "neuron_devices=17: an integer from 0 to 16, the Neuron devices of a trn1.32xlarge node",
+        ),
+        (
+            {"efa_interfaces": 16},
+            "efa_interfaces=16: an integer from 0 to 8, the EFA interfaces attached to each node of the group",
+        ),
+        ({"nodes": 5}, "nodes=5: an integer from 1 to 4"),
         (
             {"node_group": NO_VOLUME, "volumes": {"fsx-claim": "/data"}},
             "volumes=['fsx-claim']: claims the node group can reach (shared volumes: none)",
@@ -229,7 +245,8 @@ def test_all_topology_problems_are_reported_together():
     assert len(raised.value.problems) == 3
 
 
-def test_no_shared_volume_keeps_the_compile_cache_on_the_node():
+def test_no_shared_volume_keeps_the_compile_cache_on_the_node(tmp_path):
     _, manifest = job(node_group=NO_VOLUME)
-    assert env(manifest)["NEURON_CC_FLAGS"] == "--cache_dir=/var/cache/neuron-compile-cache/bert-large_0"
+    seen = launch(manifest, tmp_path)["env"]
+    assert seen["NEURON_CC_FLAGS"] == "--cache_dir=/var/cache/neuron-compile-cache/bert-large_0"
     assert [v["name"] for v in pod(manifest)["volumes"]] == ["dshm"]

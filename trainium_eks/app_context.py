@@ -1,14 +1,25 @@
-"""The default app's settings: CDK context keys (``cdk.json``, ``-c key=value``) turned into TrainingStack props."""
+"""The default app's settings: CDK context keys (``cdk.json``, ``cdk.context.json``, ``-c key=value``) checked and
+turned into TrainingStack props.
+
+Context from ``-c key=value`` arrives as strings, from ``cdk.json`` as JSON values. Every key is checked for its
+type and value before anything is built: ``region`` first and on its own (other checks depend on it), then every
+other key, and one ``ConfigurationError`` lists every problem, an unknown key (with the nearest known one) included.
+"""
 
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional
 
 from aws_cdk import Environment
 from constructs import Node
 
-from trainium_eks.validation import Problems
+from trainium_eks.catalog import INSTANCE_CATALOG, Accelerator
+from trainium_eks.constructs.cluster import ADMIN_PRINCIPAL_ARN
+from trainium_eks.regions import AZ_IDS_BY_REGION, partition_of
+from trainium_eks.validation import Problems, bucket_name_problem, is_integer
 
 CONTEXT_KEYS: Mapping[str, str] = {
     "instance_type": "instanceType",
@@ -21,7 +32,17 @@ CONTEXT_KEYS: Mapping[str, str] = {
 }
 """TrainingStack prop -> context key of the default app. ``region`` and ``account`` set the stack's environment."""
 
-_INTEGER_PROPS = ("node_count", "lustre_storage_gib")
+ENVIRONMENT_KEYS = ("region", "account")
+KNOWN_KEYS = (*CONTEXT_KEYS.values(), *ENVIRONMENT_KEYS)
+
+CDK_KEYS = ("cli-telemetry",)
+"""Context keys of the CDK CLI itself that carry no ':' and no '@' (feature flags start with '@', the CLI's and the
+context lookups' own keys hold a ':')."""
+
+_INTEGER_KEYS = ("nodeCount", "lustreStorageGiB")
+_WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
+_OPTIONAL_KEYS = ("account", "dataBucketName", "adminRoleArn")
+"""Keys where an empty string means "not set"."""
 
 
 @dataclass(frozen=True)
@@ -37,44 +58,112 @@ class AppSettings:
 
 
 def settings_from_context(node: Node) -> AppSettings:
-    """Read and type the context keys; raise one ConfigurationError naming every key that is not usable.
-
-    Context from ``-c key=value`` arrives as strings and from ``cdk.json`` as JSON values, so integers are parsed
-    from either, and empty strings mean "not set".
-    """
-    problems = Problems("default app context (cdk.json / -c key=value)")
+    """Read and check every context key; raise one ConfigurationError naming every key that is not usable."""
+    context = node.get_all_context()
+    problems = Problems("default app context (cdk.json / cdk.context.json / -c key=value)")
+    _check_unknown_keys(problems, context)
+    region = _region(problems, context.get("region"))
+    account = context.get("account")
+    if account not in (None, "") and not (isinstance(account, str) and account.isdigit() and len(account) == 12):
+        problems.add(
+            "account",
+            account,
+            "12 digits, as a string (in cdk.json in quotes: a JSON number loses leading zeros)",
+        )
     props: Dict[str, Any] = {}
     for prop, key in CONTEXT_KEYS.items():
-        value = node.try_get_context(key)
-        if value in (None, ""):
+        value = context.get(key)
+        if value is None or (key in _OPTIONAL_KEYS and value == ""):
             continue
-        if prop in _INTEGER_PROPS:
-            parsed = _as_int(value)
-            if parsed is None:
-                problems.add(key, value, "a whole number")
-                continue
-            value = parsed
-        elif prop == "kubernetes_version" and isinstance(value, float):
-            value = f"{value:.2f}"
-        props[prop] = str(value) if not isinstance(value, int) else value
-    region = node.try_get_context("region") or None
-    account = node.try_get_context("account") or None
-    if region is None:
-        problems.add("region", region, "the AWS region to deploy to, such as us-west-2 (synth makes no lookups)")
+        parsed = _parse(problems, key, value, region)
+        if parsed is not None:
+            props[prop] = parsed
     problems.raise_if_any()
-    return AppSettings(stack_props=props, env=Environment(region=region, account=_optional_str(account)))
+    return AppSettings(stack_props=props, env=Environment(region=region, account=account or None))
+
+
+def _check_unknown_keys(problems: Problems, context: Mapping[str, Any]) -> None:
+    lowered = {key.lower(): key for key in KNOWN_KEYS}
+    for key in sorted(context):
+        if key in KNOWN_KEYS or key in CDK_KEYS or key.startswith("@") or ":" in key:
+            continue
+        nearest = lowered.get(key.lower().replace("_", "").replace("-", "")) or next(
+            iter(difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.6)), None
+        )
+        hint = f"did you mean {nearest!r}?" if nearest else f"the keys are {', '.join(KNOWN_KEYS)}"
+        problems.add(key, context[key], f"not a setting of the default app; {hint}")
+
+
+def _region(problems: Problems, region: Any) -> Optional[str]:
+    """The region, or None (with a problem) when it is missing or not one the library knows."""
+    if isinstance(region, str) and region in AZ_IDS_BY_REGION:
+        return region
+    nearest = None
+    if isinstance(region, str):
+        nearest = next((r for r in AZ_IDS_BY_REGION if r == region.strip().lower()), None) or next(
+            iter(difflib.get_close_matches(region.lower(), list(AZ_IDS_BY_REGION), n=1)), None
+        )
+    hint = f"did you mean {nearest!r}? " if nearest else ""
+    problems.add(
+        "region",
+        region,
+        f"{hint}a region the library knows the AZ IDs of (synth makes no lookups): {', '.join(AZ_IDS_BY_REGION)}",
+    )
+    return None
+
+
+def _parse(problems: Problems, key: str, value: Any, region: Optional[str]) -> Any:
+    """The typed value of ``key``, or None with a problem recorded."""
+    if key in _INTEGER_KEYS:
+        number = _as_int(value)
+        if number is None:
+            problems.add(key, value, "a whole number (such as 4)")
+        return number
+    if not isinstance(value, str) or not value or value != value.strip():
+        problems.add(key, value, f"a string without surrounding spaces{_example(key)}")
+        return None
+    if key == "instanceType" and value in INSTANCE_CATALOG:
+        if INSTANCE_CATALOG[value].accelerator is not Accelerator.NEURON:
+            neuron = [name for name, facts in INSTANCE_CATALOG.items() if facts.accelerator is Accelerator.NEURON]
+            problems.add(
+                key,
+                value,
+                f"the TrainiumEks stack pre-compiles and trains BERT with the Neuron SDK, so it needs a Trainium type: "
+                f"{', '.join(neuron)}; GPU and CPU types belong to the KubeflowTraining and ComposerTraining stacks, "
+                "or to your own stack built from the same constructs",
+            )
+            return None
+    if key == "dataBucketName":
+        reason = bucket_name_problem(value)
+        if reason:
+            problems.add(key, value, f"the name of an existing S3 bucket: {reason}")
+            return None
+    if key == "adminRoleArn":
+        match = ADMIN_PRINCIPAL_ARN.fullmatch(value)
+        if match is None:
+            problems.add(
+                key,
+                value,
+                "an IAM role ARN with its path (arn:aws:iam::123456789012:role/Admin) or IAM user ARN; "
+                "`python -m trainium_eks admin-role --save` finds yours",
+            )
+            return None
+        if region and match.group("partition") != partition_of(region):
+            problems.add(key, value, f"an ARN of partition {partition_of(region)}, the partition of region {region}")
+            return None
+    return value
+
+
+def _example(key: str) -> str:
+    examples = {"kubernetesVersion": '"1.36"', "instanceType": '"trn1.32xlarge"', "trainiumAzId": '"usw2-az4"'}
+    if key in examples:
+        return f", such as {examples[key]} (in cdk.json in quotes: a JSON number is refused)"
+    return ""
 
 
 def _as_int(value: Any) -> Optional[int]:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
+    if is_integer(value):
         return value
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        return None
-
-
-def _optional_str(value: Any) -> Optional[str]:
-    return None if value in (None, "") else str(value)
+    if isinstance(value, str) and _WHOLE_NUMBER.fullmatch(value.strip()):
+        return int(value.strip())
+    return None

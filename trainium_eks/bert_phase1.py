@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import List
 
 from trainium_eks.constructs.job_sequence import JobSequence
+from trainium_eks.conventions import OUTPUT_ROOT, SHARED_MOUNT
 from trainium_eks.manifests.dataset_staging import DatasetStagingChart
-from trainium_eks.manifests.fsx_volume import OUTPUT_ROOT, SHARED_MOUNT
 from trainium_eks.manifests.topology import NodeGroupTopology
 from trainium_eks.manifests.training_job import TrainingJobChart
 
@@ -78,13 +78,13 @@ def add_bert_phase1_jobs(sequence: JobSequence, *, image: str, node_group: NodeG
     precompile = TrainingJobChart(
         name="bert-phase1-compile",
         precompile=True,
-        wait_for=[staging.ref],
+        wait_for=[staging],
         args=script_args(f"{OUTPUT}-precompile") + ["--steps_this_run", str(PRECOMPILE_STEPS)],
         **common,
     )
     training = TrainingJobChart(
         name="bert-phase1-train",
-        wait_for=[precompile.ref],
+        wait_for=[precompile],
         args=script_args(OUTPUT),
         **common,
     )

@@ -77,6 +77,10 @@ class InstanceFacts:
         return self.efa_interfaces > 0
 
 
+MAX_NODES_PER_MANAGED_NODE_GROUP = 450
+"""Service quota "Nodes per managed node group" of Amazon EKS. Source: Amazon EKS user guide, "View and manage
+Amazon EKS and Fargate service quotas" (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html)."""
+
 _TRN1_OFFERS = {
     "us-west-2": ("usw2-az3", "usw2-az4"),
     "us-east-1": ("use1-az4", "use1-az5", "use1-az6"),

@@ -103,3 +103,12 @@ def eks_registry(region: str) -> str:
     except KeyError:
         raise KeyError(f"no EKS image registry known for region {region!r}") from None
     return f"{account}.dkr.ecr.{region}.amazonaws.com"
+
+
+def partition_of(region: str) -> str:
+    """The AWS partition of ``region``: ``aws-cn`` for China, ``aws-us-gov`` for GovCloud, else ``aws``."""
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"

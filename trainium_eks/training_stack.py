@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Mapping, Optional
 
-from aws_cdk import Annotations, CfnOutput, Stack
+from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from trainium_eks import versions
 from trainium_eks.bert_phase1 import BertPhase1Jobs, add_bert_phase1_jobs
-from trainium_eks.catalog import InstanceFacts, Offering, offering
 from trainium_eks.constructs.accelerated_node_group import (
     DEFAULT_INSTANCE_TYPE,
     DEFAULT_NODE_COUNT,
     AcceleratedNodeGroup,
     check_node_group_settings,
+    check_offering,
 )
 from trainium_eks.constructs.cluster import TrainingCluster, check_cluster_settings
 from trainium_eks.constructs.cluster_addons import ClusterAddons
@@ -33,10 +32,16 @@ from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.node_capacity import NodeCapacity
 from trainium_eks.constructs.training_dashboard import TrainingDashboard
 from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
-from trainium_eks.regions import AZ_IDS_BY_REGION, region_of_az_id
-from trainium_eks.validation import Problems, is_concrete
-
-_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+from trainium_eks.validation import (
+    Problems,
+    bucket_name_problem,
+    check_bool,
+    check_image_directory,
+    check_implements,
+    check_stack_props,
+    check_string_map,
+    coerce_enum,
+)
 
 DEFAULT_ACCELERATED_AZ_ID = "usw2-az4"
 """The tutorial's Trainium AZ in us-west-2 (aws-neuron-eks-samples scripts/determine_eks_azs.sh)."""
@@ -92,23 +97,37 @@ class TrainingStack(Stack):
         setting_names: Optional[Mapping[str, str]] = None,
         **stack_props: Any,
     ) -> None:
+        check_stack_props(id_, stack_props)
         super().__init__(scope, id_, **stack_props)
         setting_names = dict(setting_names or {})
-        # LustreStorage calls this stack's lustre_storage_gib storage_capacity_gib.
+        # The constructs call this stack's lustre_storage_gib and accelerated_az_id otherwise.
         setting_names.setdefault("storage_capacity_gib", setting_names.get("lustre_storage_gib", "lustre_storage_gib"))
+        setting_names.setdefault("availability_zone_id", setting_names.get("accelerated_az_id", "accelerated_az_id"))
         problems = Problems(self.node.path, setting_names=setting_names)
         instance = check_node_group_settings(
             problems, instance_type=instance_type, node_count=node_count, capacity=capacity
         )
-        check_cluster_settings(problems, kubernetes_version=kubernetes_version, admin_role_arn=admin_role_arn)
+        check_cluster_settings(
+            problems, kubernetes_version=kubernetes_version, admin_role_arn=admin_role_arn, region=self.region
+        )
         check_lustre_settings(problems, storage_capacity_gib=lustre_storage_gib)
-        self._check_accelerated_az(problems, accelerated_az_id, instance)
-        if data_bucket_name and not _BUCKET_NAME.match(data_bucket_name):
+        if instance is not None:
+            check_offering(problems, self, instance, accelerated_az_id, warn=False)
+        coerce_enum(problems, "efa_layout", efa_layout, EfaLayout)
+        check_bool(problems, "seed_jobs", seed_jobs)
+        if image_build_args is not None:
+            check_string_map(problems, "image_build_args", image_build_args)
+        if image_directory is not None:
+            check_image_directory(problems, "image_directory", image_directory)
+        if vpc is not None:
+            check_implements(problems, "vpc", vpc, ec2.IVpc, "an ec2.IVpc")
+        if accelerated_subnet is not None:
+            check_implements(problems, "accelerated_subnet", accelerated_subnet, ec2.ISubnet, "an ec2.ISubnet")
+        if data_bucket_name is not None and bucket_name_problem(data_bucket_name):
             problems.add(
                 "data_bucket_name",
                 data_bucket_name,
-                "the name of an existing S3 bucket: 3-63 lowercase letters, digits, dots and hyphens, starting and "
-                "ending with a letter or digit",
+                f"the name of an existing S3 bucket: {bucket_name_problem(data_bucket_name)}",
             )
         if (vpc is None) != (accelerated_subnet is None):
             problems.add("accelerated_subnet", accelerated_subnet, "give both vpc and accelerated_subnet, or neither")
@@ -136,6 +155,7 @@ class TrainingStack(Stack):
             "AcceleratedNodes",
             cluster=self.cluster.cluster,
             subnet=accelerated_subnet,
+            availability_zone_id=accelerated_az_id,
             instance_type=instance_type,
             node_count=node_count,
             efa_layout=efa_layout,
@@ -168,7 +188,6 @@ class TrainingStack(Stack):
             "Addons",
             cluster=self.cluster.cluster,
             volume=self.storage.volume_source,
-            system_nodes=self.cluster.system_nodegroup,
             namespace=self.training_identity.namespace,
             service_account=self.training_identity.service_account,
         )
@@ -181,11 +200,7 @@ class TrainingStack(Stack):
             self,
             "Jobs",
             cluster=self.cluster.cluster,
-            prerequisites=[
-                *self.addons.job_prerequisites,
-                self.cluster.addons["aws-fsx-csi-driver"],
-                self.accelerated_nodes.nodegroup,
-            ],
+            prerequisites=self.addons.job_prerequisites,
         )
         self.seed_jobs: Optional[BertPhase1Jobs] = None
         if seed_jobs and self.images.image_uri:
@@ -205,30 +220,4 @@ class TrainingStack(Stack):
                 "AcceleratedNodesUsdPerHour",
                 value=f"{price * node_count:.2f}",
                 description=f"{node_count} x {instance_type} on demand (US East price, catalog)",
-            )
-
-    def _check_accelerated_az(self, problems: Problems, az_id: str, instance: Optional[InstanceFacts]) -> None:
-        region = self.region if is_concrete(self.region) else None
-        az_region = region_of_az_id(az_id)
-        if az_region is None or (region is not None and az_region != region):
-            known = ", ".join(AZ_IDS_BY_REGION.get(region, ())) if region else "e.g. usw2-az4"
-            problems.add("accelerated_az_id", az_id, f"an AZ ID of region {region or 'the stack'}: {known}")
-            return
-        if instance is None:
-            return
-        found = offering(instance, az_region, az_id)
-        if found is Offering.NOT_OFFERED:
-            offered = instance.offered_az_ids.get(az_region)
-            where = (
-                f"offered in {', '.join(offered)}"
-                if offered
-                else f"offered in regions {', '.join(instance.offered_az_ids)}"
-            )
-            problems.add("accelerated_az_id", az_id, f"{instance.name} is not offered there; it is {where}")
-        elif found is Offering.UNKNOWN:
-            Annotations.of(self).add_warning_v2(
-                "trainium-eks:unverifiedOffering",
-                f"The catalog does not know whether {az_id} offers {instance.name}; check with `aws ec2 "
-                f"describe-instance-type-offerings --location-type availability-zone-id --filters "
-                f"Name=instance-type,Values={instance.name} --region {az_region}`.",
             )

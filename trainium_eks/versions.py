@@ -6,6 +6,7 @@ Bumping a version is a one-line change here; tests pin nothing else.
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Tuple
 
@@ -123,11 +124,17 @@ hard-coded build would be a guess that fails the deployment when wrong. The temp
 pass ``addon_versions={"vpc-cni": "v1.21.1-eksbuild.1"}`` to the cluster, which checks the minimum."""
 
 
+ADDON_VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+")
+"""The form of an EKS add-on version (``aws eks describe-addon-versions``): ``v1.21.1-eksbuild.1``."""
+
+
 def check_addon_version(name: str, version: str) -> Optional[str]:
     """Why ``version`` of add-on ``name`` is not acceptable, or None when it is."""
     pin = ADDONS.get(name)
     if pin is None:
         return f"unknown add-on; known: {', '.join(sorted(ADDONS))}"
+    if not isinstance(version, str) or not ADDON_VERSION.fullmatch(version):
+        return "an EKS add-on version such as v1.21.1-eksbuild.1 (aws eks describe-addon-versions)"
     if pin.minimum and _version_tuple(version) < _version_tuple(pin.minimum):
         return f"{name} must be {pin.minimum} or newer ({pin.source.split(';')[0]})"
     return None
@@ -218,12 +225,16 @@ TENSORBOARD = ImagePin(
 
 NEURON_PYTORCH_TRAINING = ImagePin(
     repository="public.ecr.aws/neuron/pytorch-training-neuronx",
-    tag="2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04",
-    source="AWS Deep Learning Containers available images (PyTorch Training NeuronX), next to sdk2.27.1 ... 2.29.1; "
-    "path from aws-neuron/deep-learning-containers README. Not newer: Neuron 2.31 is the last SDK with torch-neuronx "
-    "on PyTorch/XLA ('pin your environment to Neuron v2.31.0', Neuron 2.32 setup docs) and no 2.31 training tag "
-    "could be confirmed; from 2.32 the DLCs drop torch-neuronx (2.33's TorchNeuron serves Trn2/Trn3 only). Neuron "
-    "also announced PyTorch/XLA training unsupported from 2.30: check before relying on it in production",
-    checked="2026-11-30",
+    tag="2.9.0-neuronx-py312-sdk2.29.1-ubuntu24.04",
+    source="aws-neuron/deep-learning-containers README (HEAD 2be9ed1, 2026-08-17) and tag 2.29.1 (commit 12641304): "
+    "torch-neuronx 2.9.0.2.13, neuronx-cc 2.24.8799.0, trn1/trn2. Not newer: the Neuron announcement 'PyTorch/XLA no "
+    "longer supported for training' (aws-neuron-sdk announce-no-support-pytorch-xla-training.rst, 2026-05-20) says "
+    "that from Neuron 2.30.0 PyTorch/XLA is no longer supported for training and PyTorch 2.9 was the last "
+    "PyTorch/XLA version for training, so 2.29.x (2.29.1, 2026-05-01) is the last SDK that supports torch-neuronx "
+    "training on trn1; the sdk2.30.0 image exists but is unsupported for training, and from 2.31.0 the training DLC "
+    "is no longer published (announce-no-longer-publish-pytorch-training-dlc.rst); TorchNeuron (2.33+) targets "
+    "Trn2/Trn3. An earlier notice (announce-eos-nxdt-nxd-core-training.rst, 2026-02) named 2.29 as the end for "
+    "NxD Training, which this image does not use",
+    checked="2026-12-01",
 )
 """Base of the training image ``images/bert-pretrain`` (passed as its ``BASE_IMAGE`` build argument)."""

@@ -2,21 +2,42 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from aws_cdk import Annotations
+from aws_cdk import Annotations, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from trainium_eks.catalog import INSTANCE_CATALOG, Accelerator, InstanceFacts, instance_facts
+from trainium_eks.catalog import (
+    INSTANCE_CATALOG,
+    MAX_NODES_PER_MANAGED_NODE_GROUP,
+    Accelerator,
+    InstanceFacts,
+    Offering,
+    offering,
+)
 from trainium_eks.constructs.efa_layout import EfaLayout, efa_network_interfaces
 from trainium_eks.constructs.node_capacity import CapacityKind, NodeCapacity
 from trainium_eks.constructs.node_launch_template import NodeLaunchTemplate
 from trainium_eks.constructs.node_role import NodeRole
-from trainium_eks.manifests.topology import NodeGroupTopology, Taint
-from trainium_eks.validation import Problems
+from trainium_eks.constructs.security_group_rules import allow_ingress
+from trainium_eks.conventions import Taint, accelerator_taint
+from trainium_eks.manifests.topology import NodeGroupTopology
+from trainium_eks.regions import AZ_IDS_BY_REGION, region_of_az_id
+from trainium_eks.validation import (
+    Problems,
+    check_implements,
+    check_instance,
+    check_integer,
+    check_label_key,
+    check_label_value,
+    check_labels,
+    coerce_enum,
+    is_concrete,
+    is_integer,
+)
 
 DEFAULT_INSTANCE_TYPE = "trn1.32xlarge"
 """Instance type of :class:`AcceleratedNodeGroup`: the seed system's Trainium instance."""
@@ -26,16 +47,6 @@ DEFAULT_NODE_COUNT = 2
 
 DEFAULT_ROOT_VOLUME_GIB = 500
 """Root volume of an accelerated node, in GiB (container images of the Neuron SDK are large); the tutorial's value."""
-
-MAX_NODES_PER_MANAGED_NODE_GROUP = 450
-"""Service quota "Nodes per managed node group" of Amazon EKS. Source: Amazon EKS user guide, "View and manage
-Amazon EKS and Fargate service quotas" (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html)."""
-
-ACCELERATOR_TAINTS: Mapping[Accelerator, eks.TaintSpec] = {
-    Accelerator.NEURON: eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key="aws.amazon.com/neuron", value="true"),
-    Accelerator.NVIDIA: eks.TaintSpec(effect=eks.TaintEffect.NO_SCHEDULE, key="nvidia.com/gpu", value="true"),
-}
-"""The taint that keeps other pods off accelerated nodes, per accelerator (CPU nodes are not tainted)."""
 
 ACCELERATOR_AMI_TYPES: Mapping[Accelerator, eks.NodegroupAmiType] = {
     Accelerator.NEURON: eks.NodegroupAmiType.AL2023_X86_64_NEURON,
@@ -78,7 +89,10 @@ class AcceleratedNodeGroup(Construct):
     :param root_volume_size_gib: Default: :data:`DEFAULT_ROOT_VOLUME_GIB`.
     :param node_role: Default: a new :class:`NodeRole`.
     :param labels: Extra Kubernetes labels. Default: none.
-    :param taints: Extra taints, on top of the accelerator's. Default: none.
+    :param taints: Extra taints (``eks.TaintSpec``), on top of the accelerator's. Default: none.
+    :param availability_zone_id: The AZ ID of ``subnet``, checked against the catalog's offerings of the instance type
+        (and against the stack's region, when known): an AZ that does not offer the type is refused, one the catalog
+        cannot vouch for is a warning. Default: none (an ``ISubnet`` does not tell its AZ ID at synth; no check).
     :param setting_names: Names of the settings in error messages. Default: the parameter names.
     """
 
@@ -100,6 +114,7 @@ class AcceleratedNodeGroup(Construct):
         node_role: Optional[iam.IRole] = None,
         labels: Optional[Mapping[str, str]] = None,
         taints: Sequence[eks.TaintSpec] = (),
+        availability_zone_id: Optional[str] = None,
         setting_names: Optional[Mapping[str, str]] = None,
     ) -> None:
         super().__init__(scope, id_)
@@ -114,6 +129,18 @@ class AcceleratedNodeGroup(Construct):
             capacity=capacity,
             root_volume_size_gib=root_volume_size_gib,
         )
+        check_implements(problems, "cluster", cluster, eks.ICluster, "an eks.ICluster")
+        check_implements(problems, "subnet", subnet, ec2.ISubnet, "one ec2.ISubnet (one AZ, as EFA needs)")
+        efa_layout = coerce_enum(problems, "efa_layout", efa_layout, EfaLayout)
+        if placement_group is not None:
+            check_implements(problems, "placement_group", placement_group, ec2.IPlacementGroup, "an IPlacementGroup")
+        if node_role is not None:
+            check_implements(problems, "node_role", node_role, iam.IRole, "an iam.IRole")
+        if labels is not None:
+            check_labels(problems, "labels", labels)
+        _check_taints(problems, taints)
+        if instance is not None and availability_zone_id is not None:
+            check_offering(problems, self, instance, availability_zone_id)
         problems.raise_if_any()
         assert instance is not None
         self.instance: InstanceFacts = instance
@@ -143,13 +170,21 @@ class AcceleratedNodeGroup(Construct):
             ip_protocol="-1",
             description="EFA and pods between nodes",
         )
-        self.security_group.add_ingress_rule(
-            cluster.cluster_security_group,
-            ec2.Port.all_traffic(),
-            "Control plane (kubelet, webhooks) and pods on nodes of the cluster security group",
+        allow_ingress(
+            self,
+            "FromClusterSecurityGroup",
+            group=self.security_group,
+            peer=cluster.cluster_security_group,
+            port=ec2.Port.all_traffic(),
+            description="Control plane (kubelet, webhooks) and pods on nodes of the cluster security group",
         )
-        cluster.cluster_security_group.add_ingress_rule(
-            self.security_group, ec2.Port.all_traffic(), "Accelerated nodes to the API server and system-node pods"
+        allow_ingress(
+            self,
+            "ToClusterSecurityGroup",
+            group=cluster.cluster_security_group,
+            peer=self.security_group,
+            port=ec2.Port.all_traffic(),
+            description="Accelerated nodes to the API server and system-node pods",
         )
 
         if capacity.kind is CapacityKind.CAPACITY_BLOCK:
@@ -183,8 +218,11 @@ class AcceleratedNodeGroup(Construct):
             self.labels["aws.amazon.com/neuron.present"] = "true"
         self.labels.update(labels or {})
         self.taints: List[eks.TaintSpec] = list(taints)
-        if instance.accelerator in ACCELERATOR_TAINTS:
-            self.taints.insert(0, ACCELERATOR_TAINTS[instance.accelerator])
+        own_taint = accelerator_taint(instance.accelerator)
+        if own_taint is not None:
+            self.taints.insert(
+                0, eks.TaintSpec(key=own_taint.key, value=own_taint.value, effect=_EKS_TAINT_EFFECTS[own_taint.effect])
+            )
 
         self.nodegroup = eks.Nodegroup(
             self,
@@ -227,31 +265,45 @@ _TAINT_EFFECTS = {
     eks.TaintEffect.PREFER_NO_SCHEDULE: "PreferNoSchedule",
     eks.TaintEffect.NO_EXECUTE: "NoExecute",
 }
+_EKS_TAINT_EFFECTS = {kubernetes: effect for effect, kubernetes in _TAINT_EFFECTS.items()}
+
+
+def _check_taints(problems: Problems, taints: Any) -> None:
+    if not isinstance(taints, (list, tuple)) or not all(isinstance(taint, eks.TaintSpec) for taint in taints):
+        problems.add("taints", taints, "a list of eks.TaintSpec")
+        return
+    for taint in taints:
+        check_label_key(problems, "taints key", taint.key)
+        if taint.value is not None:
+            check_label_value(problems, f"taints[{taint.key!r}] value", taint.value)
+        if taint.effect is None:
+            problems.add(f"taints[{taint.key!r}] effect", None, "an eks.TaintEffect")
 
 
 def check_node_group_settings(
     problems: Problems,
     *,
-    instance_type: str,
-    node_count: int,
-    min_size: Optional[int] = None,
-    max_size: Optional[int] = None,
-    capacity: Optional[NodeCapacity] = None,
-    root_volume_size_gib: int = DEFAULT_ROOT_VOLUME_GIB,
+    instance_type: Any,
+    node_count: Any,
+    min_size: Any = None,
+    max_size: Any = None,
+    capacity: Any = None,
+    root_volume_size_gib: Any = DEFAULT_ROOT_VOLUME_GIB,
 ) -> Optional[InstanceFacts]:
     """Record every problem of the node-group settings in ``problems``; return the instance facts when known."""
-    try:
-        instance: Optional[InstanceFacts] = instance_facts(instance_type)
-    except KeyError as error:
-        problems.add("instance_type", instance_type, str(error.args[0]))
-        instance = None
-    ceiling = MAX_NODES_PER_MANAGED_NODE_GROUP if max_size is None else max_size
-    if not isinstance(node_count, int) or isinstance(node_count, bool) or not 1 <= node_count <= ceiling:
-        limit = (
-            f"the EKS limit of {MAX_NODES_PER_MANAGED_NODE_GROUP} nodes per managed node group"
-            if max_size is None
-            else f"max_size={max_size}"
-        )
+    instance = INSTANCE_CATALOG.get(instance_type) if isinstance(instance_type, str) else None
+    if instance is None:
+        problems.add("instance_type", instance_type, f"an instance type of the catalog: {', '.join(INSTANCE_CATALOG)}")
+    if max_size is not None:
+        check_integer(problems, "max_size", max_size, minimum=1, maximum=MAX_NODES_PER_MANAGED_NODE_GROUP)
+    ceiling = max_size if is_integer(max_size) and 1 <= max_size <= MAX_NODES_PER_MANAGED_NODE_GROUP else None
+    limit = (
+        f"max_size={ceiling}"
+        if ceiling
+        else f"the EKS limit of {MAX_NODES_PER_MANAGED_NODE_GROUP} nodes per managed node group"
+    )
+    ceiling = ceiling or MAX_NODES_PER_MANAGED_NODE_GROUP
+    if not is_integer(node_count) or not 1 <= node_count <= ceiling:
         problems.add("node_count", node_count, f"an integer from 1 to {ceiling} ({limit})")
     elif instance is not None and not instance.efa_supported and node_count > 1:
         problems.add(
@@ -260,15 +312,44 @@ def check_node_group_settings(
             f"{instance.name} has no EFA, so nodes cannot run collectives together: use 1 node, or an EFA type "
             f"({', '.join(_efa_types_like(instance))})",
         )
-    if min_size is not None and isinstance(node_count, int) and not 0 <= min_size <= node_count:
-        problems.add("min_size", min_size, f"an integer from 0 to node_count={node_count}")
-    if max_size is not None and not 1 <= max_size <= MAX_NODES_PER_MANAGED_NODE_GROUP:
-        problems.add("max_size", max_size, f"an integer from 1 to {MAX_NODES_PER_MANAGED_NODE_GROUP} (EKS quota)")
-    if not 20 <= root_volume_size_gib <= 16384:
-        problems.add("root_volume_size_gib", root_volume_size_gib, "20 to 16384 GiB (gp3 limits)")
-    if capacity is not None:
+    if min_size is not None and is_integer(node_count):
+        check_integer(problems, "min_size", min_size, minimum=0, maximum=max(node_count, 0))
+    check_integer(problems, "root_volume_size_gib", root_volume_size_gib, minimum=20, maximum=16384)
+    if capacity is not None and check_instance(
+        problems, "capacity", capacity, NodeCapacity, "a NodeCapacity (on_demand(), capacity_block(...), ...)"
+    ):
         capacity.check(problems)
     return instance
+
+
+def check_offering(
+    problems: Problems, scope: Construct, instance: InstanceFacts, az_id: Any, warn: bool = True
+) -> None:
+    """Refuse an AZ ID that the catalog says does not offer ``instance`` (or that is not in the stack's region, when
+    the region is known); warn on ``scope`` when the catalog cannot tell (unless ``warn`` is false)."""
+    region = Stack.of(scope).region
+    az_region = region_of_az_id(az_id) if isinstance(az_id, str) else None
+    if az_region is None or (is_concrete(region) and az_region != region):
+        known = ", ".join(AZ_IDS_BY_REGION.get(region, ())) if is_concrete(region) else "e.g. usw2-az4"
+        where = f"region {region}" if is_concrete(region) else "the stack"
+        problems.add("availability_zone_id", az_id, f"an AZ ID of {where}: {known or 'none the library knows'}")
+        return
+    found = offering(instance, az_region, az_id)
+    if found is Offering.NOT_OFFERED:
+        offered = instance.offered_az_ids.get(az_region)
+        where = (
+            f"offered in {', '.join(offered)}"
+            if offered
+            else f"offered in regions {', '.join(instance.offered_az_ids)}"
+        )
+        problems.add("availability_zone_id", az_id, f"{instance.name} is not offered there; it is {where}")
+    elif found is Offering.UNKNOWN and warn:
+        Annotations.of(scope).add_warning_v2(
+            "trainium-eks:unverifiedOffering",
+            f"The catalog does not know whether {az_id} offers {instance.name}; check with `aws ec2 "
+            f"describe-instance-type-offerings --location-type availability-zone-id --filters "
+            f"Name=instance-type,Values={instance.name} --region {az_region}`.",
+        )
 
 
 def _efa_types_like(instance: InstanceFacts) -> List[str]:

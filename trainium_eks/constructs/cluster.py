@@ -14,13 +14,24 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from trainium_eks import versions
-from trainium_eks.catalog import instance_facts
+from trainium_eks.catalog import INSTANCE_CATALOG, MAX_NODES_PER_MANAGED_NODE_GROUP
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.node_launch_template import NodeLaunchTemplate
 from trainium_eks.constructs.node_role import NodeRole
 from trainium_eks.constructs.pod_identity_role import PodIdentityRole
+from trainium_eks.conventions import SYSTEM_NODE_LABELS
 from trainium_eks.nag import acknowledge, managed_policy_findings, token_finding
-from trainium_eks.validation import Problems, is_concrete
+from trainium_eks.regions import partition_of
+from trainium_eks.validation import (
+    Problems,
+    check_bool,
+    check_implements,
+    check_instance,
+    check_integer,
+    check_string_map,
+    implements,
+    is_concrete,
+)
 
 DEFAULT_SYSTEM_INSTANCE_TYPE = "m7i.xlarge"
 """Instance type of the system node group (CoreDNS, Volcano, etcd, TensorBoard, add-on controllers)."""
@@ -35,10 +46,6 @@ DEFAULT_CLUSTER_LOGGING = (
 )
 """Control-plane log types sent to CloudWatch Logs."""
 
-SYSTEM_NODE_LABEL = "trainium-eks/node-role"
-SYSTEM_NODE_LABELS: Mapping[str, str] = {SYSTEM_NODE_LABEL: "system"}
-"""Labels of the system node group's nodes; the node selector of what belongs there (Volcano, etcd, TensorBoard)."""
-
 CLOUDWATCH_AGENT_SERVICE_ACCOUNT = "cloudwatch-agent"
 """Service account of the CloudWatch agent (namespace amazon-cloudwatch), bound to its role by Pod Identity."""
 
@@ -47,7 +54,18 @@ CLOUDWATCH_AGENT_POLICY = "CloudWatchAgentServerPolicy"
 FSX_CSI_CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
 """Service account of the FSx CSI controller in kube-system, bound to its role by EKS Pod Identity."""
 
-_ROLE_ARN = re.compile(r"^arn:aws(-[a-z]+)*:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}$")
+ADMIN_PRINCIPAL_ARN = re.compile(
+    r"arn:(?P<partition>aws|aws-cn|aws-us-gov):iam::[0-9]{12}:(role|user)/[\w+=,.@/-]{1,512}"
+)
+"""An IAM role (its path included) or user ARN: what an EKS access entry can name (never an STS session)."""
+
+NO_ADMIN_WARNING = (
+    "No admin_role_arn: CloudFormation creates the cluster as the CDK bootstrap's execution role, the only principal "
+    "EKS makes cluster admin, so after `cdk deploy` kubectl fails with Unauthorized for everyone else. Name your IAM "
+    "role: in the default app run `python -m trainium_eks admin-role --save` (it writes adminRoleArn into "
+    "cdk.context.json from your AWS credentials) or deploy with `-c adminRoleArn=arn:aws:iam::<account>:role/<role>`; "
+    "in your own stack pass admin_role_arn, or add an eks.AccessEntry to the cluster."
+)
 
 
 class TrainingCluster(Construct):
@@ -70,8 +88,9 @@ class TrainingCluster(Construct):
         Default: the VPC's private subnets.
     :param kubernetes_version: Kubernetes minor version, one of :data:`trainium_eks.versions.KUBERNETES_VERSIONS`.
         Default: :data:`trainium_eks.versions.DEFAULT_KUBERNETES_VERSION`.
-    :param admin_role_arn: An IAM role given cluster-admin through an access entry (``AmazonEKSClusterAdminPolicy``).
-        Default: none; the principal that deploys the stack is cluster admin.
+    :param admin_role_arn: An IAM role (with its path) or user given cluster-admin through an access entry
+        (``AmazonEKSClusterAdminPolicy``, cluster scope). Default: none, and a synth warning: only the CDK
+        bootstrap's CloudFormation execution role, which creates the cluster, is then cluster admin.
     :param endpoint_access: Who can reach the Kubernetes API. Default: public and private
         (``eks.EndpointAccess.PUBLIC_AND_PRIVATE``); restrict with ``.only_from(cidr)``.
     :param system_instance_type: Default: :data:`DEFAULT_SYSTEM_INSTANCE_TYPE`.
@@ -112,10 +131,26 @@ class TrainingCluster(Construct):
             problems,
             kubernetes_version=kubernetes_version,
             admin_role_arn=admin_role_arn,
+            region=Stack.of(self).region,
             system_instance_type=system_instance_type,
             system_node_count=system_node_count,
             addon_versions=addon_versions,
         )
+        check_implements(problems, "vpc", vpc, ec2.IVpc, "an ec2.IVpc")
+        if subnets is not None and (
+            not isinstance(subnets, (list, tuple)) or not all(implements(s, ec2.ISubnet) for s in subnets)
+        ):
+            problems.add("subnets", subnets, "a list of ec2.ISubnet in at least two AZs")
+        check_instance(problems, "endpoint_access", endpoint_access, eks.EndpointAccess, "an eks.EndpointAccess")
+        if node_role is not None:
+            check_implements(problems, "node_role", node_role, iam.IRole, "an iam.IRole")
+        if secrets_key is not None:
+            check_implements(problems, "secrets_key", secrets_key, kms.IKey, "a kms.IKey")
+        if not isinstance(cluster_logging, (list, tuple)) or not all(
+            isinstance(kind, eks.ClusterLoggingTypes) for kind in cluster_logging
+        ):
+            problems.add("cluster_logging", cluster_logging, "a list of eks.ClusterLoggingTypes")
+        check_bool(problems, "container_insights", container_insights)
         problems.raise_if_any()
         self.kubernetes_version = kubernetes_version
         self._addon_versions = dict(addon_versions or {})
@@ -150,7 +185,9 @@ class TrainingCluster(Construct):
                 "TrainingNetwork tags its public subnets kubernetes.io/role/elb=1 and its private subnets "
                 "kubernetes.io/role/internal-elb=1 itself.",
             )
-        if admin_role_arn:
+        if not admin_role_arn:
+            Annotations.of(self).add_warning_v2("trainium-eks:noClusterAdmin", NO_ADMIN_WARNING)
+        else:
             eks.AccessEntry(
                 self,
                 "AdminAccess",
@@ -314,35 +351,42 @@ def check_cluster_settings(
     *,
     kubernetes_version: str,
     admin_role_arn: Optional[str],
+    region: Optional[str] = None,
     system_instance_type: str = DEFAULT_SYSTEM_INSTANCE_TYPE,
     system_node_count: int = DEFAULT_SYSTEM_NODE_COUNT,
     addon_versions: Optional[Mapping[str, str]] = None,
 ) -> None:
     """Record every problem of the cluster settings in ``problems``."""
-    for name, version in (addon_versions or {}).items():
-        reason = versions.check_addon_version(name, version)
-        if reason:
-            problems.add(f"addon_versions[{name!r}]", version, reason)
-    if kubernetes_version not in versions.KUBERNETES_VERSIONS:
+    if addon_versions is not None and check_string_map(problems, "addon_versions", addon_versions):
+        for name, version in addon_versions.items():
+            reason = versions.check_addon_version(name, version)
+            if reason:
+                problems.add(f"addon_versions[{name!r}]", version, reason)
+    if not isinstance(kubernetes_version, str) or kubernetes_version not in versions.KUBERNETES_VERSIONS:
         problems.add(
             "kubernetes_version",
             kubernetes_version,
             f"one of {', '.join(versions.KUBERNETES_VERSIONS)} "
             "(supported by both EKS and aws-cdk-lib, with a kubectl layer)",
         )
-    if admin_role_arn and is_concrete(admin_role_arn) and not _ROLE_ARN.match(admin_role_arn):
-        problems.add(
-            "admin_role_arn",
-            admin_role_arn,
-            "an IAM role ARN such as arn:aws:iam::123456789012:role/Admin "
-            "(a user, group or assumed-role ARN is not a role)",
-        )
-    try:
-        instance_facts(system_instance_type)
-    except KeyError as error:
-        problems.add("system_instance_type", system_instance_type, str(error.args[0]))
-    if not isinstance(system_node_count, int) or system_node_count < 1:
-        problems.add("system_node_count", system_node_count, "an integer of at least 1 (2 for AZ redundancy)")
+    if admin_role_arn is not None and is_concrete(admin_role_arn):
+        match = ADMIN_PRINCIPAL_ARN.fullmatch(admin_role_arn) if isinstance(admin_role_arn, str) else None
+        if match is None:
+            problems.add(
+                "admin_role_arn",
+                admin_role_arn,
+                "an IAM role ARN with its path, such as arn:aws:iam::123456789012:role/Admin, or an IAM user ARN (an "
+                "assumed-role session ARN is not a role: `python -m trainium_eks admin-role` turns yours into one)",
+            )
+        elif region and is_concrete(region) and match.group("partition") != partition_of(region):
+            problems.add(
+                "admin_role_arn",
+                admin_role_arn,
+                f"an ARN of partition {partition_of(region)}, the partition of region {region}",
+            )
+    if not isinstance(system_instance_type, str) or system_instance_type not in INSTANCE_CATALOG:
+        problems.add("system_instance_type", system_instance_type, f"one of {', '.join(INSTANCE_CATALOG)}")
+    check_integer(problems, "system_node_count", system_node_count, minimum=1, maximum=MAX_NODES_PER_MANAGED_NODE_GROUP)
 
 
 def _json_or_none(configuration: Optional[Mapping]) -> Optional[str]:

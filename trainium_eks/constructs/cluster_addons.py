@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from typing import List, Sequence
 
-from aws_cdk import CfnMapping, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import CfnMapping, Duration, Stack, Token
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
 from trainium_eks import versions
-from trainium_eks.constructs.chart_manifest import apply_chart
-from trainium_eks.constructs.cluster import SYSTEM_NODE_LABELS
-from trainium_eks.constructs.lustre_storage import LustreVolumeSource
-from trainium_eks.constructs.training_pod_identity import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT
+from trainium_eks.constructs.applied_chart import AppliedChart
+from trainium_eks.conventions import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT, SYSTEM_NODE_LABELS, LustreVolumeSource
 from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.manifests.efa_device_plugin import EfaDevicePluginChart
 from trainium_eks.manifests.etcd import EtcdChart
 from trainium_eks.manifests.fsx_volume import FsxVolumeChart
+from trainium_eks.manifests.job_priorities import JobPrioritiesChart
 from trainium_eks.manifests.neuron_device_plugin import NeuronDevicePluginChart
 from trainium_eks.manifests.tensorboard import TensorBoardChart
 from trainium_eks.manifests.training_namespace import TrainingNamespaceChart
@@ -27,35 +26,39 @@ VOLCANO_NAMESPACE = "volcano-system"
 VOLCANO_RELEASE = "volcano"
 """Release name: the admission Service is ``<release>-admission-service``, as in Volcano's docs."""
 
+KUBECTL_HANDLER_TIMEOUT = Duration.minutes(15)
+"""Timeout of the kubectl handler Lambda of aws-eks-v2, which runs every ``helm`` and ``kubectl`` command of the
+stack (aws-cdk ``packages/aws-cdk-lib/aws-eks-v2/lib/kubectl-provider.ts``: ``timeout: Duration.minutes(15)``; no
+isComplete step, so a command must end within one invocation)."""
+
+HELM_WAIT_TIMEOUT = Duration.minutes(11)
+"""How long ``helm upgrade --install --wait`` may wait for a release's pods: clearly below
+:data:`KUBECTL_HANDLER_TIMEOUT`, so that a slow install ends with Helm's own error (which pods are not ready) and
+the handler still has minutes to pull the chart and report, instead of the Lambda being killed."""
+
 
 class ClusterAddons(Construct):
     """The in-cluster half of the seed system, as cdk8s charts (and Volcano's Helm chart) applied by the stack.
 
-    Charts and their lifecycle (``prune``: objects dropped from a chart are deleted on the next deploy;
-    removal policy: what happens to the objects when the chart leaves the app):
+    Every chart is an :class:`AppliedChart`: one CloudFormation resource per Kubernetes object, keyed by the object's
+    kind, namespace and name. An object whose content changes is updated in place (``kubectl apply``); an object
+    renamed or dropped from a chart is a new resource, and CloudFormation deletes the old object with ``kubectl delete``
+    after creating the new one. Nothing relies on ``kubectl apply --prune``, which aws-eks-v2 runs with kubectl's
+    default allow-list (no custom resources, NetworkPolicies, ServiceAccounts or RBAC objects).
 
-    ============================ ========= ======== =====================================================
-    chart                        prune     removal  why
-    ============================ ========= ======== =====================================================
-    Neuron device plugin         yes       destroy  stateless; a renamed object must not linger
-    EFA device plugin            yes       destroy  same
-    training namespace           no        retain   deleting a namespace deletes every job and claim in it
-    FSx volume and claim         no        retain   a claim in use cannot be deleted (the update would
-                                                    hang on its protection finalizer); the data is on the
-                                                    retained file system either way
-    etcd, TensorBoard            yes       destroy  stateless services
-    Volcano (Helm)               n/a       destroy  uninstalled with the stack
-    Volcano queue                yes       destroy  Volcano refuses to delete a queue that still has jobs
-    ============================ ========= ======== =====================================================
+    What ``cdk destroy`` (or removing the construct) deletes: every object except the training namespace, the
+    volume and its claim (:data:`~trainium_eks.constructs.applied_chart.RETAINED_KINDS`: deleting a namespace deletes
+    every job in it; a claim in use cannot be deleted; the data lives on the retained file system either way). Volcano
+    is uninstalled (``helm uninstall``); the queue is deleted before it.
 
-    Order, as stack dependencies: the namespace before the claim, etcd and TensorBoard; the claim before
-    TensorBoard; the system nodes before Volcano (its Helm release waits until its pods, the admission webhook
-    among them, are ready); Volcano (which installs its CRDs) before the queue. Jobs depend on
-    :attr:`job_prerequisites`.
+    Order, as stack dependencies: the namespace before everything namespaced in it (service account, role, claim,
+    etcd, TensorBoard); in each chart, accounts, roles and services before workloads; Volcano (which installs its
+    CRDs and admission webhook) before the queue. Volcano's Helm release starts as soon as the cluster exists:
+    ``helm --wait`` (at most :data:`HELM_WAIT_TIMEOUT`) waits for its pods, the admission webhook among them, which
+    run on the system nodes once the system node group has joined. Jobs come after :attr:`job_prerequisites`.
 
     :param cluster: Required.
     :param volume: The shared file system (``LustreStorage.volume_source``). Required.
-    :param system_nodes: What must exist before Volcano can become ready (the system node group). Required.
     :param namespace: Default: ``training``.
     :param service_account: Default: ``training``.
     :param queue: Name of the Volcano queue. Default: ``training``.
@@ -68,7 +71,6 @@ class ClusterAddons(Construct):
         *,
         cluster: eks.ICluster,
         volume: LustreVolumeSource,
-        system_nodes: IConstruct,
         namespace: str = DEFAULT_NAMESPACE,
         service_account: str = DEFAULT_SERVICE_ACCOUNT,
         queue: str = DEFAULT_QUEUE,
@@ -79,30 +81,20 @@ class ClusterAddons(Construct):
         self.service_account = service_account
         self.queue = queue
 
-        self.neuron_device_plugin = self._apply("NeuronDevicePlugin", NeuronDevicePluginChart(), prune=True)
-        self.efa_device_plugin = self._apply(
-            "EfaDevicePlugin", EfaDevicePluginChart(registry=self._eks_registry()), prune=True
-        )
+        self.neuron_device_plugin = self._apply("NeuronDevicePlugin", NeuronDevicePluginChart())
+        self.efa_device_plugin = self._apply("EfaDevicePlugin", EfaDevicePluginChart(registry=self._eks_registry()))
+        self.job_priorities = self._apply("JobPriorities", JobPrioritiesChart())
         self.training_namespace = self._apply(
-            "TrainingNamespace",
-            TrainingNamespaceChart(namespace=namespace, service_account=service_account),
-            prune=False,
-            removal_policy=RemovalPolicy.RETAIN,
+            "TrainingNamespace", TrainingNamespaceChart(namespace=namespace, service_account=service_account)
         )
+        in_namespace = self.training_namespace.of_kind("Namespace")
         self.volume_chart = FsxVolumeChart(volume=volume, namespace=namespace)
-        self.shared_volume = self._apply(
-            "SharedVolume",
-            self.volume_chart,
-            prune=False,
-            removal_policy=RemovalPolicy.RETAIN,
-            after=[self.training_namespace],
-        )
-        self.etcd = self._apply("Etcd", EtcdChart(namespace=namespace), prune=True, after=[self.training_namespace])
+        self.shared_volume = self._apply("SharedVolume", self.volume_chart, after=in_namespace)
+        self.etcd = self._apply("Etcd", EtcdChart(namespace=namespace), after=in_namespace)
         self.tensorboard = self._apply(
             "TensorBoard",
             TensorBoardChart(namespace=namespace, claim_name=self.volume_chart.claim_name),
-            prune=True,
-            after=[self.training_namespace, self.shared_volume],
+            after=in_namespace,
         )
 
         self.volcano = eks.HelmChart(
@@ -116,36 +108,24 @@ class ClusterAddons(Construct):
             namespace=VOLCANO_NAMESPACE,
             create_namespace=True,
             wait=True,
-            timeout=Duration.minutes(15),
+            timeout=HELM_WAIT_TIMEOUT,
             values={"custom": {"default_ns": dict(SYSTEM_NODE_LABELS)}},
         )
-        self.volcano.node.add_dependency(system_nodes)
-        self.volcano_queue = self._apply(
-            "VolcanoQueue", VolcanoQueueChart(name=queue), prune=True, after=[self.volcano]
-        )
+        self.volcano_queue = self._apply("VolcanoQueue", VolcanoQueueChart(name=queue), after=[self.volcano])
 
         self.job_prerequisites: List[IConstruct] = [
-            self.neuron_device_plugin,
-            self.efa_device_plugin,
             self.training_namespace,
             self.shared_volume,
-            self.etcd,
+            *self.etcd.of_kind("Service"),
             self.volcano_queue,
+            self.job_priorities,
         ]
-        """What every training job must come after: device plugins, namespace, claim, etcd, the Volcano queue."""
+        """What every job is created after: the namespace, its service account and the role its start gates read
+        jobs with, the claim, etcd's Service (the rendezvous endpoint), the Volcano queue and the jobs' priority
+        classes. Not the device plugins or the nodes: a pod waits for its devices and nodes without failing."""
 
-    def _apply(
-        self,
-        id_: str,
-        chart: LibraryChart,
-        *,
-        prune: bool,
-        removal_policy: RemovalPolicy = RemovalPolicy.DESTROY,
-        after: Sequence[IConstruct] = (),
-    ) -> eks.KubernetesManifest:
-        return apply_chart(
-            self, id_, cluster=self.cluster, chart=chart, prune=prune, removal_policy=removal_policy, after=after
-        )
+    def _apply(self, id_: str, chart: LibraryChart, *, after: Sequence[IConstruct] = ()) -> AppliedChart:
+        return AppliedChart(self, id_, cluster=self.cluster, chart=chart, after=after)
 
     def _eks_registry(self) -> str:
         """The EKS image registry of the stack's region; a CloudFormation mapping when the region is a token."""

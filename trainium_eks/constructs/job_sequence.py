@@ -1,4 +1,4 @@
-"""JobSequence: jobs applied to the cluster by the stack, one after the other, each a hash-named object."""
+"""JobSequence: jobs applied to the cluster by the stack, each a hash-named object and its own resource."""
 
 from __future__ import annotations
 
@@ -8,21 +8,23 @@ from aws_cdk import Stack
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
-from trainium_eks.constructs.chart_manifest import apply_chart
-from trainium_eks.manifests.chart import LibraryChart
+from trainium_eks.constructs.applied_chart import AppliedChart
+from trainium_eks.manifests.job_chart import JobChart
 
 
 class JobSequence(Construct):
-    """Applies job charts (``DatasetStagingChart``, ``TrainingJobChart``) in the order they are added.
+    """Applies job charts (``DatasetStagingChart``, ``TrainingJobChart``, ...) to a cluster.
 
-    Each job is its own manifest resource in the stack, created after the previous job's and after
-    ``prerequisites`` (device plugins, namespace, claim, etcd, the Volcano queue, the node group). Creation order is
-    not start order: a job that must not start before another has finished names it in ``wait_for`` (its start gate
-    waits in an init container); the order here only makes sure every job exists before the job that waits for it.
+    A job's name carries a hash of its spec, and each job is an :class:`AppliedChart`, whose resource is keyed by
+    that name. So a changed job (an argument, the node count, the image) is a new CloudFormation resource: the next
+    deploy creates the new job, then deletes the old one with ``kubectl delete`` (a running old job is stopped); a
+    job removed from the app is deleted from the cluster. No job is ever updated in place (a pod template is
+    immutable) and nothing relies on ``kubectl apply --prune`` (it never prunes Volcano Jobs).
 
-    Lifecycle: every manifest is pruned and deleted with its chart. A job's name carries a hash of its spec, so a
-    changed argument creates a new job and prunes the old one (never an update of an immutable pod template), and a
-    job removed from the app is deleted from the cluster.
+    Every job is created after ``prerequisites`` (namespace, claim, etcd, the Volcano queue, the jobs' priority
+    classes) and after nothing else: creation is not start, and the jobs are created side by side. A job that must
+    not start before another has finished waits in its start gate, and runs at a lower priority than the job it
+    waits for (:attr:`JobChart.stage`), so the scheduler never gives the nodes to the waiting job first.
 
     :param cluster: Required.
     :param prerequisites: What every job comes after. Default: nothing.
@@ -34,17 +36,15 @@ class JobSequence(Construct):
         super().__init__(scope, id_)
         self.cluster = cluster
         self.prerequisites = list(prerequisites)
-        self.jobs: List[eks.KubernetesManifest] = []
+        self.jobs: List[AppliedChart] = []
 
     def resolve(self, value: Any) -> Any:
         """``value`` with CDK tokens in CloudFormation form: pass it to job charts as ``resolve`` so that a job's
         hash does not depend on token numbering."""
         return Stack.of(self).resolve(value)
 
-    def add(self, id_: str, chart: LibraryChart) -> eks.KubernetesManifest:
-        """Apply ``chart`` after every job added before it."""
-        manifest = apply_chart(
-            self, id_, cluster=self.cluster, chart=chart, prune=True, after=self.prerequisites + self.jobs[-1:]
-        )
-        self.jobs.append(manifest)
-        return manifest
+    def add(self, id_: str, chart: JobChart) -> AppliedChart:
+        """Apply ``chart`` after the prerequisites."""
+        applied = AppliedChart(self, id_, cluster=self.cluster, chart=chart, after=self.prerequisites)
+        self.jobs.append(applied)
+        return applied

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import List, Mapping, Optional, Sequence
 
 from aws_cdk import Duration, RemovalPolicy, Stack
@@ -13,10 +12,17 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from trainium_eks.validation import Problems, is_concrete
+from trainium_eks.constructs.security_group_rules import allow_ingress
+from trainium_eks.conventions import LustreVolumeSource
+from trainium_eks.validation import Problems, is_concrete, is_integer
 
 DEFAULT_STORAGE_CAPACITY_GIB = 1200
 """Smallest size of a PERSISTENT_2 file system; the tutorial's claim was 1200 GiB too."""
+
+MAX_STORAGE_CAPACITY_GIB = 2_147_483_647
+"""Upper bound of ``StorageCapacity`` in the FSx API (CreateFileSystem, "Valid Range: Minimum value of 0. Maximum
+value of 2147483647"); the account's service quota for Lustre storage is usually lower, and FSx refuses a larger
+file system at deploy time."""
 
 DEFAULT_THROUGHPUT_PER_TIB = 250
 """MB/s per TiB of storage: 300 MB/s on 1.2 TiB, enough to read the phase-1 shards and write checkpoints."""
@@ -44,27 +50,15 @@ IMPORT_EVENTS = ("NEW", "CHANGED", "DELETED")
 on the file system flow out to S3, but a deletion on the file system never deletes objects in the bucket."""
 
 
-@dataclass(frozen=True)
-class LustreVolumeSource:
-    """What Kubernetes needs to mount an FSx for Lustre file system (values or CloudFormation tokens): its id, DNS
-    name and mount name, and its size in GiB. ``LustreStorage.volume_source`` gives it; build one for a file system
-    created elsewhere."""
-
-    file_system_id: str
-    dns_name: str
-    mount_name: str
-    storage_gib: int
-
-
 class LustreStorage(Construct):
     """A shared FSx for Lustre file system for training data, checkpoints and the Neuron compile cache.
 
     - ``PERSISTENT_2`` on SSD, Lustre 2.15, LZ4 compression, storage size and throughput checked against what FSx
       allows for the deployment type, daily automatic backups;
     - in one subnet (the accelerated nodes' subnet, so reads never cross an AZ);
-    - a security group that allows Lustre (TCP 988 and 1018-1023) from itself and from each client security group
-      (:meth:`allow_clients`); the tutorial opened 988 only, and FSx refuses to create a file system without
-      1018-1023;
+    - a security group that allows Lustre (TCP 988 and 1018-1023) from itself and from each client security group,
+      and on each client group the same ports from the file system's group (:meth:`allow_clients`); the tutorial
+      opened 988 one way only, and FSx refuses to create a file system without 1018-1023;
     - optionally a data repository association with an S3 bucket, imported automatically and exported
       automatically (:data:`IMPORT_EVENTS`, :data:`EXPORT_EVENTS`);
     - removal policy RETAIN: deleting the stack, or replacing the resource, never deletes the data. The logical ID
@@ -127,6 +121,7 @@ class LustreStorage(Construct):
             allow_all_outbound=True,
         )
         # LustreFileSystem itself opens TCP 988-1023 between members of this group (the file system's servers).
+        self._clients: List[ec2.ISecurityGroup] = []
         self.allow_clients(*client_security_groups)
 
         self.file_system = fsx.LustreFileSystem(
@@ -182,10 +177,33 @@ class LustreStorage(Construct):
         return Stack.of(self).format_arn(service="fsx", resource="file-system", resource_name=self.file_system_id)
 
     def allow_clients(self, *security_groups: ec2.ISecurityGroup) -> None:
-        """Let the instances of ``security_groups`` mount the file system (TCP 988 and 1018-1023)."""
+        """Let the instances of ``security_groups`` mount the file system: LNET (TCP 988 and 1018-1023) both ways.
+
+        The file system's group admits each client group, and each client group admits the file system's group: the
+        FSx for Lustre user guide ("File system access control with Amazon VPC", Lustre client VPC security group
+        rules) requires clients to allow inbound LNET traffic from the file system, whose servers open connections to
+        clients too. The rules are created in this construct (the storage's stack), whatever stack owns the groups.
+        """
         for client in security_groups:
-            for port in LUSTRE_PORTS:
-                self.security_group.add_ingress_rule(client, port, "Lustre clients")
+            index = len(self._clients)
+            self._clients.append(client)
+            for number, port in enumerate(LUSTRE_PORTS):
+                allow_ingress(
+                    self,
+                    f"FromClient{index}Port{number}",
+                    group=self.security_group,
+                    peer=client,
+                    port=port,
+                    description=f"Lustre clients (LNET {port.to_string()})",
+                )
+                allow_ingress(
+                    self,
+                    f"ToClient{index}Port{number}",
+                    group=client,
+                    peer=self.security_group,
+                    port=port,
+                    description=f"Lustre file system servers to their clients (LNET {port.to_string()})",
+                )
 
     def grant_csi_driver(self, role: iam.IRole) -> None:
         """Allow the FSx CSI controller's ``role`` to resize this file system (PersistentVolumeClaim expansion)."""
@@ -211,15 +229,16 @@ def check_lustre_settings(
     if is_concrete(storage_capacity_gib):
         step = 3600 if kind == "SCRATCH_1" else 2400
         valid = (
-            isinstance(storage_capacity_gib, int)
-            and storage_capacity_gib > 0
+            is_integer(storage_capacity_gib)
+            and 0 < storage_capacity_gib <= MAX_STORAGE_CAPACITY_GIB
             and (storage_capacity_gib in (1200, 2400) or storage_capacity_gib % step == 0)
         )
         if not valid:
             problems.add(
                 "storage_capacity_gib",
                 storage_capacity_gib,
-                f"{kind} allows 1200, 2400 or a multiple of {step} GiB ({_neighbours(storage_capacity_gib, step)})",
+                f"{kind} allows 1200, 2400 or a multiple of {step} GiB up to {MAX_STORAGE_CAPACITY_GIB} "
+                f"({_neighbours(storage_capacity_gib, step)})",
             )
     allowed: List[int] = list(ALLOWED_THROUGHPUT_PER_TIB.get(kind, ()))
     if allowed and throughput_per_tib not in allowed:
@@ -229,7 +248,7 @@ def check_lustre_settings(
 
 
 def _neighbours(value, step: int) -> str:
-    if not isinstance(value, int) or value <= 2400:
+    if not is_integer(value) or value <= 2400 or value > MAX_STORAGE_CAPACITY_GIB:
         return "e.g. 1200 or 2400"
     lower = value // step * step
     return f"nearest: {lower} or {lower + step}"

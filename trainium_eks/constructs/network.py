@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
-from aws_cdk import RemovalPolicy, Tags
+from aws_cdk import RemovalPolicy, Stack, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from trainium_eks.regions import AZ_IDS_BY_REGION, EKS_UNSUPPORTED_CONTROL_PLANE_AZ_IDS, region_of_az_id
-from trainium_eks.validation import Problems
+from trainium_eks.validation import Problems, check_instance, check_strings, check_text, is_concrete
 
 DEFAULT_VPC_CIDR = "10.0.0.0/16"
 """The VPC's address range. Default of :class:`TrainingNetwork`."""
@@ -58,8 +58,15 @@ class TrainingNetwork(Construct):
         flow_log_retention: logs.RetentionDays = DEFAULT_FLOW_LOG_RETENTION,
     ) -> None:
         super().__init__(scope, id_)
+        problems = Problems(self.node.path)
+        if check_text(problems, "accelerated_az_id", accelerated_az_id, allowed="an AZ ID such as usw2-az4"):
+            az_ids = availability_zone_ids or default_availability_zone_ids(accelerated_az_id)
+            if check_strings(problems, "availability_zone_ids", az_ids):
+                _validate(problems, accelerated_az_id, list(az_ids), Stack.of(self).region)
+        check_instance(problems, "flow_log_retention", flow_log_retention, logs.RetentionDays, "a logs.RetentionDays")
+        _validate_cidr(problems, cidr, availability_zone_ids)
+        problems.raise_if_any()
         az_ids = list(availability_zone_ids or default_availability_zone_ids(accelerated_az_id))
-        _validate(self.node.path, accelerated_az_id, az_ids, cidr)
         self.availability_zone_ids: List[str] = az_ids
         self.accelerated_az_id = accelerated_az_id
         network = ipaddress.ip_network(cidr)
@@ -188,8 +195,7 @@ def default_availability_zone_ids(accelerated_az_id: str) -> List[str]:
     return [accelerated_az_id] + others[:1]
 
 
-def _validate(where: str, accelerated_az_id: str, az_ids: List[str], cidr: str) -> None:
-    problems = Problems(where)
+def _validate(problems: Problems, accelerated_az_id: str, az_ids: List[str], stack_region: str) -> None:
     regions = {region_of_az_id(az) for az in az_ids}
     if accelerated_az_id not in az_ids:
         problems.add("accelerated_az_id", accelerated_az_id, f"must be one of availability_zone_ids {az_ids}")
@@ -201,6 +207,9 @@ def _validate(where: str, accelerated_az_id: str, az_ids: List[str], cidr: str) 
         )
     if None in regions or len(regions) != 1:
         problems.add("availability_zone_ids", az_ids, "AZ IDs of one known region, e.g. ['usw2-az4', 'usw2-az1']")
+    elif is_concrete(stack_region) and regions != {stack_region}:
+        known = ", ".join(AZ_IDS_BY_REGION.get(stack_region, ())) or "none the library knows"
+        problems.add("availability_zone_ids", az_ids, f"AZ IDs of the stack's region {stack_region}: {known}")
     refused = [az for az in az_ids if az in EKS_UNSUPPORTED_CONTROL_PLANE_AZ_IDS]
     if refused:
         problems.add(
@@ -208,13 +217,21 @@ def _validate(where: str, accelerated_az_id: str, az_ids: List[str], cidr: str) 
             az_ids,
             f"EKS does not place control planes in {refused}; pick other AZ IDs",
         )
+
+
+def _validate_cidr(problems: Problems, cidr: Any, availability_zone_ids: Any) -> None:
     try:
         network = ipaddress.ip_network(cidr)
-    except ValueError:
+    except (TypeError, ValueError):
         problems.add("cidr", cidr, "an IPv4 network such as 10.0.0.0/16")
-    else:
-        if not 16 <= network.prefixlen <= 20:
-            problems.add("cidr", cidr, "a /16 to /20 IPv4 range (the accelerated subnet takes a quarter of it)")
-        elif len(az_ids) > 2 ** (22 - network.prefixlen):
-            problems.add("availability_zone_ids", az_ids, f"at most {2 ** (22 - network.prefixlen)} AZs fit in {cidr}")
-    problems.raise_if_any()
+        return
+    if network.version != 4 or not 16 <= network.prefixlen <= 20:
+        problems.add("cidr", cidr, "a /16 to /20 IPv4 range (the accelerated subnet takes a quarter of it)")
+    elif isinstance(availability_zone_ids, (list, tuple)) and len(availability_zone_ids) > 2 ** (
+        22 - network.prefixlen
+    ):
+        problems.add(
+            "availability_zone_ids",
+            availability_zone_ids,
+            f"at most {2 ** (22 - network.prefixlen)} AZs fit in {cidr}",
+        )

@@ -10,13 +10,8 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from trainium_eks.constructs.pod_identity_role import PodIdentityRole
+from trainium_eks.conventions import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT
 from trainium_eks.nag import acknowledge
-
-DEFAULT_NAMESPACE = "training"
-"""Namespace of the training jobs."""
-
-DEFAULT_SERVICE_ACCOUNT = "training"
-"""Service account of the training pods."""
 
 DATA_BUCKET_OBJECT_ACTIONS = ("s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload")
 """What training pods may do with the objects of the data bucket (plus s3:ListBucket on the bucket)."""

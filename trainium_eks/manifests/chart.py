@@ -8,8 +8,7 @@ import cdk8s
 from cdk8s_plus_27 import k8s
 
 from trainium_eks.catalog import Accelerator
-from trainium_eks.constructs.accelerated_node_group import ACCELERATOR_TAINTS
-from trainium_eks.constructs.cluster import SYSTEM_NODE_LABELS
+from trainium_eks.conventions import ACCELERATOR_TAINTS, SYSTEM_NODE_LABELS
 
 PART_OF = "trainium-eks"
 """Value of the ``app.kubernetes.io/part-of`` label on every object the library creates."""

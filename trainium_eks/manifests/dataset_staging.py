@@ -5,17 +5,24 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Dict, Optional
 
-from trainium_eks.constructs.training_pod_identity import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT
+from trainium_eks.conventions import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT, SHARED_MOUNT
 from trainium_eks.manifests import job_naming
-from trainium_eks.manifests.chart import LibraryChart
-from trainium_eks.manifests.fsx_volume import SHARED_MOUNT
+from trainium_eks.manifests.job_chart import JobChart
 from trainium_eks.manifests.topology import NodeGroupTopology
-from trainium_eks.validation import Problems
+from trainium_eks.validation import (
+    Problems,
+    check_bool,
+    check_dns_label,
+    check_dns_subdomain,
+    check_integer,
+    check_pattern,
+    check_text,
+)
 
 STAGED_MARKER = ".staged"
 """File written last into a staged dataset; its presence means the copy is complete."""
 
-_S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?$")
+_S3_URI = re.compile(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?")
 
 STAGING_SCRIPT = r"""
 set -euo pipefail
@@ -40,7 +47,7 @@ echo "staged $source into $dest: $(find "$dest" -type f | wc -l) files, $(du -sh
 """.format(marker=STAGED_MARKER)
 
 
-class DatasetStagingChart(LibraryChart):
+class DatasetStagingChart(JobChart):
     """A batch/v1 Job that copies a dataset from S3 to ``<shared volume>/<directory>``, idempotently.
 
     - A tarball (``.tar``, ``.tar.gz``, ``.tgz``) is streamed from S3 and unpacked without a second copy on disk; any
@@ -85,19 +92,33 @@ class DatasetStagingChart(LibraryChart):
         backoff_limit: int = 3,
         resolve: Optional[Callable[[Any], Any]] = None,
     ) -> None:
-        super().__init__(name, namespace=namespace)
-        claim = claim or (sorted(node_group.shared_claims)[0] if node_group.shared_claims else None)
         problems = Problems(f"dataset staging job {name!r}")
-        if not job_naming.BASE_NAME.match(name):
-            problems.add("name", name, "a lowercase DNS label of at most 28 characters, starting with a letter")
-        if not _S3_URI.match(source):
-            problems.add("source", source, "an S3 URI such as s3://bucket/dataset.tar or s3://bucket/prefix/")
-        if not directory or directory.startswith("/") or ".." in directory.split("/"):
+        check_pattern(
+            problems,
+            "name",
+            name,
+            job_naming.BASE_NAME,
+            "a lowercase DNS label of at most 28 characters, starting with a letter",
+        )
+        check_pattern(
+            problems, "source", source, _S3_URI, "an S3 URI such as s3://bucket/dataset.tar or s3://bucket/prefix/"
+        )
+        if not isinstance(directory, str) or not directory or directory.startswith("/") or ".." in directory.split("/"):
             problems.add("directory", directory, "a relative path on the shared volume, such as datasets/bert")
+        check_text(problems, "image", image, allowed="a container image reference, such as repo/image:tag")
+        check_bool(problems, "unsigned", unsigned)
+        check_dns_label(problems, "namespace", namespace)
+        check_dns_subdomain(problems, "service_account", service_account)
+        check_integer(problems, "backoff_limit", backoff_limit, minimum=0, maximum=100)
+        if not isinstance(node_group, NodeGroupTopology):
+            problems.add("node_group", node_group, "a NodeGroupTopology (AcceleratedNodeGroup.topology)")
+            problems.raise_if_any()
+        claim = claim or (sorted(node_group.shared_claims)[0] if node_group.shared_claims else None)
         if claim is None or claim not in node_group.shared_claims:
             have = ", ".join(sorted(node_group.shared_claims)) or "none"
             problems.add("claim", claim, f"a shared claim the node group can reach (it has: {have})")
         problems.raise_if_any()
+        super().__init__(name, namespace=namespace)
 
         self.destination = f"{SHARED_MOUNT}/{directory.strip('/')}"
         labels = {**self.selector_labels(), "app.kubernetes.io/instance": job_naming.PLACEHOLDER}
@@ -135,8 +156,4 @@ class DatasetStagingChart(LibraryChart):
                 "template": {"metadata": {"labels": labels}, "spec": pod},
             },
         }
-        self.job_name = job_naming.hashed_name(name, manifest, resolve)
-        """The job's name in the cluster: ``<name>-<hash>``."""
-        self.ref = f"job/{self.job_name}"
-        """How a start gate refers to this job."""
-        self.add_object("Job", job_naming.with_name(manifest, self.job_name))
+        self.add_job(manifest, resolve)

@@ -16,14 +16,12 @@ from trainium_eks.manifests.chart import (
     instance_type_affinity,
 )
 from trainium_eks.manifests.neuron_device_plugin import DEVICE_PLUGIN_PATH
+from trainium_eks.validation import Problems, check_instance_types, check_text
 
 NAME = "aws-efa-k8s-device-plugin"
 NEURON_TOOLS = "/opt/aws/neuron"
 """Host folder of the Neuron tools, which the plugin reads to hand out EFA devices aligned with the pod's Neuron
 devices (aws/eks-charts PR #1245, 2025-09)."""
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
-"""Extended resource the plugin advertises: one per EFA interface attached at launch. Source: Amazon EKS user
-guide, device-management-efa.html; aws/eks-charts stable/aws-efa-k8s-device-plugin NOTES.txt."""
 
 
 def efa_instance_types() -> list:
@@ -55,6 +53,11 @@ class EfaDevicePluginChart(LibraryChart):
         image: str = versions.EFA_DEVICE_PLUGIN.image,
         instance_types: Optional[Sequence[str]] = None,
     ) -> None:
+        problems = Problems(f"{NAME} chart")
+        check_text(problems, "registry", registry, allowed="a container registry host, such as 602401143452.dkr...")
+        check_text(problems, "image", image, allowed="a repository path and tag, such as eks/plugin:v1")
+        check_instance_types(problems, "instance_types", instance_types)
+        problems.raise_if_any()
         super().__init__(NAME, namespace="kube-system")
         self.instance_types = sorted(instance_types or efa_instance_types())
         labels = self.selector_labels()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from cdk8s_plus_27 import k8s
 
 from trainium_eks import versions
-from trainium_eks.constructs.training_pod_identity import DEFAULT_NAMESPACE
+from trainium_eks.conventions import DEFAULT_NAMESPACE
 from trainium_eks.manifests.chart import (
     SYSTEM_NODE_SELECTOR,
     LibraryChart,
@@ -13,6 +13,7 @@ from trainium_eks.manifests.chart import (
     quantity,
     unprivileged_pod,
 )
+from trainium_eks.validation import Problems, check_dns_label, check_text
 
 SERVICE_NAME = "etcd-server"
 """The rendezvous endpoint of the jobs is ``etcd-server:2379`` (same namespace), as in the tutorial."""
@@ -40,6 +41,10 @@ class EtcdChart(LibraryChart):
     """
 
     def __init__(self, *, namespace: str = DEFAULT_NAMESPACE, image: str = versions.ETCD.image) -> None:
+        problems = Problems("etcd chart")
+        check_dns_label(problems, "namespace", namespace)
+        check_text(problems, "image", image, allowed="a container image reference, such as repo/image:tag")
+        problems.raise_if_any()
         super().__init__("etcd", namespace=namespace)
         labels = self.selector_labels()
         k8s.KubeService(

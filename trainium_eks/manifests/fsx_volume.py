@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from cdk8s_plus_27 import k8s
 
-from trainium_eks.constructs.lustre_storage import LustreVolumeSource
-from trainium_eks.constructs.training_pod_identity import DEFAULT_NAMESPACE
+from trainium_eks.conventions import DEFAULT_NAMESPACE, LustreVolumeSource
 from trainium_eks.manifests.chart import LibraryChart, quantity
+from trainium_eks.validation import Problems, check_dns_label, check_dns_subdomain, check_instance
 
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
-SHARED_MOUNT = "/data"
-"""Where pods mount the shared claim, as in the tutorial (jobs, staging, TensorBoard)."""
-OUTPUT_ROOT = f"{SHARED_MOUNT}/output"
-"""Where jobs write their runs (checkpoints, TensorBoard events), one folder per run."""
 DEFAULT_VOLUME_NAME = "fsx-pv"
 DEFAULT_CLAIM_NAME = "fsx-claim"
 """Names of the tutorial, kept so that its commands work unchanged."""
@@ -45,6 +41,14 @@ class FsxVolumeChart(LibraryChart):
         volume_name: str = DEFAULT_VOLUME_NAME,
         claim_name: str = DEFAULT_CLAIM_NAME,
     ) -> None:
+        problems = Problems("FSx volume chart")
+        check_instance(
+            problems, "volume", volume, LustreVolumeSource, "a LustreVolumeSource (LustreStorage.volume_source)"
+        )
+        check_dns_label(problems, "namespace", namespace)
+        check_dns_subdomain(problems, "volume_name", volume_name)
+        check_dns_subdomain(problems, "claim_name", claim_name)
+        problems.raise_if_any()
         super().__init__("fsx-volume", namespace=namespace)
         self.claim_name = claim_name
         size = {"storage": quantity(f"{volume.storage_gib}Gi")}

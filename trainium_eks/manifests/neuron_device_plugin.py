@@ -15,13 +15,10 @@ from trainium_eks.manifests.chart import (
     exists_toleration,
     instance_type_affinity,
 )
+from trainium_eks.validation import Problems, check_instance_types, check_text
 
 NAME = "neuron-device-plugin"
 DEVICE_PLUGIN_PATH = "/var/lib/kubelet/device-plugins"
-NEURON_DEVICE_RESOURCE = "aws.amazon.com/neuron"
-NEURON_CORE_RESOURCE = "aws.amazon.com/neuroncore"
-"""Extended resources the plugin advertises: whole Neuron devices and NeuronCores. Source: Neuron SDK
-deploy/includes/k8s-neuron-device-plugin.rst."""
 
 
 def neuron_instance_types() -> list:
@@ -48,6 +45,10 @@ class NeuronDevicePluginChart(LibraryChart):
     def __init__(
         self, *, image: str = versions.NEURON_DEVICE_PLUGIN.image, instance_types: Optional[Sequence[str]] = None
     ) -> None:
+        problems = Problems(f"{NAME} chart")
+        check_text(problems, "image", image, allowed="a container image reference, such as repo/image:tag")
+        check_instance_types(problems, "instance_types", instance_types)
+        problems.raise_if_any()
         super().__init__(NAME, namespace="kube-system")
         self.instance_types = sorted(instance_types or neuron_instance_types())
         k8s.KubeServiceAccount(self, "ServiceAccount", metadata=self.metadata(NAME))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from cdk8s_plus_27 import k8s
 
 from trainium_eks import versions
-from trainium_eks.constructs.training_pod_identity import DEFAULT_NAMESPACE
+from trainium_eks.conventions import DEFAULT_NAMESPACE, OUTPUT_ROOT, SHARED_MOUNT
 from trainium_eks.manifests.chart import (
     SYSTEM_NODE_SELECTOR,
     LibraryChart,
@@ -13,7 +13,8 @@ from trainium_eks.manifests.chart import (
     quantity,
     unprivileged_pod,
 )
-from trainium_eks.manifests.fsx_volume import DEFAULT_CLAIM_NAME, OUTPUT_ROOT, SHARED_MOUNT
+from trainium_eks.manifests.fsx_volume import DEFAULT_CLAIM_NAME
+from trainium_eks.validation import Problems, check_absolute_path, check_dns_label, check_dns_subdomain, check_text
 
 NAME = "tensorboard"
 PORT = 6006
@@ -44,6 +45,12 @@ class TensorBoardChart(LibraryChart):
         log_dir: str = DEFAULT_LOG_DIR,
         image: str = versions.TENSORBOARD.image,
     ) -> None:
+        problems = Problems(f"{NAME} chart")
+        check_dns_label(problems, "namespace", namespace)
+        check_dns_subdomain(problems, "claim_name", claim_name)
+        check_absolute_path(problems, "log_dir", log_dir)
+        check_text(problems, "image", image, allowed="a container image reference, such as repo/image:tag")
+        problems.raise_if_any()
         super().__init__(NAME, namespace=namespace)
         labels = self.selector_labels()
         k8s.KubeService(

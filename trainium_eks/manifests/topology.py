@@ -6,15 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, Tuple
 
 from trainium_eks.catalog import InstanceFacts, instance_facts
-
-
-@dataclass(frozen=True)
-class Taint:
-    """A node taint (``key=value:effect``, effect in Kubernetes spelling: ``NoSchedule``)."""
-
-    key: str
-    value: str
-    effect: str
+from trainium_eks.conventions import Taint
 
 
 @dataclass(frozen=True)
@@ -56,9 +48,7 @@ class NodeGroupTopology:
         the nodes' taints (plain manifest form)."""
         return {
             "nodeSelector": {"node.kubernetes.io/instance-type": self.instance_type},
-            "tolerations": [
-                {"key": t.key, "operator": "Equal", "value": t.value, "effect": t.effect} for t in self.taints
-            ],
+            "tolerations": [taint.toleration() for taint in self.taints],
         }
 
     @property

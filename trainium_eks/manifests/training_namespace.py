@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from cdk8s_plus_27 import k8s
 
-from trainium_eks.constructs.training_pod_identity import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT
+from trainium_eks.conventions import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT
 from trainium_eks.manifests.chart import LibraryChart
+from trainium_eks.validation import Problems, check_dns_label, check_dns_subdomain
 
 JOB_READER_ROLE = "training-job-reader"
 """Role that lets training pods read the status of jobs in their namespace (the start gates of dependent jobs)."""
@@ -22,6 +23,10 @@ class TrainingNamespaceChart(LibraryChart):
     """
 
     def __init__(self, *, namespace: str = DEFAULT_NAMESPACE, service_account: str = DEFAULT_SERVICE_ACCOUNT) -> None:
+        problems = Problems("training namespace chart")
+        check_dns_label(problems, "namespace", namespace)
+        check_dns_subdomain(problems, "service_account", service_account)
+        problems.raise_if_any()
         super().__init__("training-namespace", namespace=namespace)
         self.service_account = service_account
         k8s.KubeNamespace(

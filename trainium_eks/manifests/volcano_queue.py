@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from trainium_eks.manifests.chart import LibraryChart
+from trainium_eks.validation import Problems, check_dns_label, check_integer
 
 DEFAULT_QUEUE = "training"
 QUEUE_API_VERSION = "scheduling.volcano.sh/v1beta1"
@@ -21,6 +22,10 @@ class VolcanoQueueChart(LibraryChart):
     """
 
     def __init__(self, *, name: str = DEFAULT_QUEUE, weight: int = 1) -> None:
+        problems = Problems("Volcano queue chart")
+        check_dns_label(problems, "name", name)
+        check_integer(problems, "weight", weight, minimum=1, maximum=65535)
+        problems.raise_if_any()
         super().__init__("volcano-queue")
         self.queue_name = name
         self.add_object(

@@ -1,0 +1,29 @@
+"""``python -m trainium_eks <command>``: the user's command line. No AWS call happens at import.
+
+Commands:
+  admin-role   the IAM principal that gets cluster-admin (``--save`` writes it into cdk.context.json)
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import List, Optional
+
+COMMANDS = {
+    "admin-role": "trainium_eks.commands.admin_role",
+}
+"""Command name -> module with ``main(argv)``."""
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Dispatch ``argv`` (default: the process's arguments) to a command; returns its exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
+        print(__doc__)
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    return importlib.import_module(COMMANDS[argv[0]]).main(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
