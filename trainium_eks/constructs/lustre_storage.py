@@ -14,7 +14,15 @@ from constructs import Construct
 
 from trainium_eks.constructs.security_group_rules import allow_ingress
 from trainium_eks.conventions import LustreVolumeSource
-from trainium_eks.validation import Problems, is_concrete, is_integer
+from trainium_eks.validation import (
+    Problems,
+    check_absolute_path,
+    check_implements,
+    check_instance,
+    implements,
+    is_concrete,
+    is_integer,
+)
 
 DEFAULT_STORAGE_CAPACITY_GIB = 1200
 """Smallest size of a PERSISTENT_2 file system; the tutorial's claim was 1200 GiB too."""
@@ -100,10 +108,23 @@ class LustreStorage(Construct):
         setting_names: Optional[Mapping[str, str]] = None,
     ) -> None:
         super().__init__(scope, id_)
-        scratch = deployment_type.name.startswith("SCRATCH")
+        scratch = isinstance(deployment_type, fsx.LustreDeploymentType) and deployment_type.name.startswith("SCRATCH")
         if scratch:
             throughput_per_tib = None
         problems = Problems(self.node.path, setting_names=setting_names)
+        check_implements(problems, "vpc", vpc, ec2.IVpc, "an ec2.IVpc")
+        check_implements(problems, "subnet", subnet, ec2.ISubnet, "an ec2.ISubnet")
+        if not isinstance(client_security_groups, (list, tuple)) or not all(
+            implements(group, ec2.ISecurityGroup) for group in client_security_groups
+        ):
+            problems.add("client_security_groups", client_security_groups, "a list of ec2.ISecurityGroup")
+        if data_bucket is not None:
+            check_implements(problems, "data_bucket", data_bucket, s3.IBucket, "an s3.IBucket")
+        if kms_key is not None:
+            check_implements(problems, "kms_key", kms_key, kms.IKey, "a kms.IKey")
+        check_instance(problems, "automatic_backup_retention", automatic_backup_retention, Duration, "a Duration")
+        if not isinstance(data_bucket_prefix, str) or data_bucket_prefix.startswith("/"):
+            problems.add("data_bucket_prefix", data_bucket_prefix, "a key prefix in the bucket, without a leading '/'")
         check_lustre_settings(
             problems,
             storage_capacity_gib=storage_capacity_gib,
@@ -225,8 +246,11 @@ def check_lustre_settings(
     Allowed sizes (FSx API reference, CreateFileSystem StorageCapacity, SSD): SCRATCH_1 1200, 2400 or a multiple of
     3600 GiB; SCRATCH_2, PERSISTENT_1 and PERSISTENT_2 1200 or a multiple of 2400 GiB.
     """
+    if not isinstance(deployment_type, fsx.LustreDeploymentType):
+        problems.add("deployment_type", deployment_type, "an fsx.LustreDeploymentType")
+        return
     kind = deployment_type.name
-    if is_concrete(storage_capacity_gib):
+    if storage_capacity_gib is None or is_concrete(storage_capacity_gib):
         step = 3600 if kind == "SCRATCH_1" else 2400
         valid = (
             is_integer(storage_capacity_gib)
@@ -243,8 +267,7 @@ def check_lustre_settings(
     allowed: List[int] = list(ALLOWED_THROUGHPUT_PER_TIB.get(kind, ()))
     if allowed and throughput_per_tib not in allowed:
         problems.add("throughput_per_tib", throughput_per_tib, f"{kind} allows {', '.join(map(str, allowed))} MB/s/TiB")
-    if not bucket_path.startswith("/") or bucket_path == "/":
-        problems.add("bucket_path", bucket_path, "an absolute path below the root, such as /bucket")
+    check_absolute_path(problems, "bucket_path", bucket_path)
 
 
 def _neighbours(value, step: int) -> str:

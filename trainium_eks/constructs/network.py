@@ -221,6 +221,8 @@ def _validate(problems: Problems, accelerated_az_id: str, az_ids: List[str], sta
 
 def _validate_cidr(problems: Problems, cidr: Any, availability_zone_ids: Any) -> None:
     try:
+        if not isinstance(cidr, str):
+            raise TypeError(cidr)
         network = ipaddress.ip_network(cidr)
     except (TypeError, ValueError):
         problems.add("cidr", cidr, "an IPv4 network such as 10.0.0.0/16")

@@ -1,7 +1,8 @@
-"""Security group rules that live where the construct that needs them lives, whatever stack owns the groups."""
+"""Security group rules that live in the stack that depends on the others, whatever stacks own the groups."""
 
 from __future__ import annotations
 
+from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
@@ -9,14 +10,19 @@ from constructs import Construct
 def allow_ingress(
     scope: Construct, id_: str, *, group: ec2.ISecurityGroup, peer: ec2.ISecurityGroup, port: ec2.Port, description: str
 ) -> ec2.CfnSecurityGroupIngress:
-    """An ingress rule of ``group`` admitting ``peer`` on ``port``, created in ``scope``.
+    """An ingress rule of ``group`` admitting ``peer`` on ``port``, created in ``scope`` or, when the groups live in
+    other stacks, in the latest-created stack of the three.
 
-    ``group.add_ingress_rule(peer, ...)`` creates the rule in the group's own scope, so a node group or a file
-    system in another stack than the cluster would make the cluster's stack refer to the node group's security
-    group, and the node group's stack to the cluster: a dependency cycle. A rule created in ``scope`` lives in the
-    stack of the construct that needs it, which already depends on both groups.
+    ``group.add_ingress_rule(peer, ...)`` creates the rule in the group's own stack: a node group in another stack
+    than the cluster would then make the cluster's stack refer to the node group's security group while the node
+    group's stack refers to the cluster, a dependency cycle. A stack can only refer to what existed when it was
+    built, so the latest-created stack among the scope's and the two groups' is the one that may depend on the
+    others: the rule lives there.
     """
     rule = port.to_rule_json()
+    home = _latest_stack(scope, group, peer)
+    if home.node.path != Stack.of(scope).node.path:
+        scope, id_ = home, f"{scope.node.path.replace('/', '-')}-{id_}"
     return ec2.CfnSecurityGroupIngress(
         scope,
         id_,
@@ -27,3 +33,11 @@ def allow_ingress(
         to_port=rule.get("toPort"),
         description=description,
     )
+
+
+def _latest_stack(*constructs: Construct) -> Stack:
+    stacks = [Stack.of(construct) for construct in constructs]
+    if len({stack.node.path for stack in stacks}) == 1:
+        return stacks[0]
+    created = [child.node.path for child in stacks[0].node.root.node.find_all() if isinstance(child, Stack)]
+    return max(stacks, key=lambda stack: created.index(stack.node.path) if stack.node.path in created else -1)

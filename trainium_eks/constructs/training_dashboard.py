@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
+
+from trainium_eks.validation import Problems, check_instance, check_text
 
 CONTAINER_INSIGHTS = "ContainerInsights"
 PER_NODE = "{ContainerInsights,ClusterName,InstanceId,NodeName}"
@@ -43,6 +45,12 @@ class TrainingDashboard(Construct):
 
     def __init__(self, scope: Construct, id_: str, *, cluster_name: str, period: Duration = DEFAULT_PERIOD) -> None:
         super().__init__(scope, id_)
+        problems = Problems(self.node.path)
+        check_text(problems, "cluster_name", cluster_name, allowed="the EKS cluster's name")
+        if check_instance(problems, "period", period, Duration, "a Duration of whole minutes"):
+            if Token.is_unresolved(period.to_seconds()) or period.to_seconds() % 60 or period.to_seconds() <= 0:
+                problems.add("period", period.to_human_string(), "a Duration of whole minutes")
+        problems.raise_if_any()
         widgets: List[cloudwatch.IWidget] = [
             cloudwatch.GraphWidget(
                 title=title,

@@ -12,6 +12,7 @@ from constructs import Construct
 from trainium_eks.constructs.pod_identity_role import PodIdentityRole
 from trainium_eks.conventions import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT
 from trainium_eks.nag import acknowledge
+from trainium_eks.validation import Problems, check_dns_label, check_dns_subdomain, check_implements
 
 DATA_BUCKET_OBJECT_ACTIONS = ("s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload")
 """What training pods may do with the objects of the data bucket (plus s3:ListBucket on the bucket)."""
@@ -40,6 +41,13 @@ class TrainingPodIdentity(Construct):
         service_account: str = DEFAULT_SERVICE_ACCOUNT,
     ) -> None:
         super().__init__(scope, id_)
+        problems = Problems(self.node.path)
+        check_implements(problems, "cluster", cluster, eks.ICluster, "an eks.ICluster")
+        if data_bucket is not None:
+            check_implements(problems, "data_bucket", data_bucket, s3.IBucket, "an s3.IBucket")
+        check_dns_label(problems, "namespace", namespace)
+        check_dns_subdomain(problems, "service_account", service_account)
+        problems.raise_if_any()
         self.namespace = namespace
         self.service_account = service_account
         self.role = PodIdentityRole(self, "Role", description=f"Training pods ({namespace}/{service_account})").role

@@ -114,7 +114,7 @@ class DatasetStagingChart(JobChart):
             problems.add("node_group", node_group, "a NodeGroupTopology (AcceleratedNodeGroup.topology)")
             problems.raise_if_any()
         claim = claim or (sorted(node_group.shared_claims)[0] if node_group.shared_claims else None)
-        if claim is None or claim not in node_group.shared_claims:
+        if not isinstance(claim, str) or claim not in node_group.shared_claims:
             have = ", ".join(sorted(node_group.shared_claims)) or "none"
             problems.add("claim", claim, f"a shared claim the node group can reach (it has: {have})")
         problems.raise_if_any()

@@ -1,0 +1,344 @@
+"""Property-based tests: any value, of any JSON type, at any context key or construct prop, is either accepted and
+gives a consistent stack, or refused with the library's own ConfigurationError; never another exception."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import build_default_app, new_app
+from trainium_eks import versions
+from trainium_eks.app_context import KNOWN_KEYS
+from trainium_eks.catalog import INSTANCE_CATALOG, Accelerator
+from trainium_eks.constructs.accelerated_node_group import AcceleratedNodeGroup
+from trainium_eks.constructs.cluster import TrainingCluster
+from trainium_eks.constructs.cluster_addons import ClusterAddons
+from trainium_eks.constructs.image_repository import TrainingImageRepository
+from trainium_eks.constructs.job_sequence import JobSequence
+from trainium_eks.constructs.lustre_storage import LustreStorage
+from trainium_eks.constructs.network import TrainingNetwork
+from trainium_eks.constructs.training_dashboard import TrainingDashboard
+from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
+from trainium_eks.conventions import LustreVolumeSource, Taint
+from trainium_eks.manifests.dataset_staging import DatasetStagingChart
+from trainium_eks.manifests.efa_device_plugin import EfaDevicePluginChart
+from trainium_eks.manifests.etcd import EtcdChart
+from trainium_eks.manifests.fsx_volume import FsxVolumeChart
+from trainium_eks.manifests.neuron_device_plugin import NeuronDevicePluginChart
+from trainium_eks.manifests.tensorboard import TensorBoardChart
+from trainium_eks.manifests.topology import NodeGroupTopology
+from trainium_eks.manifests.training_job import TrainingJobChart
+from trainium_eks.manifests.training_namespace import TrainingNamespaceChart
+from trainium_eks.manifests.volcano_queue import VolcanoQueueChart
+from trainium_eks.regions import AZ_IDS_BY_REGION
+from trainium_eks.validation import ConfigurationError, bucket_name_problem
+
+SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**12), 10**12)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=30),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    max_leaves=4,
+)
+"""Any JSON value: what cdk.json can hold."""
+
+NEAR_VALID: Dict[str, st.SearchStrategy] = {
+    "instanceType": st.sampled_from(sorted(INSTANCE_CATALOG) + ["trn1.32XLARGE", " trn1.32xlarge", "trn3.48xlarge"]),
+    "nodeCount": st.integers(-2, 460) | st.integers(-2, 460).map(str) | st.just("4.0"),
+    "trainiumAzId": st.sampled_from([az for ids in AZ_IDS_BY_REGION.values() for az in ids] + ["usw2-az9", ""]),
+    "region": st.sampled_from(sorted(AZ_IDS_BY_REGION) + ["US-WEST-2", "us-west-2 ", "eu-mars-1"]),
+    "account": st.text("0123456789", min_size=10, max_size=13),
+    "kubernetesVersion": st.sampled_from(list(versions.KUBERNETES_VERSIONS) + ["1.33", "1.37", "v1.36", "1.36.0"]),
+    "lustreStorageGiB": st.integers(0, 10**10) | st.sampled_from([1200, 2400, 4800, 3600, "2400"]),
+    "dataBucketName": st.text("abcxyz019.-", min_size=1, max_size=70) | st.sampled_from(["xn--a1b", "a..b", "1.2.3.4"]),
+    "adminRoleArn": st.sampled_from(
+        [
+            "arn:aws:iam::123456789012:role/Admin",
+            "arn:aws-cn:iam::123456789012:role/Admin",
+            "arn:aws:iam::123456789012:user/alice",
+            "arn:aws:sts::123456789012:assumed-role/Admin/me",
+            "arn:aws:iam::123456789012:role/Admin\n",
+        ]
+    ),
+}
+
+
+def check_accepted_settings(stack, key: str, value: Any) -> None:
+    """A stack built from an accepted value carries only values the library allows."""
+    nodes = stack.accelerated_nodes
+    assert nodes.instance.accelerator is Accelerator.NEURON
+    assert 1 <= nodes.node_count <= 450 and (nodes.node_count == 1 or nodes.instance.efa_supported)
+    assert stack.cluster.kubernetes_version in versions.KUBERNETES_VERSIONS
+    assert stack.region in AZ_IDS_BY_REGION
+    if key == "dataBucketName" and value:
+        assert bucket_name_problem(value) is None
+    if key == "account" and value:
+        assert isinstance(value, str) and len(value) == 12 and value.isdigit()
+    if key == "lustreStorageGiB":
+        assert (
+            stack.storage.volume_source.storage_gib in (1200, 2400)
+            or stack.storage.volume_source.storage_gib % 2400 == 0
+        )
+
+
+@pytest.mark.parametrize("key", KNOWN_KEYS)
+@SETTINGS
+@given(data=st.data())
+def test_any_value_of_any_context_key_is_accepted_consistently_or_refused_by_the_library(key, data):
+    value = data.draw(JSON | NEAR_VALID[key])
+    try:
+        _, stack = build_default_app(**{key: value})
+    except ConfigurationError as error:
+        assert error.problems, "the error lists its problems"
+        return
+    check_accepted_settings(stack, key, value)
+
+
+@SETTINGS
+@given(key=st.text(min_size=1, max_size=20).filter(lambda k: ":" not in k and not k.startswith("@")), value=JSON)
+def test_an_unknown_context_key_is_always_refused(key, value):
+    if key in KNOWN_KEYS or key == "cli-telemetry" or value is None:  # a null context value is an unset key
+        return
+    with pytest.raises(ConfigurationError) as raised:
+        build_default_app(**{key: value})
+    assert any(problem.startswith(f"{key}=") for problem in raised.value.problems)
+
+
+# --- Construct and chart props ------------------------------------------------------------------------------------
+
+ODD = st.sampled_from([object(), b"bytes", ("a",), 3.5, -1, True, "", " x", lambda: 0, float("inf"), float("nan")])
+"""Values a caller might pass by mistake that no JSON holds."""
+
+TOPOLOGY = NodeGroupTopology(
+    "trn1.32xlarge", 2, 4, 8, (Taint("aws.amazon.com/neuron", "true", "NoSchedule"),), frozenset({"fsx-claim"})
+)
+VOLUME = LustreVolumeSource("fs-0123456789abcdef0", "fs.example", "abcdefgh", 1200)
+
+
+class Scene:
+    """A stack with an imported cluster (cheap to build) and a network, shared by the examples of one test; each
+    example builds its construct under a new id."""
+
+    def __init__(self) -> None:
+        self.stack = cdk.Stack(new_app(), "Props", env=cdk.Environment(region="us-west-2", account="123456789012"))
+        self.network = TrainingNetwork(self.stack, "Network", accelerated_az_id="usw2-az4")
+        provider = eks.KubectlProvider.from_kubectl_provider_attributes(
+            self.stack,
+            "Kubectl",
+            service_token="arn:aws:lambda:us-west-2:123456789012:function:kubectl",
+            role=iam.Role.from_role_arn(self.stack, "KubectlRole", "arn:aws:iam::123456789012:role/kubectl"),
+        )
+        self.cluster = eks.Cluster.from_cluster_attributes(
+            self.stack,
+            "Cluster",
+            cluster_name="existing",
+            vpc=self.network.vpc,
+            cluster_security_group_id="sg-0123456789abcdef0",
+            kubectl_provider=provider,
+        )
+        self.count = 0
+
+    def next_id(self, name: str) -> str:
+        self.count += 1
+        return f"{name}{self.count}"
+
+
+SCENES: Dict[str, Scene] = {}
+
+
+def scene(case: str) -> Scene:
+    if case not in SCENES:
+        SCENES.clear()  # one scene alive at a time
+        SCENES[case] = Scene()
+    return SCENES[case]
+
+
+def construct_factories(case: str) -> Dict[str, Callable[..., Any]]:
+    """Factories of the constructs, building in the scene of ``case`` with everything else valid."""
+    s = scene(case)
+    return {
+        "AcceleratedNodeGroup": lambda **p: AcceleratedNodeGroup(
+            s.stack,
+            s.next_id("Nodes"),
+            **{"cluster": s.cluster, "subnet": s.network.accelerated_subnet, **p},
+        ),
+        "LustreStorage": lambda **p: LustreStorage(
+            s.stack,
+            s.next_id("Storage"),
+            **{"vpc": s.network.vpc, "subnet": s.network.accelerated_subnet, **p},
+        ),
+        "TrainingNetwork": lambda **p: TrainingNetwork(
+            s.stack, s.next_id("Net"), **{"accelerated_az_id": "usw2-az4", **p}
+        ),
+        "ClusterAddons": lambda **p: ClusterAddons(
+            s.stack, s.next_id("Addons"), **{"cluster": s.cluster, "volume": VOLUME, **p}
+        ),
+        "TrainingPodIdentity": lambda **p: TrainingPodIdentity(
+            s.stack, s.next_id("Identity"), **{"cluster": s.cluster, **p}
+        ),
+        "TrainingDashboard": lambda **p: TrainingDashboard(
+            s.stack, s.next_id("Dashboard"), **{"cluster_name": "existing", **p}
+        ),
+        "TrainingImageRepository": lambda **p: TrainingImageRepository(s.stack, s.next_id("Images"), **p),
+        "TrainingCluster": lambda **p: TrainingCluster(s.stack, s.next_id("Eks"), **{"vpc": s.network.vpc, **p}),
+        "JobSequence": lambda **p: JobSequence(s.stack, s.next_id("Jobs"), **{"cluster": s.cluster, **p}),
+    }
+
+
+CHART_FACTORIES: Dict[str, Callable[..., Any]] = {
+    "TrainingJobChart": lambda **p: TrainingJobChart(
+        **{"name": "job", "image": "example.com/i:1", "node_group": TOPOLOGY, "script": "/t.py", **p}
+    ),
+    "DatasetStagingChart": lambda **p: DatasetStagingChart(
+        **{"name": "data", "source": "s3://b/d.tar", "directory": "d", "image": "i:1", "node_group": TOPOLOGY, **p}
+    ),
+    "NeuronDevicePluginChart": lambda **p: NeuronDevicePluginChart(**p),
+    "EfaDevicePluginChart": lambda **p: EfaDevicePluginChart(**{"registry": "r.example", **p}),
+    "EtcdChart": lambda **p: EtcdChart(**p),
+    "TensorBoardChart": lambda **p: TensorBoardChart(**p),
+    "TrainingNamespaceChart": lambda **p: TrainingNamespaceChart(**p),
+    "FsxVolumeChart": lambda **p: FsxVolumeChart(**{"volume": VOLUME, **p}),
+    "VolcanoQueueChart": lambda **p: VolcanoQueueChart(**p),
+}
+
+
+PROPS = {
+    "AcceleratedNodeGroup": [
+        "instance_type",
+        "node_count",
+        "min_size",
+        "max_size",
+        "efa_layout",
+        "capacity",
+        "root_volume_size_gib",
+        "labels",
+        "taints",
+        "availability_zone_id",
+        "subnet",
+        "cluster",
+        "node_role",
+        "placement_group",
+    ],
+    "LustreStorage": [
+        "storage_capacity_gib",
+        "throughput_per_tib",
+        "deployment_type",
+        "bucket_path",
+        "data_bucket_prefix",
+        "automatic_backup_retention",
+        "client_security_groups",
+        "kms_key",
+        "data_bucket",
+    ],
+    "TrainingNetwork": ["accelerated_az_id", "availability_zone_ids", "cidr", "flow_log_retention"],
+    "ClusterAddons": ["namespace", "service_account", "queue", "volume", "cluster"],
+    "TrainingPodIdentity": ["namespace", "service_account", "data_bucket", "cluster"],
+    "TrainingDashboard": ["cluster_name", "period"],
+    "TrainingImageRepository": ["repository_name", "image_directory", "build_args", "existing_repository"],
+    "TrainingCluster": [
+        "kubernetes_version",
+        "admin_role_arn",
+        "system_instance_type",
+        "system_node_count",
+        "addon_versions",
+        "container_insights",
+        "subnets",
+        "endpoint_access",
+        "cluster_logging",
+        "secrets_key",
+        "node_role",
+        "vpc",
+    ],
+    "JobSequence": ["cluster", "prerequisites"],
+    "TrainingJobChart": [
+        "name",
+        "image",
+        "node_group",
+        "script",
+        "module",
+        "command",
+        "args",
+        "nodes",
+        "processes_per_node",
+        "neuron_devices",
+        "efa_interfaces",
+        "rendezvous",
+        "launcher",
+        "bf16",
+        "cache_set",
+        "precompile",
+        "volumes",
+        "env",
+        "wait_for",
+        "namespace",
+        "queue",
+        "service_account",
+        "max_retries",
+        "resource_fraction",
+    ],
+    "DatasetStagingChart": [
+        "name",
+        "source",
+        "directory",
+        "image",
+        "node_group",
+        "claim",
+        "unsigned",
+        "namespace",
+        "service_account",
+        "backoff_limit",
+    ],
+    "NeuronDevicePluginChart": ["image", "instance_types"],
+    "EfaDevicePluginChart": ["registry", "image", "instance_types"],
+    "EtcdChart": ["namespace", "image"],
+    "TensorBoardChart": ["namespace", "claim_name", "log_dir", "image"],
+    "TrainingNamespaceChart": ["namespace", "service_account"],
+    "FsxVolumeChart": ["volume", "namespace", "volume_name", "claim_name"],
+    "VolcanoQueueChart": ["name", "weight"],
+}
+
+CASES = [(name, prop) for name, props in PROPS.items() for prop in props]
+
+
+def render(built: Any) -> None:
+    """Render what was built: a chart's manifests, or a construct's stack template."""
+    if hasattr(built, "manifests") and callable(built.manifests):
+        built.manifests()
+    else:
+        cdk.assertions.Template.from_stack(cdk.Stack.of(built))
+
+
+@pytest.mark.parametrize("factory,prop", CASES, ids=[f"{n}.{p}" for n, p in CASES])
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(value=JSON | ODD)
+def test_any_value_of_any_prop_is_accepted_or_refused_by_the_library(factory, prop, value):
+    if factory in CHART_FACTORIES:
+        build = CHART_FACTORIES[factory]
+    else:
+        build = construct_factories(f"{factory}.{prop}")[factory]
+    try:
+        built = build(**{prop: value})
+    except ConfigurationError as error:
+        assert error.problems
+        return
+    SCENES.clear()  # rendering synthesizes the scene's app: the next example needs a new one
+    render(built)
+
+
+def test_the_property_tests_cover_every_public_construct_and_chart():
+    from trainium_eks import constructs as constructs_package
+
+    covered = set(CHART_FACTORIES) | set(construct_factories("coverage"))
+    public = set(constructs_package.__all__) - {"EfaLayout", "NodeCapacity", "LustreVolumeSource", "NodeRole"}
+    assert public - covered == set(), "add the construct to the factories and PROPS"
+    assert set(PROPS) == covered
