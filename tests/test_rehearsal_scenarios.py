@@ -1,0 +1,125 @@
+"""The deploy rehearsal of the default app: each scenario of ``make rehearse`` keeps every promise.
+
+Templates are synthesized once per variant and each old variant is deployed once (``rehearsal`` fixture); the
+real aws-eks-v2 handler runs against fake ``aws``/``kubectl``/``helm`` (:mod:`trainium_eks.rehearsal`). A scenario
+whose promise the library breaks today is listed in :data:`KNOWN_DEFECTS` with the defect (a strict xfail: remove
+the entry when the library is fixed).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List
+
+import pytest
+
+import app as default_app
+from tests.conftest import new_app
+from trainium_eks.rehearsal.cfn_changes import Action
+from trainium_eks.rehearsal.report import render
+from trainium_eks.rehearsal.scenario import Rehearsal, ScenarioResult
+from trainium_eks.rehearsal.scenarios import TRAINIUM_EKS, default_app_source, trainium_eks_scenarios
+
+SCENARIOS = {scenario.name: scenario for scenario in trainium_eks_scenarios()}
+
+KNOWN_DEFECTS: Dict[str, str] = {}
+"""Scenario name -> the library defect that breaks one of its promises today."""
+
+
+@pytest.fixture(scope="module")
+def rehearsal():
+    """One rehearsal for the module: templates and deployments are cached."""
+    with Rehearsal({TRAINIUM_EKS: default_app_source(new_app, default_app.build_app)}) as shared:
+        yield shared
+
+
+def run(rehearsal: Rehearsal, name: str) -> ScenarioResult:
+    """The result of the scenario ``name``."""
+    return rehearsal.run(SCENARIOS[name])
+
+
+def actions_of(result: ScenarioResult, resource_type: str) -> List[Action]:
+    """The actions on the resources of ``resource_type``."""
+    return [change.action for change in result.plan.changes if change.resource_type == resource_type]
+
+
+def job_names(result: ScenarioResult) -> List[str]:
+    """Names of the jobs in the clusters after the scenario."""
+    return sorted(obj.name for _, obj in result.cluster_after.all_objects() if obj.kind == "Job")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_DEFECTS[name]))
+        if name in KNOWN_DEFECTS
+        else name
+        for name in SCENARIOS
+    ],
+)
+def test_the_scenario_keeps_its_promises(rehearsal, name):
+    result = run(rehearsal, name)
+    assert result.failed_promises() == {}, render(result)
+
+
+def test_a_fresh_deploy_runs_the_handler_for_every_manifest_and_chart(rehearsal):
+    result = run(rehearsal, "fresh deploy")
+    handler_steps = [s for s in result.plan.steps if s.resource_type.startswith("Custom::AWSCDK-EKS-")]
+    invocations = [run.invocation for run in result.runs if run.invocation is not None]
+    assert handler_steps and len(invocations) == len(handler_steps)
+    assert all(invocation.succeeded for invocation in invocations)
+    (cluster,) = result.cluster_after.clusters.values()
+    assert cluster.find("Namespace", "training") is not None
+    assert cluster.find("PersistentVolumeClaim", "fsx-claim", "training") is not None
+    assert cluster.releases[("volcano-system", "volcano")].revision == 1
+    assert len(job_names(result)) == 3
+
+
+def test_scaling_out_updates_the_node_group_and_renames_the_jobs(rehearsal):
+    before = job_names(rehearsal.deployed(TRAINIUM_EKS, SCENARIOS["fresh deploy"].new))
+    result = run(rehearsal, "nodeCount 2 -> 4")
+    assert actions_of(result, "AWS::EKS::Nodegroup") == [Action.UPDATE]
+    after = job_names(result)
+    assert len(after) == 3 and set(after) != set(before)
+
+
+def test_another_instance_type_updates_the_launch_template_and_the_node_group_in_place(rehearsal):
+    result = run(rehearsal, "instanceType trn1 -> trn1n")
+    assert actions_of(result, "AWS::EC2::LaunchTemplate") == [Action.UPDATE]
+    assert actions_of(result, "AWS::EKS::Nodegroup") == [Action.UPDATE]
+
+
+def test_a_changed_training_argument_replaces_only_the_jobs_that_use_it(rehearsal):
+    before = job_names(rehearsal.deployed(TRAINIUM_EKS, SCENARIOS["fresh deploy"].new))
+    after = job_names(run(rehearsal, "a changed training argument"))
+    assert [name for name in before if name.startswith("bert-phase1-data-")] == [
+        name for name in after if name.startswith("bert-phase1-data-")
+    ], "the staging job does not take the training arguments"
+    assert len(set(after) - set(before)) == 2
+
+
+def test_removed_jobs_are_deleted_from_the_cluster(rehearsal):
+    result = run(rehearsal, "the seed jobs removed from the app")
+    assert {(s.operation, s.phase) for s in result.plan.steps} == {("Delete", "cleanup")}
+    assert job_names(result) == []
+
+
+def test_a_new_volcano_chart_is_a_helm_upgrade_of_the_same_release(rehearsal):
+    result = run(rehearsal, "a new Volcano chart version")
+    helm_steps = [s for s in result.plan.steps if s.resource_type == "Custom::AWSCDK-EKS-HelmChart"]
+    assert [s.operation for s in helm_steps] == ["Update"]
+    (cluster,) = result.cluster_after.clusters.values()
+    release = cluster.releases[("volcano-system", "volcano")]
+    assert (release.revision, release.version) == (2, helm_steps[0].properties["Version"])
+
+
+def test_a_kubernetes_upgrade_keeps_the_cluster(rehearsal):
+    result = run(rehearsal, "kubernetesVersion 1.35 -> 1.36")
+    assert actions_of(result, "AWS::EKS::Cluster") == [Action.UPDATE]
+    assert set(result.cluster_before.clusters) == set(result.cluster_after.clusters)
+
+
+def test_destroy_keeps_the_data_and_deletes_the_cluster(rehearsal):
+    result = run(rehearsal, "cdk destroy")
+    retained = {c.resource_type for c in result.plan.changes if c.action is Action.RETAIN}
+    assert {"AWS::FSx::FileSystem", "AWS::ECR::Repository", "AWS::KMS::Key", "AWS::Logs::LogGroup"} <= retained
+    assert result.cluster_after.clusters == {}
