@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
-"""Benchmark of the main job: wall time of `cdk synth` of the default app, resource count, template size.
+"""Benchmark of the main job: `cdk synth` of the default app against the floor of an app with one empty stack.
 
-Runs the CDK CLI RUNS times (default 5) into a fresh output folder each time and prints the median, min and max
-wall time, then the resource count and template bytes of the synthesized stack. Prints figures; asserts nothing.
+Both run through the same CDK CLI, Python, jsii and aws-cdk-lib, interleaved (default app, floor, default app, ...)
+so that both see the same machine noise. For every run it records the wall time, the CPU time of the whole process
+tree, the peak resident memory of the largest process of the tree (``ru_maxrss`` of the children, read by a fresh
+wrapper per run) and the peak of the whole tree's resident memory (sampled every 20 ms from /proc). It prints the
+medians, the ratios default / floor, and the template's size and resource count. Prints figures; asserts nothing.
 
-    make bench            # or: python scripts/bench_synth.py [RUNS]
+    make bench            # or: python scripts/bench_synth.py [RUNS]   (default 7)
 """
+
+from __future__ import annotations
 
 import json
 import os
@@ -13,35 +18,103 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Dict, List
 
 REPO = Path(__file__).resolve().parents[1]
 CDK = REPO / "node_modules" / ".bin" / "cdk"
 STACK = "TrainiumEks"
+FLOOR_APP = [sys.executable, str(REPO / "scripts" / "empty_app.py")]
+WRAPPER = (
+    "import json, resource, subprocess, sys, time\n"
+    "start = time.perf_counter()\n"
+    "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)\n"
+    "usage = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "print(json.dumps({'wall': time.perf_counter() - start, 'cpu': usage.ru_utime + usage.ru_stime,"
+    " 'largest_mib': usage.ru_maxrss / 1024}))\n"
+)
 
 
-def synth_once(out_dir: Path) -> float:
+def tree_rss_mib(root: int) -> float:
+    """Resident memory of ``root`` and all its descendants, MiB (0 when it has ended)."""
+    children: Dict[int, List[int]] = {}
+    rss: Dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            rss[int(entry.name)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    total, pending = 0, [root]
+    while pending:
+        pid = pending.pop()
+        total += rss.get(pid, 0)
+        pending.extend(children.get(pid, ()))
+    return total / 2**20
+
+
+def run(app: List[str], out_dir: Path) -> Dict[str, float]:
+    """One `cdk synth` of ``app`` (None: the default app of cdk.json), measured."""
     env = {**os.environ, "AWS_EC2_METADATA_DISABLED": "true", "CDK_DISABLE_CLI_TELEMETRY": "true"}
-    start = time.perf_counter()
-    subprocess.run([str(CDK), "synth", "--quiet", "--output", str(out_dir)], cwd=REPO, env=env, check=True)
-    return time.perf_counter() - start
+    command = [str(CDK), "synth", "--quiet", "--output", str(out_dir)]
+    if app:
+        command += ["--app", " ".join(app)]
+    process = subprocess.Popen(
+        [sys.executable, "-c", WRAPPER, *command], cwd=REPO, env=env, stdout=subprocess.PIPE, text=True
+    )
+    peak = 0.0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, tree_rss_mib(process.pid))
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    output, _ = process.communicate()
+    done.set()
+    sampler.join()
+    if process.returncode:
+        raise SystemExit(f"synth failed: {' '.join(command)}")
+    return {**json.loads(output), "tree_mib": peak}
+
+
+def median(rows: List[Dict[str, float]], key: str) -> float:
+    return statistics.median(row[key] for row in rows)
 
 
 def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 5
-    times = []
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 7
+    default, floor = [], []
     with tempfile.TemporaryDirectory() as scratch:
-        for run in range(runs):
-            out_dir = Path(scratch) / f"run{run}"
-            times.append(synth_once(out_dir))
-        template_path = out_dir / f"{STACK}.template.json"
-        template_bytes = template_path.stat().st_size
-        resources = len(json.loads(template_path.read_text())["Resources"])
-    print(f"cdk synth of the default app, {runs} runs, {os.cpu_count()} cores")
-    print(f"  median wall time: {statistics.median(times):.2f} s (min {min(times):.2f} s, max {max(times):.2f} s)")
-    print(f"  resources:        {resources}")
-    print(f"  template bytes:   {template_bytes}")
+        for index in range(runs):
+            default.append(run([], Path(scratch) / f"default{index}"))
+            floor.append(run(FLOOR_APP, Path(scratch) / f"floor{index}"))
+        template = Path(scratch) / f"default{runs - 1}" / f"{STACK}.template.json"
+        template_bytes = template.stat().st_size
+        resources = len(json.loads(template.read_text())["Resources"])
+    print(f"cdk synth, {runs} interleaved runs each, {os.cpu_count()} cores; medians")
+    print(f"  {'':24}{'default app':>14}{'empty stack':>14}{'ratio':>8}")
+    for key, label, unit in (
+        ("wall", "wall time", "s"),
+        ("cpu", "CPU time (tree)", "s"),
+        ("largest_mib", "peak RSS, largest proc", "MiB"),
+        ("tree_mib", "peak RSS, process tree", "MiB"),
+    ):
+        mine, base = median(default, key), median(floor, key)
+        print(f"  {label:24}{mine:>10.2f} {unit:<3}{base:>10.2f} {unit:<3}{mine / base:>8.2f}")
+    print(
+        f"  wall time of the default app: min {min(r['wall'] for r in default):.2f} s, max "
+        f"{max(r['wall'] for r in default):.2f} s"
+    )
+    print(f"  template: {resources} resources, {template_bytes} bytes")
 
 
 if __name__ == "__main__":

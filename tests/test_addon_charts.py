@@ -1,4 +1,4 @@
-"""The in-cluster charts, synthesized with cdk8s and checked object by object, then schema-validated."""
+"""The in-cluster charts, rendered and checked object by object, then schema-validated."""
 
 import pytest
 

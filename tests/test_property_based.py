@@ -200,7 +200,7 @@ CHART_FACTORIES: Dict[str, Callable[..., Any]] = {
         **{"name": "job", "image": "example.com/i:1", "node_group": TOPOLOGY, "script": "/t.py", **p}
     ),
     "DatasetStagingChart": lambda **p: DatasetStagingChart(
-        **{"name": "data", "source": "s3://b/d.tar", "directory": "d", "image": "i:1", "node_group": TOPOLOGY, **p}
+        **{"name": "data", "source": "s3://bucket/d.tar", "directory": "d", "image": "i:1", "node_group": TOPOLOGY, **p}
     ),
     "NeuronDevicePluginChart": lambda **p: NeuronDevicePluginChart(**p),
     "EfaDevicePluginChart": lambda **p: EfaDevicePluginChart(**{"registry": "r.example", **p}),

@@ -8,10 +8,11 @@ from __future__ import annotations
 import importlib
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Tuple
 
-from aws_cdk import aws_lambda as lambda_
-from constructs import Construct
+if TYPE_CHECKING:  # the module is data; the rehearsal's fake kubectl reads it without aws-cdk-lib on its path
+    from aws_cdk import aws_lambda as lambda_
+    from constructs import Construct
 
 # --- Kubernetes -------------------------------------------------------------------------------------------------
 

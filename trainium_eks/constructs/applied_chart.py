@@ -1,4 +1,4 @@
-"""AppliedChart: how every cdk8s chart of the library reaches the cluster, one CloudFormation resource per object."""
+"""AppliedChart: how every chart of the library reaches the cluster, one CloudFormation resource per object."""
 
 from __future__ import annotations
 
@@ -34,9 +34,14 @@ def object_identity(manifest: Mapping[str, Any]) -> str:
     """
     metadata = manifest.get("metadata") or {}
     name, namespace = metadata.get("name"), metadata.get("namespace") or "_"
-    if not isinstance(name, str) or not name or Token.is_unresolved(name) or Token.is_unresolved(namespace):
+    if not isinstance(name, str) or not name or _is_token(name) or _is_token(namespace):
         raise ValueError(f"a {manifest.get('kind')} needs a literal metadata.name (and namespace), got {metadata!r}")
     return _ID_UNSAFE.sub("-", f"{manifest['kind']}.{namespace}.{name}")
+
+
+def _is_token(value: Any) -> bool:
+    """Whether the string ``value`` holds a CDK token (encoded as ``${Token[...]}``; checked in jsii only then)."""
+    return isinstance(value, str) and "${Token[" in value and Token.is_unresolved(value)
 
 
 def apply_tier(kind: str) -> int:
@@ -47,7 +52,7 @@ def apply_tier(kind: str) -> int:
 
 
 class AppliedChart(Construct):
-    """Applies a cdk8s chart to a cluster as one ``KubernetesManifest`` (custom resource) per Kubernetes object.
+    """Applies a chart to a cluster as one ``KubernetesManifest`` (custom resource) per Kubernetes object.
 
     Why one resource per object: the construct id of each resource is the object's identity
     (:func:`object_identity`: kind, namespace, name), so
@@ -112,11 +117,9 @@ class AppliedChart(Construct):
             )
             tiers[identity] = apply_tier(kind)
         for identity, resource in self.manifests.items():
-            for other, tier in tiers.items():
-                if tier < tiers[identity]:
-                    resource.node.add_dependency(self.manifests[other])
-            for dependency in after:
-                resource.node.add_dependency(dependency)
+            lower = [self.manifests[other] for other, tier in tiers.items() if tier < tiers[identity]]
+            if lower or after:
+                resource.node.add_dependency(*lower, *after)
 
     def of_kind(self, kind: str) -> List[eks.KubernetesManifest]:
         """The resources that apply the chart's objects of ``kind``."""

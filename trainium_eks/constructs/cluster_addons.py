@@ -45,7 +45,7 @@ the handler still has minutes to pull the chart and report, instead of the Lambd
 
 
 class ClusterAddons(Construct):
-    """The in-cluster half of the seed system, as cdk8s charts (and Volcano's Helm chart) applied by the stack.
+    """The in-cluster half of the seed system, as charts (and Volcano's Helm chart) applied by the stack.
 
     Every chart is an :class:`AppliedChart`: one CloudFormation resource per Kubernetes object, keyed by the object's
     kind, namespace and name. An object whose content changes is updated in place (``kubectl apply``); an object

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, List, Optional, Sequence
 
-from aws_cdk import RemovalPolicy, Stack, Tags
+from aws_cdk import CfnTag, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -73,8 +73,15 @@ class TrainingNetwork(Construct):
         quarters = list(network.subnets(prefixlen_diff=2))
         private_prefix = quarters[1].prefixlen + (len(az_ids) - 1).bit_length()
 
-        self.cfn_vpc = ec2.CfnVPC(self, "Vpc", cidr_block=cidr, enable_dns_hostnames=True, enable_dns_support=True)
-        Tags.of(self.cfn_vpc).add("Name", self.node.path)
+        self._path = self.node.path
+        self.cfn_vpc = ec2.CfnVPC(
+            self,
+            "Vpc",
+            cidr_block=cidr,
+            enable_dns_hostnames=True,
+            enable_dns_support=True,
+            tags=[CfnTag(key="Name", value=self._path)],
+        )
         internet_gateway = ec2.CfnInternetGateway(self, "InternetGateway")
         attachment = ec2.CfnVPCGatewayAttachment(
             self, "InternetGatewayAttachment", vpc_id=self.cfn_vpc.ref, internet_gateway_id=internet_gateway.ref
@@ -109,9 +116,14 @@ class TrainingNetwork(Construct):
             private_tables.append(private.route_table.ref)
             private_azs.append(private.subnet.attr_availability_zone)
 
-        accelerated = self._subnet("Accelerated", accelerated_az_id, quarters[2], public=False)
+        accelerated = self._subnet(
+            "Accelerated",
+            accelerated_az_id,
+            quarters[2],
+            public=False,
+            tags=[CfnTag(key="trainium-eks/subnet", value="accelerated")],
+        )
         self._route_to_nat("Accelerated", accelerated.route_table, nat_by_az[accelerated_az_id])
-        Tags.of(accelerated.subnet).add("trainium-eks/subnet", "accelerated")
 
         self.vpc: ec2.IVpc = ec2.Vpc.from_vpc_attributes(
             self,
@@ -151,7 +163,9 @@ class TrainingNetwork(Construct):
             traffic_type=ec2.FlowLogTrafficType.ALL,
         )
 
-    def _subnet(self, name: str, az_id: str, cidr: ipaddress.IPv4Network, *, public: bool) -> "_SubnetParts":
+    def _subnet(
+        self, name: str, az_id: str, cidr: ipaddress.IPv4Network, *, public: bool, tags: Sequence[CfnTag] = ()
+    ) -> "_SubnetParts":
         subnet = ec2.CfnSubnet(
             self,
             f"{name}Subnet",
@@ -159,9 +173,12 @@ class TrainingNetwork(Construct):
             availability_zone_id=az_id,
             cidr_block=str(cidr),
             map_public_ip_on_launch=public,
+            tags=[
+                CfnTag(key="Name", value=f"{self._path}/{name}"),
+                CfnTag(key="kubernetes.io/role/elb" if public else "kubernetes.io/role/internal-elb", value="1"),
+                *tags,
+            ],
         )
-        Tags.of(subnet).add("Name", f"{self.node.path}/{name}")
-        Tags.of(subnet).add("kubernetes.io/role/elb" if public else "kubernetes.io/role/internal-elb", "1")
         route_table = ec2.CfnRouteTable(self, f"{name}RouteTable", vpc_id=self.cfn_vpc.ref)
         ec2.CfnSubnetRouteTableAssociation(
             self, f"{name}RouteTableAssociation", subnet_id=subnet.ref, route_table_id=route_table.ref

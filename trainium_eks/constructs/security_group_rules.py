@@ -20,8 +20,9 @@ def allow_ingress(
     others: the rule lives there.
     """
     rule = port.to_rule_json()
-    home = _latest_stack(scope, group, peer)
-    if home.node.path != Stack.of(scope).node.path:
+    own = Stack.of(scope)
+    home = _latest_stack(own, group, peer)
+    if home is not own:
         scope, id_ = home, f"{scope.node.path.replace('/', '-')}-{id_}"
     return ec2.CfnSecurityGroupIngress(
         scope,
@@ -36,8 +37,9 @@ def allow_ingress(
 
 
 def _latest_stack(*constructs: Construct) -> Stack:
-    stacks = [Stack.of(construct) for construct in constructs]
-    if len({stack.node.path for stack in stacks}) == 1:
+    """The stack of ``constructs`` created last (jsii hands out one Python object per stack, so ``is`` compares)."""
+    stacks = [construct if isinstance(construct, Stack) else Stack.of(construct) for construct in constructs]
+    if all(stack is stacks[0] for stack in stacks):
         return stacks[0]
-    created = [child.node.path for child in stacks[0].node.root.node.find_all() if isinstance(child, Stack)]
-    return max(stacks, key=lambda stack: created.index(stack.node.path) if stack.node.path in created else -1)
+    created = [child for child in stacks[0].node.root.node.find_all() if isinstance(child, Stack)]
+    return max(stacks, key=lambda stack: next((i for i, s in enumerate(created) if s is stack), -1))

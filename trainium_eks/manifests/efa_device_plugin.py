@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from cdk8s_plus_27 import k8s
-
 from trainium_eks import versions
 from trainium_eks.catalog import INSTANCE_CATALOG
 from trainium_eks.manifests.chart import (
@@ -61,47 +59,47 @@ class EfaDevicePluginChart(LibraryChart):
         super().__init__(NAME, namespace="kube-system")
         self.instance_types = sorted(instance_types or efa_instance_types())
         labels = self.selector_labels()
-        k8s.KubeDaemonSet(
-            self,
-            "DaemonSet",
-            metadata=self.metadata(NAME),
-            spec=k8s.DaemonSetSpec(
-                selector=k8s.LabelSelector(match_labels=labels),
-                update_strategy=k8s.DaemonSetUpdateStrategy(type="RollingUpdate"),
-                template=k8s.PodTemplateSpec(
-                    metadata=k8s.ObjectMeta(labels=labels),
-                    spec=k8s.PodSpec(
-                        host_network=True,
-                        automount_service_account_token=False,
-                        priority_class_name="system-node-critical",
-                        affinity=instance_type_affinity(self.instance_types),
-                        tolerations=[exists_toleration("CriticalAddonsOnly")]
-                        + [exists_toleration(key, "NoSchedule") for key in ACCELERATOR_TAINT_KEYS],
-                        containers=[
-                            k8s.Container(
-                                name=NAME,
-                                image=f"{registry}/{image}",
-                                image_pull_policy="IfNotPresent",
-                                security_context=k8s.SecurityContext(privileged=True, run_as_user=0),
-                                resources=device_plugin_resources(),
-                                volume_mounts=[
-                                    k8s.VolumeMount(name="device-plugin", mount_path=DEVICE_PLUGIN_PATH),
-                                    k8s.VolumeMount(name="infiniband", mount_path="/dev/infiniband"),
-                                    k8s.VolumeMount(name="neuron-tools", mount_path=NEURON_TOOLS),
-                                ],
-                            )
-                        ],
-                        volumes=[
-                            k8s.Volume(
-                                name="device-plugin", host_path=k8s.HostPathVolumeSource(path=DEVICE_PLUGIN_PATH)
-                            ),
-                            k8s.Volume(name="infiniband", host_path=k8s.HostPathVolumeSource(path="/dev/infiniband")),
-                            k8s.Volume(
-                                name="neuron-tools",
-                                host_path=k8s.HostPathVolumeSource(path=NEURON_TOOLS, type="DirectoryOrCreate"),
-                            ),
-                        ],
-                    ),
-                ),
-            ),
+        self.add_object(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": self.metadata(NAME),
+                "spec": {
+                    "selector": {"matchLabels": labels},
+                    "updateStrategy": {"type": "RollingUpdate"},
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {
+                            "hostNetwork": True,
+                            "automountServiceAccountToken": False,
+                            "priorityClassName": "system-node-critical",
+                            "affinity": instance_type_affinity(self.instance_types),
+                            "tolerations": [exists_toleration("CriticalAddonsOnly")]
+                            + [exists_toleration(key, "NoSchedule") for key in ACCELERATOR_TAINT_KEYS],
+                            "containers": [
+                                {
+                                    "name": NAME,
+                                    "image": f"{registry}/{image}",
+                                    "imagePullPolicy": "IfNotPresent",
+                                    "securityContext": {"privileged": True, "runAsUser": 0},
+                                    "resources": device_plugin_resources(),
+                                    "volumeMounts": [
+                                        {"name": "device-plugin", "mountPath": DEVICE_PLUGIN_PATH},
+                                        {"name": "infiniband", "mountPath": "/dev/infiniband"},
+                                        {"name": "neuron-tools", "mountPath": NEURON_TOOLS},
+                                    ],
+                                }
+                            ],
+                            "volumes": [
+                                {"name": "device-plugin", "hostPath": {"path": DEVICE_PLUGIN_PATH}},
+                                {"name": "infiniband", "hostPath": {"path": "/dev/infiniband"}},
+                                {
+                                    "name": "neuron-tools",
+                                    "hostPath": {"path": NEURON_TOOLS, "type": "DirectoryOrCreate"},
+                                },
+                            ],
+                        },
+                    },
+                },
+            }
         )

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from cdk8s_plus_27 import k8s
-
 from trainium_eks.conventions import DEFAULT_NAMESPACE, LustreVolumeSource
-from trainium_eks.manifests.chart import LibraryChart, quantity
+from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.validation import Problems, check_dns_label, check_dns_subdomain, check_instance
 
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
+CLAIM_REQUEST = "1200Gi"
+"""What the claim requests, whatever the file system's size: the smallest FSx for Lustre file system. A bound claim's
+request cannot change (Kubernetes resizes only dynamically provisioned claims), so it must not follow
+``lustreStorageGiB``; the volume states the real capacity, and a claim binds to a volume at least as large."""
 DEFAULT_VOLUME_NAME = "fsx-pv"
 DEFAULT_CLAIM_NAME = "fsx-claim"
 """Names of the tutorial, kept so that its commands work unchanged."""
@@ -26,7 +28,8 @@ class FsxVolumeChart(LibraryChart):
     kubernetes-sigs/aws-fsx-csi-driver examples/kubernetes/static_provisioning.
 
     :param volume: The file system's id, DNS name, mount name and size (``LustreStorage.volume_source``, or a
-        ``LustreVolumeSource`` for a file system made elsewhere); the size is stated on the volume and the claim.
+        ``LustreVolumeSource`` for a file system made elsewhere); the size is the volume's capacity (the claim
+        requests :data:`CLAIM_REQUEST`).
         Required.
     :param namespace: Namespace of the claim. Default: ``training``.
     :param volume_name: Default: ``fsx-pv``.
@@ -51,34 +54,37 @@ class FsxVolumeChart(LibraryChart):
         problems.raise_if_any()
         super().__init__("fsx-volume", namespace=namespace)
         self.claim_name = claim_name
-        size = {"storage": quantity(f"{volume.storage_gib}Gi")}
-        k8s.KubePersistentVolume(
-            self,
-            "Volume",
-            metadata=self.metadata(volume_name, cluster_scoped=True),
-            spec=k8s.PersistentVolumeSpec(
-                capacity=size,
-                access_modes=["ReadWriteMany"],
-                persistent_volume_reclaim_policy="Retain",
-                storage_class_name="",
-                volume_mode="Filesystem",
-                mount_options=["flock"],
-                csi=k8s.CsiPersistentVolumeSource(
-                    driver=FSX_CSI_DRIVER,
-                    volume_handle=volume.file_system_id,
-                    volume_attributes={"dnsname": volume.dns_name, "mountname": volume.mount_name},
-                ),
-                claim_ref=k8s.ObjectReference(namespace=namespace, name=claim_name),
-            ),
+        self.add_object(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": self.metadata(volume_name, cluster_scoped=True),
+                "spec": {
+                    "capacity": {"storage": f"{volume.storage_gib}Gi"},
+                    "accessModes": ["ReadWriteMany"],
+                    "persistentVolumeReclaimPolicy": "Retain",
+                    "storageClassName": "",
+                    "volumeMode": "Filesystem",
+                    "mountOptions": ["flock"],
+                    "csi": {
+                        "driver": FSX_CSI_DRIVER,
+                        "volumeHandle": volume.file_system_id,
+                        "volumeAttributes": {"dnsname": volume.dns_name, "mountname": volume.mount_name},
+                    },
+                    "claimRef": {"namespace": namespace, "name": claim_name},
+                },
+            }
         )
-        k8s.KubePersistentVolumeClaim(
-            self,
-            "Claim",
-            metadata=self.metadata(claim_name),
-            spec=k8s.PersistentVolumeClaimSpec(
-                access_modes=["ReadWriteMany"],
-                storage_class_name="",
-                volume_name=volume_name,
-                resources=k8s.ResourceRequirements(requests=size),
-            ),
+        self.add_object(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": self.metadata(claim_name),
+                "spec": {
+                    "accessModes": ["ReadWriteMany"],
+                    "storageClassName": "",
+                    "volumeName": volume_name,
+                    "resources": {"requests": {"storage": CLAIM_REQUEST}},
+                },
+            }
         )

@@ -74,4 +74,4 @@ class JobChart(LibraryChart):
         """Name the job after the hash of ``manifest`` (with tokens resolved by ``resolve``) and add it."""
         self.job_name = job_naming.hashed_name(self.component, manifest, resolve)
         self.ref = f"{self.ref_kind}/{self.job_name}"
-        self.add_object(manifest["kind"], job_naming.with_name(manifest, self.job_name))
+        self.add_object(job_naming.with_name(manifest, self.job_name))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from cdk8s_plus_27 import k8s
-
 from trainium_eks.manifests.chart import LibraryChart
 
 MAX_STAGES = 8
@@ -33,12 +31,14 @@ class JobPrioritiesChart(LibraryChart):
     def __init__(self) -> None:
         super().__init__("job-priorities")
         for stage in range(MAX_STAGES):
-            k8s.KubePriorityClass(
-                self,
-                f"Stage{stage}",
-                metadata=self.metadata(stage_priority_class(stage), cluster_scoped=True),
-                value=TOP_PRIORITY - 1000 * stage,
-                global_default=False,
-                preemption_policy="Never",
-                description=f"trainium-eks jobs at stage {stage} of a chain of jobs that wait for one another",
+            self.add_object(
+                {
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": self.metadata(stage_priority_class(stage), cluster_scoped=True),
+                    "value": TOP_PRIORITY - 1000 * stage,
+                    "globalDefault": False,
+                    "preemptionPolicy": "Never",
+                    "description": f"trainium-eks jobs at stage {stage} of a chain of jobs that wait for one another",
+                }
             )

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from cdk8s_plus_27 import k8s
-
 from trainium_eks import versions
 from trainium_eks.catalog import INSTANCE_CATALOG, Accelerator
 from trainium_eks.manifests.chart import (
@@ -51,81 +49,74 @@ class NeuronDevicePluginChart(LibraryChart):
         problems.raise_if_any()
         super().__init__(NAME, namespace="kube-system")
         self.instance_types = sorted(instance_types or neuron_instance_types())
-        k8s.KubeServiceAccount(self, "ServiceAccount", metadata=self.metadata(NAME))
-        k8s.KubeClusterRole(
-            self,
-            "ClusterRole",
-            metadata=self.metadata(NAME, cluster_scoped=True),
-            rules=[
-                k8s.PolicyRule(api_groups=[""], resources=["nodes"], verbs=["get", "list", "watch"]),
-                k8s.PolicyRule(api_groups=[""], resources=["events"], verbs=["create", "patch"]),
-                k8s.PolicyRule(api_groups=[""], resources=["pods"], verbs=["get", "list", "watch", "update", "patch"]),
-                k8s.PolicyRule(api_groups=[""], resources=["nodes/status"], verbs=["patch", "update"]),
-            ],
+        self.add_object({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": self.metadata(NAME)})
+        self.add_object(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRole",
+                "metadata": self.metadata(NAME, cluster_scoped=True),
+                "rules": [
+                    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+                    {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+                    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch", "update", "patch"]},
+                    {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch", "update"]},
+                ],
+            }
         )
-        k8s.KubeClusterRoleBinding(
-            self,
-            "ClusterRoleBinding",
-            metadata=self.metadata(NAME, cluster_scoped=True),
-            role_ref=k8s.RoleRef(api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=NAME),
-            subjects=[k8s.Subject(kind="ServiceAccount", name=NAME, namespace="kube-system")],
+        self.add_object(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": self.metadata(NAME, cluster_scoped=True),
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": NAME},
+                "subjects": [{"kind": "ServiceAccount", "name": NAME, "namespace": "kube-system"}],
+            }
         )
         labels = self.selector_labels()
         self.allow_ingress_only(f"{NAME}-no-ingress", pods=labels)
-        k8s.KubeDaemonSet(
-            self,
-            "DaemonSet",
-            metadata=self.metadata(NAME),
-            spec=k8s.DaemonSetSpec(
-                selector=k8s.LabelSelector(match_labels=labels),
-                update_strategy=k8s.DaemonSetUpdateStrategy(type="RollingUpdate"),
-                template=k8s.PodTemplateSpec(
-                    metadata=k8s.ObjectMeta(labels=labels),
-                    spec=k8s.PodSpec(
-                        service_account_name=NAME,
-                        priority_class_name="system-node-critical",
-                        security_context=k8s.PodSecurityContext(
-                            seccomp_profile=k8s.SeccompProfile(type="RuntimeDefault")
-                        ),
-                        affinity=instance_type_affinity(self.instance_types),
-                        tolerations=[
-                            exists_toleration("CriticalAddonsOnly"),
-                            exists_toleration(NEURON_TAINT_KEY, "NoSchedule"),
-                        ],
-                        containers=[
-                            k8s.Container(
-                                name=NAME,
-                                image=image,
-                                image_pull_policy="IfNotPresent",
-                                env=[
-                                    k8s.EnvVar(name="KUBECONFIG", value="/etc/kubernetes/kubelet.conf"),
-                                    k8s.EnvVar(
-                                        name="NODE_NAME",
-                                        value_from=k8s.EnvVarSource(
-                                            field_ref=k8s.ObjectFieldSelector(field_path="spec.nodeName")
-                                        ),
-                                    ),
-                                ],
-                                security_context=k8s.SecurityContext(
-                                    allow_privilege_escalation=False,
-                                    capabilities=k8s.Capabilities(drop=["ALL"]),
-                                ),
-                                resources=device_plugin_resources(),
-                                volume_mounts=[
-                                    k8s.VolumeMount(name="device-plugin", mount_path=DEVICE_PLUGIN_PATH),
-                                    k8s.VolumeMount(name="run", mount_path="/run"),
-                                    k8s.VolumeMount(name="aws-config", mount_path="/opt/aws", read_only=True),
-                                ],
-                            )
-                        ],
-                        volumes=[
-                            k8s.Volume(
-                                name="device-plugin", host_path=k8s.HostPathVolumeSource(path=DEVICE_PLUGIN_PATH)
-                            ),
-                            k8s.Volume(name="run", host_path=k8s.HostPathVolumeSource(path="/run")),
-                            k8s.Volume(name="aws-config", host_path=k8s.HostPathVolumeSource(path="/opt/aws")),
-                        ],
-                    ),
-                ),
-            ),
+        container = {
+            "name": NAME,
+            "image": image,
+            "imagePullPolicy": "IfNotPresent",
+            "env": [
+                {"name": "KUBECONFIG", "value": "/etc/kubernetes/kubelet.conf"},
+                {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+            ],
+            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+            "resources": device_plugin_resources(),
+            "volumeMounts": [
+                {"name": "device-plugin", "mountPath": DEVICE_PLUGIN_PATH},
+                {"name": "run", "mountPath": "/run"},
+                {"name": "aws-config", "mountPath": "/opt/aws", "readOnly": True},
+            ],
+        }
+        self.add_object(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": self.metadata(NAME),
+                "spec": {
+                    "selector": {"matchLabels": labels},
+                    "updateStrategy": {"type": "RollingUpdate"},
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {
+                            "serviceAccountName": NAME,
+                            "priorityClassName": "system-node-critical",
+                            "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                            "affinity": instance_type_affinity(self.instance_types),
+                            "tolerations": [
+                                exists_toleration("CriticalAddonsOnly"),
+                                exists_toleration(NEURON_TAINT_KEY, "NoSchedule"),
+                            ],
+                            "containers": [container],
+                            "volumes": [
+                                {"name": "device-plugin", "hostPath": {"path": DEVICE_PLUGIN_PATH}},
+                                {"name": "run", "hostPath": {"path": "/run"}},
+                                {"name": "aws-config", "hostPath": {"path": "/opt/aws"}},
+                            ],
+                        },
+                    },
+                },
+            }
         )

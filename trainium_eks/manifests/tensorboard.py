@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from cdk8s_plus_27 import k8s
-
 from trainium_eks import versions
 from trainium_eks.conventions import DEFAULT_NAMESPACE, OUTPUT_ROOT, SHARED_MOUNT
 from trainium_eks.manifests.chart import (
     SYSTEM_NODE_SELECTOR,
     LibraryChart,
     locked_down_container,
-    quantity,
     unprivileged_pod,
 )
 from trainium_eks.manifests.fsx_volume import DEFAULT_CLAIM_NAME
@@ -53,65 +50,61 @@ class TensorBoardChart(LibraryChart):
         problems.raise_if_any()
         super().__init__(NAME, namespace=namespace)
         labels = self.selector_labels()
-        k8s.KubeService(
-            self,
-            "Service",
-            metadata=self.metadata(NAME),
-            spec=k8s.ServiceSpec(
-                type="ClusterIP",
-                selector=labels,
-                ports=[k8s.ServicePort(name="http", port=PORT, target_port=k8s.IntOrString.from_number(PORT))],
-            ),
+        self.add_object(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": self.metadata(NAME),
+                "spec": {
+                    "type": "ClusterIP",
+                    "selector": labels,
+                    "ports": [{"name": "http", "port": PORT, "targetPort": PORT}],
+                },
+            }
         )
         self.allow_ingress_only(f"{NAME}-clients", pods=labels, ports=[PORT])
-        probe = k8s.HttpGetAction(path="/", port=k8s.IntOrString.from_number(PORT))
-        k8s.KubeDeployment(
-            self,
-            "Deployment",
-            metadata=self.metadata(NAME),
-            spec=k8s.DeploymentSpec(
-                replicas=1,
-                selector=k8s.LabelSelector(match_labels=labels),
-                template=k8s.PodTemplateSpec(
-                    metadata=k8s.ObjectMeta(labels=labels),
-                    spec=k8s.PodSpec(
-                        node_selector=dict(SYSTEM_NODE_SELECTOR),
-                        automount_service_account_token=False,
-                        security_context=unprivileged_pod(),
-                        containers=[
-                            k8s.Container(
-                                name=NAME,
-                                image=image,
-                                image_pull_policy="IfNotPresent",
-                                command=["tensorboard"],
-                                args=[f"--logdir={log_dir}", "--bind_all", f"--port={PORT}"],
-                                env=[k8s.EnvVar(name="HOME", value="/tmp")],
-                                ports=[k8s.ContainerPort(name="http", container_port=PORT)],
-                                resources=k8s.ResourceRequirements(
-                                    requests={"cpu": quantity("250m"), "memory": quantity("1Gi")},
-                                    limits={"cpu": quantity("2"), "memory": quantity("4Gi")},
-                                ),
-                                readiness_probe=k8s.Probe(http_get=probe, initial_delay_seconds=10, period_seconds=10),
-                                liveness_probe=k8s.Probe(
-                                    http_get=probe, initial_delay_seconds=60, period_seconds=20, failure_threshold=6
-                                ),
-                                security_context=locked_down_container(),
-                                volume_mounts=[
-                                    k8s.VolumeMount(name="shared", mount_path=SHARED_MOUNT, read_only=True),
-                                    k8s.VolumeMount(name="tmp", mount_path="/tmp"),
-                                ],
-                            )
-                        ],
-                        volumes=[
-                            k8s.Volume(
-                                name="shared",
-                                persistent_volume_claim=k8s.PersistentVolumeClaimVolumeSource(
-                                    claim_name=claim_name, read_only=True
-                                ),
-                            ),
-                            k8s.Volume(name="tmp", empty_dir=k8s.EmptyDirVolumeSource(size_limit=quantity("1Gi"))),
-                        ],
-                    ),
-                ),
-            ),
+        probe = {"path": "/", "port": PORT}
+        container = {
+            "name": NAME,
+            "image": image,
+            "imagePullPolicy": "IfNotPresent",
+            "command": ["tensorboard"],
+            "args": [f"--logdir={log_dir}", "--bind_all", f"--port={PORT}"],
+            "env": [{"name": "HOME", "value": "/tmp"}],
+            "ports": [{"name": "http", "containerPort": PORT}],
+            "resources": {"requests": {"cpu": "250m", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "4Gi"}},
+            "readinessProbe": {"httpGet": probe, "initialDelaySeconds": 10, "periodSeconds": 10},
+            "livenessProbe": {"httpGet": probe, "initialDelaySeconds": 60, "periodSeconds": 20, "failureThreshold": 6},
+            "securityContext": locked_down_container(),
+            "volumeMounts": [
+                {"name": "shared", "mountPath": SHARED_MOUNT, "readOnly": True},
+                {"name": "tmp", "mountPath": "/tmp"},
+            ],
+        }
+        self.add_object(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": self.metadata(NAME),
+                "spec": {
+                    "replicas": 1,
+                    "selector": {"matchLabels": labels},
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {
+                            "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
+                            "automountServiceAccountToken": False,
+                            "securityContext": unprivileged_pod(),
+                            "containers": [container],
+                            "volumes": [
+                                {
+                                    "name": "shared",
+                                    "persistentVolumeClaim": {"claimName": claim_name, "readOnly": True},
+                                },
+                                {"name": "tmp", "emptyDir": {"sizeLimit": "1Gi"}},
+                            ],
+                        },
+                    },
+                },
+            }
         )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from cdk8s_plus_27 import k8s
-
 from trainium_eks.conventions import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT
 from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.validation import Problems, check_dns_label, check_dns_subdomain
@@ -29,33 +27,41 @@ class TrainingNamespaceChart(LibraryChart):
         problems.raise_if_any()
         super().__init__("training-namespace", namespace=namespace)
         self.service_account = service_account
-        k8s.KubeNamespace(
-            self,
-            "Namespace",
-            metadata=self.metadata(
-                namespace,
-                cluster_scoped=True,
-                labels={
-                    "pod-security.kubernetes.io/enforce": "baseline",
-                    "pod-security.kubernetes.io/warn": "restricted",
-                },
-            ),
-        )
-        k8s.KubeServiceAccount(self, "ServiceAccount", metadata=self.metadata(service_account))
-        k8s.KubeRole(
-            self,
-            "JobReader",
-            metadata=self.metadata(JOB_READER_ROLE),
-            rules=[
-                k8s.PolicyRule(
-                    api_groups=["batch", "batch.volcano.sh"], resources=["jobs"], verbs=["get", "list", "watch"]
+        self.add_object(
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": self.metadata(
+                    namespace,
+                    cluster_scoped=True,
+                    labels={
+                        "pod-security.kubernetes.io/enforce": "baseline",
+                        "pod-security.kubernetes.io/warn": "restricted",
+                    },
                 ),
-            ],
+            }
         )
-        k8s.KubeRoleBinding(
-            self,
-            "JobReaderBinding",
-            metadata=self.metadata(JOB_READER_ROLE),
-            role_ref=k8s.RoleRef(api_group="rbac.authorization.k8s.io", kind="Role", name=JOB_READER_ROLE),
-            subjects=[k8s.Subject(kind="ServiceAccount", name=service_account, namespace=namespace)],
+        self.add_object({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": self.metadata(service_account)})
+        self.add_object(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": self.metadata(JOB_READER_ROLE),
+                "rules": [
+                    {
+                        "apiGroups": ["batch", "batch.volcano.sh"],
+                        "resources": ["jobs"],
+                        "verbs": ["get", "list", "watch"],
+                    }
+                ],
+            }
+        )
+        self.add_object(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": self.metadata(JOB_READER_ROLE),
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": JOB_READER_ROLE},
+                "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": namespace}],
+            }
         )

@@ -29,7 +29,6 @@ class VolcanoQueueChart(LibraryChart):
         super().__init__("volcano-queue")
         self.queue_name = name
         self.add_object(
-            "Queue",
             {
                 "apiVersion": QUEUE_API_VERSION,
                 "kind": "Queue",
