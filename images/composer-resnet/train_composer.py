@@ -1,0 +1,326 @@
+"""Train a CIFAR-10 ResNet with MosaicML Composer, applying a recipe of Composer speed-up algorithms.
+
+One process per device. On one machine::
+
+    python train_composer.py --data-dir /data/cifar10 --output-dir /data/output/resnet56-mild \\
+        --recipe '[{"name": "BlurPool", "kwargs": {}}, {"name": "LabelSmoothing", "kwargs": {"smoothing": 0.08}}]'
+
+On several nodes, under Composer's launcher (one process per GPU, or ``-n`` processes on CPU nodes)::
+
+    composer -n 8 --world_size 16 --node_rank "$NODE_RANK" --master_addr "$MASTER_ADDR" --master_port 29500 \\
+        train_composer.py --data-dir ... --output-dir ...
+
+The recipe (``--recipe`` or ``--recipe-file``) is a JSON list of ``{"name": <class in composer.algorithms>,
+"kwargs": {...}}``, as ``trainium_eks.composer_recipe.ComposerRecipe.to_json()`` writes it; ``[]`` (the default)
+is the baseline. The device is the GPU when CUDA is available, else the CPU. The data is CIFAR-10's python version
+under ``--data-dir`` (see ``resnet_cifar.py``); it is never downloaded. Checkpoints go to
+``<output-dir>/checkpoints`` at the end of every epoch, and the run resumes from the latest one when started again
+with the same ``--output-dir`` and ``--run-name`` (Composer's autoresume); ``--load-path`` starts a new run from a
+checkpoint. Rank 0 prints one JSON line at the end (wall-clock time, epochs, final test accuracy, the algorithms
+applied and what they changed) and writes it to ``<output-dir>/run-summary.json``.
+
+Only this module's argument and recipe parsing is importable without Composer (the library's tests use it); Composer,
+PyTorch and the model are imported when training starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+SUMMARY_FILE = "run-summary.json"
+# Composer's settings for ResNet-56 on CIFAR-10 (composer/yamls/models/resnet56_cifar10.yaml, Composer <= 0.11):
+# global batch 1024, decoupled SGDW with lr 1.2 and momentum 0.9, 160 epochs, 5 of warm-up, the learning rate divided
+# by 10 at half and three quarters of the run. Weight decay 5e-4 as in the Mosaic ResNet recipes: that file's 2e-3
+# makes Composer 0.32.1 warn that it is too high for decoupled weight decay.
+DEFAULTS = {"epochs": 160, "batch_size": 1024, "lr": 1.2, "momentum": 0.9, "weight_decay": 5.0e-4, "warmup": "5ep"}
+
+
+def parse_recipe(text: str) -> List[Dict[str, Any]]:
+    """The algorithms of a recipe: a JSON list of ``{"name": str, "kwargs": object}`` (``kwargs`` may be left out).
+
+    :returns: ``[{"name": ..., "kwargs": {...}}, ...]`` in recipe order, ``kwargs`` always present.
+    :raises ValueError: when ``text`` is not such a list, or names an algorithm twice.
+    """
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"the recipe is not JSON: {err}") from err
+    if not isinstance(items, list):
+        raise ValueError('the recipe must be a JSON list of {"name": ..., "kwargs": {...}}')
+    recipe = []
+    for index, item in enumerate(items):
+        if not (
+            isinstance(item, dict)
+            and isinstance(item.get("name"), str)
+            and set(item) <= {"name", "kwargs"}
+            and isinstance(item.get("kwargs", {}), dict)
+        ):
+            raise ValueError(f'recipe[{index}] must be {{"name": <string>, "kwargs": <object>}}, not {item!r}')
+        recipe.append({"name": item["name"], "kwargs": dict(item.get("kwargs", {}))})
+    names = [item["name"] for item in recipe]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"each algorithm at most once; repeated: {', '.join(repeated)}")
+    return recipe
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", type=Path, required=True, help="holds cifar-10-batches-py/ (never downloaded)")
+    parser.add_argument("--output-dir", type=Path, required=True, help="checkpoints/ and run-summary.json go here")
+    recipe = parser.add_mutually_exclusive_group()
+    recipe.add_argument("--recipe", default="[]", help="the recipe as JSON (default: [], the baseline)")
+    recipe.add_argument("--recipe-file", type=Path, help="a file holding the recipe's JSON")
+    parser.add_argument("--arch", choices=("resnet20", "resnet56"), default="resnet56", help="default: resnet56")
+    length = parser.add_mutually_exclusive_group()
+    length.add_argument("--epochs", type=int, default=DEFAULTS["epochs"], help="default: %(default)s")
+    length.add_argument(
+        "--max-duration", help="training length as a Composer time string, e.g. 160ep or 8000ba (instead of --epochs)"
+    )
+    parser.add_argument("--batch-size", type=int, default=DEFAULTS["batch_size"], help="global; default %(default)s")
+    parser.add_argument("--eval-batch-size", type=int, default=1024, help="global; default %(default)s")
+    parser.add_argument("--lr", type=float, default=DEFAULTS["lr"], help="peak learning rate; default %(default)s")
+    parser.add_argument("--momentum", type=float, default=DEFAULTS["momentum"], help="default %(default)s")
+    parser.add_argument(
+        "--weight-decay", type=float, default=DEFAULTS["weight_decay"], help="decoupled; default %(default)s"
+    )
+    parser.add_argument(
+        "--warmup", default=DEFAULTS["warmup"], help="warm-up as a Composer time string; default %(default)s"
+    )
+    parser.add_argument("--workers", type=int, default=8, help="data-loader workers per process; default 8")
+    parser.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto", help="default: gpu if CUDA")
+    parser.add_argument("--precision", help="Composer precision (fp32, amp_fp16, amp_bf16); default: Composer's")
+    parser.add_argument("--run-name", default="composer-resnet", help="autoresume key; default %(default)s")
+    parser.add_argument("--load-path", help="checkpoint to start from when there is none to resume in --output-dir")
+    parser.add_argument("--keep-checkpoints", type=int, default=2, help="newest checkpoints kept; -1 keeps all")
+    parser.add_argument("--max-train-batches", type=int, help="batches per epoch (smoke tests); default: all")
+    parser.add_argument("--max-eval-batches", type=int, help="test batches per evaluation; default: all")
+    parser.add_argument("--seed", type=int, default=17, help="default %(default)s")
+    return parser
+
+
+def cifar_files(data_dir: Path) -> Dict[str, List[Path]]:
+    """The CIFAR-10 batch files (python version) under ``data_dir``: ``{"train": [...], "test": [...]}``."""
+    folder = data_dir / "cifar-10-batches-py"
+    return {"train": [folder / f"data_batch_{i}" for i in range(1, 6)], "test": [folder / "test_batch"]}
+
+
+def read_recipe(args: argparse.Namespace) -> List[Dict[str, Any]]:
+    """The recipe given by ``--recipe`` or ``--recipe-file``."""
+    text = args.recipe_file.read_text() if args.recipe_file is not None else args.recipe
+    return parse_recipe(text)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Train, then print and write the run summary (rank 0). Returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        recipe = read_recipe(args)
+    except (OSError, ValueError) as err:
+        parser.error(str(err))
+    if args.batch_size <= 0 or args.eval_batch_size <= 0:
+        parser.error("--batch-size and --eval-batch-size must be positive")
+    missing = [str(p) for paths in cifar_files(args.data_dir).values() for p in paths if not p.is_file()]
+    if missing:
+        parser.error(
+            "CIFAR-10 (python version) not found, and this script never downloads it: extract cifar-10-python.tar.gz "
+            f"into --data-dir on the shared volume. Missing: {', '.join(missing)}"
+        )
+    started = time.monotonic()
+    summary = train(args, recipe)
+    summary["wall_clock_s"] = round(time.monotonic() - started, 3)
+    if summary.pop("rank") == 0:
+        args.output_dir.mkdir(parents=True, exist_ok=True)
+        line = json.dumps(summary, sort_keys=True)
+        (args.output_dir / SUMMARY_FILE).write_text(line + "\n")
+        print(line, flush=True)
+    return 0
+
+
+def train(args: argparse.Namespace, recipe: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """Build the data, model, algorithms and Composer trainer, train and evaluate; the summary of the run."""
+    import resnet_cifar
+    import torch
+    from composer import Trainer
+    from composer.models import ComposerClassifier
+    from composer.optim import DecoupledSGDW, MultiStepWithWarmupScheduler
+    from composer.utils import dist
+
+    device = args.device if args.device != "auto" else ("gpu" if torch.cuda.is_available() else "cpu")
+    world_size = dist.get_world_size()
+    per_rank = {}
+    for flag, size in (("--batch-size", args.batch_size), ("--eval-batch-size", args.eval_batch_size)):
+        if size % world_size:
+            raise SystemExit(f"{flag} {size} is not a multiple of the world size {world_size}")
+        per_rank[flag] = size // world_size
+
+    files = cifar_files(args.data_dir)
+    train_set = resnet_cifar.cifar10(files["train"], train=True)
+    test_set = resnet_cifar.cifar10(files["test"], train=False)
+    loader = dict(num_workers=args.workers, pin_memory=device == "gpu", persistent_workers=args.workers > 0)
+    train_loader = torch.utils.data.DataLoader(
+        train_set,
+        batch_size=per_rank["--batch-size"],
+        sampler=dist.get_sampler(train_set, shuffle=True, drop_last=True),
+        drop_last=True,
+        **loader,
+    )
+    test_loader = torch.utils.data.DataLoader(
+        test_set,
+        batch_size=per_rank["--eval-batch-size"],
+        sampler=dist.get_sampler(test_set, shuffle=False),
+        **loader,
+    )
+
+    model = ComposerClassifier(resnet_cifar.build_resnet(args.arch), num_classes=resnet_cifar.NUM_CLASSES)
+    modules_before = _module_counts(model)
+    algorithms = instantiate_algorithms(recipe)
+    calls: Counter = Counter()
+    for algorithm in algorithms:
+        _count_calls(algorithm, calls)
+    evidence = _batch_evidence()
+
+    optimizer = DecoupledSGDW(model.parameters(), lr=args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
+    max_duration = args.max_duration or f"{args.epochs}ep"
+    trainer = Trainer(
+        model=model,
+        train_dataloader=train_loader,
+        eval_dataloader=test_loader,
+        max_duration=max_duration,
+        algorithms=algorithms,
+        optimizers=optimizer,
+        schedulers=MultiStepWithWarmupScheduler(t_warmup=args.warmup, milestones=["0.5dur", "0.75dur"], gamma=0.1),
+        step_schedulers_every_batch=True,
+        callbacks=[evidence],
+        device=device,
+        precision=args.precision,
+        train_subset_num_batches=args.max_train_batches or -1,
+        eval_subset_num_batches=args.max_eval_batches or -1,
+        run_name=args.run_name,
+        save_folder=str(args.output_dir / "checkpoints"),
+        save_interval="1ep",
+        save_num_checkpoints_to_keep=args.keep_checkpoints,
+        autoresume=True,
+        load_path=args.load_path,
+        progress_bar=False,
+        log_to_console=True,
+        console_log_interval="1ep",
+        seed=args.seed,
+    )
+    modules_after = _module_counts(model)
+    model_changes = {
+        name: modules_after[name] - modules_before[name]
+        for name in sorted(set(modules_before) | set(modules_after))
+        if modules_after[name] != modules_before[name]
+    }
+    start = trainer.state.timestamp
+    fit_started = time.monotonic()
+    if start.get(trainer.state.max_duration.unit) < trainer.state.max_duration:
+        trainer.fit()
+    fit_s = time.monotonic() - fit_started
+    if "MulticlassAccuracy" not in trainer.state.eval_metric_values:
+        trainer.eval()  # resumed from the last checkpoint of a finished run: nothing to train, evaluate it
+    end = trainer.state.timestamp
+    stem = model.module.stem[0]
+    summary = {
+        "rank": dist.get_global_rank(),
+        "arch": args.arch,
+        "device": device,
+        "world_size": world_size,
+        "precision": trainer.state.precision.value,
+        "max_duration": max_duration,
+        "batch_size": args.batch_size,
+        "lr": args.lr,
+        "recipe": recipe,
+        "algorithms": [type(a).__name__ for a in trainer.state.algorithms],
+        "algorithm_calls": dict(sorted(calls.items())),
+        "model_changes": model_changes,
+        "channels_last": bool(
+            stem.weight.is_contiguous(memory_format=torch.channels_last) and not stem.weight.is_contiguous()
+        ),
+        "soft_target_batches": evidence.soft_target_batches,
+        "input_sizes": sorted(evidence.input_sizes),
+        "start_epoch": int(start.epoch),
+        "epochs": int(end.epoch),
+        "batches": int(end.batch),
+        "final_accuracy": float(trainer.state.eval_metric_values["MulticlassAccuracy"]),
+        "fit_s": round(fit_s, 3),
+    }
+    trainer.close()
+    return summary
+
+
+def instantiate_algorithms(recipe: List[Dict[str, Any]]) -> list:
+    """The ``composer.algorithms`` objects of a parsed recipe.
+
+    :raises SystemExit: naming the algorithm when a name is not an algorithm class of ``composer.algorithms`` or
+        its constructor refuses the keyword arguments.
+    """
+    import composer.algorithms
+    from composer.core import Algorithm
+
+    algorithms = []
+    for item in recipe:
+        cls = getattr(composer.algorithms, item["name"], None)
+        if not (isinstance(cls, type) and issubclass(cls, Algorithm)):
+            known = sorted(
+                n for n in composer.algorithms.__all__ if issubclass(getattr(composer.algorithms, n), Algorithm)
+            )
+            raise SystemExit(f"{item['name']!r} is not a Composer algorithm; known: {', '.join(known)}")
+        try:
+            algorithms.append(cls(**item["kwargs"]))
+        except (TypeError, ValueError, KeyError) as err:
+            raise SystemExit(f"{item['name']}({item['kwargs']}): {err}") from err
+    return algorithms
+
+
+def _module_counts(model: Any) -> Counter:
+    """Module class name -> how many the model holds (model surgery changes these)."""
+    return Counter(type(m).__name__ for m in model.modules())
+
+
+def _count_calls(algorithm: Any, calls: Counter) -> None:
+    """Count in ``calls`` each time Composer's engine applies ``algorithm`` (it calls ``algorithm.apply``)."""
+    apply = algorithm.apply
+    name = type(algorithm).__name__
+
+    def counted(event: Any, state: Any, logger: Any) -> Any:
+        calls[name] += 1
+        return apply(event, state, logger)
+
+    algorithm.apply = counted
+
+
+def _batch_evidence() -> Any:
+    """A Composer callback recording what the algorithms did to the batches: soft targets and input sizes."""
+    import torch
+    from composer.core import Callback, State
+    from composer.loggers import Logger
+
+    class BatchEvidence(Callback):
+        """Sees each training batch after the algorithms of the same event ran."""
+
+        def __init__(self) -> None:
+            self.soft_target_batches = 0
+            self.input_sizes: set = set()
+
+        def before_forward(self, state: State, logger: Logger) -> None:
+            self.input_sizes.add(int(state.batch_get_item(0).shape[-1]))
+
+        def before_loss(self, state: State, logger: Logger) -> None:
+            target = state.batch_get_item(1)
+            self.soft_target_batches += int(torch.is_floating_point(target) and target.ndim == 2)
+
+    return BatchEvidence()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
