@@ -9,7 +9,7 @@ import pytest
 
 from tests.k8s_validation import validate_objects
 from trainium_eks.conventions import Taint
-from trainium_eks.manifests.dataset_staging import STAGED_MARKER, STAGING_SCRIPT, DatasetStagingChart
+from trainium_eks.manifests.dataset_staging import DOWNLOAD, STAGED_MARKER, STAGING_SCRIPT, DatasetStagingChart
 from trainium_eks.manifests.topology import NodeGroupTopology
 from trainium_eks.validation import ConfigurationError
 
@@ -46,7 +46,7 @@ def test_job_manifest(tmp_path):
 @pytest.mark.parametrize(
     "overrides,message",
     [
-        ({"source": "https://example.com/x.tar"}, "source='https://example.com/x.tar': an S3 URI"),
+        ({"source": "https://example.com/x.tar"}, "sha256=None: the 64 hex digits"),
         ({"directory": "/abs"}, "directory='/abs': a relative path"),
         ({"directory": "../up"}, "directory='../up': a relative path"),
         ({"node_group": NodeGroupTopology("trn1.32xlarge", 2, 2, 8)}, "claim=None: a shared claim the node group"),
@@ -145,3 +145,56 @@ def test_staging_pod_runs_without_capabilities():
     (container,) = pod["containers"]
     assert container["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
     assert "tar -x --no-same-owner" in STAGING_SCRIPT, "without CAP_CHOWN, tar must not restore ownership"
+
+
+def serve(directory):
+    """An HTTP server on localhost serving ``directory``; returns (base URL, server)."""
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}", server
+
+
+def stage_https(dest, url, sha256):
+    env = {"PATH": os.environ["PATH"], "DOWNLOAD": DOWNLOAD}
+    return subprocess.run(
+        ["bash", "-c", STAGING_SCRIPT, "stage-dataset", str(dest), url, "signed", sha256],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_an_https_tarball_is_staged_only_when_its_sha256_matches(tmp_path):
+    import hashlib
+
+    site = tmp_path / "site"
+    site.mkdir()
+    archive = site / "cifar-10-python.tar.gz"
+    tarball(archive, {"cifar-10-batches-py/data_batch_1": "x" * 100, "cifar-10-batches-py/batches.meta": "m"})
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    base, server = serve(site)
+    try:
+        dest = tmp_path / "data" / "cifar10"
+        wrong = stage_https(dest, f"{base}/cifar-10-python.tar.gz", "0" * 64)
+        assert wrong.returncode != 0 and "expected 0000" in wrong.stderr and not dest.exists()
+        right = stage_https(dest, f"{base}/cifar-10-python.tar.gz", digest)
+        assert right.returncode == 0, right.stderr
+        assert (dest / "data_batch_1").read_text() == "x" * 100 and (dest / STAGED_MARKER).exists()
+        assert not list(dest.parent.glob(".staging-*")), "the work folder and the archive are gone"
+    finally:
+        server.shutdown()
+
+
+def test_https_sources_need_their_sha256():
+    with pytest.raises(ConfigurationError) as raised:
+        chart(source="https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz")
+    assert any(problem.startswith("sha256=None") for problem in raised.value.problems)
+    https = chart(source="https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz", sha256="ab" * 32)
+    (manifest,) = https.manifests()
+    (container,) = manifest["spec"]["template"]["spec"]["containers"]
+    assert container["command"][-1] == "ab" * 32 and container["env"] == [{"name": "DOWNLOAD", "value": DOWNLOAD}]

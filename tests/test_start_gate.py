@@ -106,7 +106,23 @@ def test_keeps_waiting_through_server_errors(api):
     assert "API not reachable, retrying" in result.stdout
 
 
-@pytest.mark.parametrize("args", [["training"], ["training", "deployment/x"], ["training", "job-x"]])
+@pytest.mark.parametrize("args", [["training", "deployment/x"], ["training", "job-x"], ["training", "job/a vcjob"]])
 def test_usage_errors(api, args):
     result = api.gate(*args)
     assert result.returncode == 2 and result.stderr.startswith("usage:")
+
+
+@pytest.mark.parametrize("args", [["training"], ["training", ""], ["training", "  "]])
+def test_nothing_to_wait_for_passes_at_once(api, args):
+    """A runtime's gate gets its jobs from one environment variable, empty when the job waits for nothing."""
+    result = api.gate(*args)
+    assert result.returncode == 0 and "nothing to wait for" in result.stdout
+
+
+def test_several_jobs_in_one_argument_as_an_environment_variable_gives_them(api):
+    api.objects[JOB] = batch_job("Complete")
+    api.objects["/apis/trainer.kubeflow.org/v1alpha1/namespaces/training/trainjobs/t-1"] = {
+        "status": {"conditions": [{"type": "Complete", "status": "True"}]}
+    }
+    result = api.gate("training", "job/data-1 trainjob/t-1")
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -75,3 +75,11 @@ class LustreVolumeSource:
     dns_name: str
     mount_name: str
     storage_gib: int
+
+
+@dataclass(frozen=True)
+class EfsVolumeSource:
+    """What Kubernetes needs to mount an Amazon EFS file system: its id (a value or a CloudFormation token).
+    ``EfsStorage.volume_source`` gives it; build one for a file system created elsewhere."""
+
+    file_system_id: str

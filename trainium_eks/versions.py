@@ -135,6 +135,13 @@ ADDONS: Mapping[str, AddonPin] = {
         "node DaemonSet runs on tainted accelerator nodes.",
         checked="2026-11-30",
     ),
+    "aws-efs-csi-driver": AddonPin(
+        version=None,
+        source="EKS user guide, add-ons-aws-efs-csi-driver.html: add-on aws-efs-csi-driver, its controller "
+        "(kube-system/efs-csi-controller-sa) needs the managed policy AmazonEFSCSIDriverPolicy, by IRSA or EKS Pod "
+        "Identity (update-addon-role.html); dynamic provisioning (access points) is the controller's job.",
+        checked="2026-12-01",
+    ),
     "amazon-cloudwatch-observability": AddonPin(
         version=None,
         minimum="v3.1.0",
@@ -271,3 +278,55 @@ NEURON_PYTORCH_TRAINING = ImagePin(
     checked="2026-12-01",
 )
 """Base of the training image ``images/bert-pretrain`` (passed as its ``BASE_IMAGE`` build argument)."""
+
+
+# --- Kubeflow Trainer ---------------------------------------------------------------------------------------------
+
+KUBEFLOW_TRAINER = HelmChartPin(
+    repository="oci://ghcr.io/kubeflow/charts/kubeflow-trainer",
+    chart="kubeflow-trainer",
+    version="2.3.0",
+    source="kubeflow/trainer tag v2.3.0 (658725b, 2026-08-06; the newest tag, no v2.3.x or v2.4 yet): "
+    "charts/kubeflow-trainer/Chart.yaml version 2.3.0, depends on jobset 0.12.0 (oci://registry.k8s.io/jobset/charts, "
+    "condition jobset.install); published to oci://ghcr.io/kubeflow/charts by its release workflow. Its CRDs are "
+    "templates (2.4 MB), which Helm applies server-side; client-side kubectl apply would exceed the 262,144-byte "
+    "annotation limit. Needs Kubernetes 1.31 or newer (Kubeflow Trainer installation guide)",
+    checked="2026-12-01",
+)
+"""Kubeflow Trainer v2 (TrainJob, ClusterTrainingRuntime; JobSet), installed from its official OCI Helm chart."""
+
+KUBEFLOW_TRAINER_NAMESPACE = "kubeflow-system"
+"""Namespace of the Trainer's controller, as in its installation guide."""
+
+START_GATE_IMAGE = ImagePin(
+    repository="docker.io/library/python",
+    tag="3.12.12-slim-bookworm",
+    source="Docker Official Image python (docker-library/official-images library/python): 3.12.12 on Debian 12; "
+    "the start gate needs only Python's standard library",
+    checked="2026-12-01",
+)
+"""Image of the start gate in the library's ClusterTrainingRuntime (a runtime cannot use each job's own image)."""
+
+
+# --- Training images of the Kubeflow and Composer stacks ------------------------------------------------------------
+
+PYTORCH_RUNTIME = ImagePin(
+    repository="docker.io/pytorch/pytorch",
+    tag="2.13.0-cuda12.6-cudnn9-runtime",
+    source="PyTorch's official images (Docker Hub pytorch/pytorch); torch 2.13.0 is the version the CPU smoke test "
+    "runs (requirements-train.txt). CUDA 12.6 rather than the 13.0 build that kubeflow/trainer v2.3.0's "
+    "torch-distributed runtime uses: CUDA 13 needs NVIDIA driver 580 and drops Volta (ml.p3), while 12.6 runs on "
+    "driver 525 or newer. Tag seen pinned by digest in public lock files (sha256:6acf597e...); not re-checked "
+    "against Docker Hub offline",
+    checked="2026-12-01",
+)
+"""Base of ``images/cifar10-ddp``: CPU nodes, GPU nodes and SageMaker GPU instances run the same image."""
+
+COMPOSER_BASE = ImagePin(
+    repository="docker.io/library/python",
+    tag="3.11.14-slim-bookworm",
+    source="Docker Official Image python on Debian 12: Python 3.11, which Composer 0.32.1 supports (>= 3.10) and the "
+    "smoke test environment runs; torch 2.7.0 from PyPI brings its CUDA libraries, so no CUDA base is needed",
+    checked="2026-12-01",
+)
+"""Base of ``images/composer-resnet`` (its pins: images/composer-resnet/requirements.txt)."""

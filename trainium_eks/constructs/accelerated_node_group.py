@@ -74,8 +74,9 @@ class AcceleratedNodeGroup(Construct):
       one AZ), labels, the accelerator taint (``aws.amazon.com/neuron=true:NoSchedule``), the capacity type, node
       auto repair, min/desired/max sizes.
 
-    An instance type without EFA (trn1.2xlarge, CPU types) gets no explicit interfaces and may run one node only:
-    collective traffic between nodes needs EFA.
+    An instance type without EFA gets no explicit interfaces; an accelerated one (trn1.2xlarge, the small GPU types)
+    may run one node only, since collective traffic between accelerated nodes needs EFA; CPU nodes may be many (they
+    train over TCP with gloo).
 
     :param cluster: The EKS cluster. Required.
     :param subnet: The one subnet of the nodes. Required.
@@ -306,7 +307,7 @@ def check_node_group_settings(
     ceiling = ceiling or MAX_NODES_PER_MANAGED_NODE_GROUP
     if not is_integer(node_count) or not 1 <= node_count <= ceiling:
         problems.add("node_count", node_count, f"an integer from 1 to {ceiling} ({limit})")
-    elif instance is not None and not instance.efa_supported and node_count > 1:
+    elif instance is not None and not collectives_between_nodes(instance) and node_count > 1:
         problems.add(
             "node_count",
             node_count,
@@ -351,6 +352,12 @@ def check_offering(
             f"describe-instance-type-offerings --location-type availability-zone-id --filters "
             f"Name=instance-type,Values={instance.name} --region {az_region}`.",
         )
+
+
+def collectives_between_nodes(instance: InstanceFacts) -> bool:
+    """Whether several nodes of ``instance`` can train together: accelerated nodes need EFA for their collectives
+    (Neuron collectives and NCCL between nodes); CPU nodes train over TCP (gloo), as the Kubeflow workshop does."""
+    return instance.efa_supported or instance.accelerator is Accelerator.NONE
 
 
 def _efa_types_like(instance: InstanceFacts) -> List[str]:

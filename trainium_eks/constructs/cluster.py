@@ -51,6 +51,11 @@ CLOUDWATCH_AGENT_SERVICE_ACCOUNT = "cloudwatch-agent"
 
 CLOUDWATCH_AGENT_POLICY = "CloudWatchAgentServerPolicy"
 
+EFS_CSI_CONTROLLER_SERVICE_ACCOUNT = "efs-csi-controller-sa"
+"""Service account of the EFS CSI controller in kube-system, bound to its role by EKS Pod Identity."""
+
+EFS_CSI_DRIVER_POLICY = "service-role/AmazonEFSCSIDriverPolicy"
+
 FSX_CSI_CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
 """Service account of the FSx CSI controller in kube-system, bound to its role by EKS Pod Identity."""
 
@@ -100,6 +105,8 @@ class TrainingCluster(Construct):
     :param cluster_logging: Default: :data:`DEFAULT_CLUSTER_LOGGING`.
     :param addon_versions: Add-on versions to pin, by add-on name (``{"vpc-cni": "v1.21.1-eksbuild.1"}``).
         Default: the versions of :data:`trainium_eks.versions.ADDONS` (EKS's default for the Kubernetes version).
+    :param efs_csi_driver: Install the aws-efs-csi-driver add-on, its controller's role (``AmazonEFSCSIDriverPolicy``)
+        bound by EKS Pod Identity, for clusters that mount Amazon EFS (``EfsStorage``). Default: false.
     :param container_insights: Install the amazon-cloudwatch-observability add-on (CloudWatch Container Insights with
         enhanced observability: Neuron and EFA metrics, container logs), its agent's role bound by Pod Identity.
         Default: true.
@@ -122,6 +129,7 @@ class TrainingCluster(Construct):
         secrets_key: Optional[kms.IKey] = None,
         cluster_logging: Sequence[eks.ClusterLoggingTypes] = DEFAULT_CLUSTER_LOGGING,
         addon_versions: Optional[Mapping[str, str]] = None,
+        efs_csi_driver: bool = False,
         container_insights: bool = True,
         setting_names: Optional[Mapping[str, str]] = None,
     ) -> None:
@@ -150,6 +158,7 @@ class TrainingCluster(Construct):
             isinstance(kind, eks.ClusterLoggingTypes) for kind in cluster_logging
         ):
             problems.add("cluster_logging", cluster_logging, "a list of eks.ClusterLoggingTypes")
+        check_bool(problems, "efs_csi_driver", efs_csi_driver)
         check_bool(problems, "container_insights", container_insights)
         problems.raise_if_any()
         self.kubernetes_version = kubernetes_version
@@ -249,8 +258,33 @@ class TrainingCluster(Construct):
         )
         # Add-ons that run Deployments become ACTIVE only once nodes can run them.
         fsx_csi_driver.node.add_dependency(self.addons["eks-pod-identity-agent"], self.system_nodegroup)
+        if efs_csi_driver:
+            self._add_efs_csi_driver()
         if container_insights:
             self._add_container_insights()
+
+    def _add_efs_csi_driver(self) -> None:
+        """The Amazon EFS CSI driver add-on (static volumes and access points), its controller bound by Pod Identity."""
+        role = PodIdentityRole(
+            self, "EfsCsiDriverRole", description="EFS CSI driver controller (kube-system/efs-csi-controller-sa)"
+        ).role
+        role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(EFS_CSI_DRIVER_POLICY))
+        acknowledge(
+            role,
+            "AwsSolutions-IAM4",
+            "The EFS CSI driver controller needs AmazonEFSCSIDriverPolicy (EKS user guide, "
+            "add-ons-aws-efs-csi-driver.html): describe file systems and mount targets, create and delete the access "
+            "points of dynamically provisioned volumes (tagged by the driver).",
+            *managed_policy_findings([EFS_CSI_DRIVER_POLICY]),
+        )
+        self._addon(
+            "aws-efs-csi-driver",
+            pod_identity_associations=[
+                eks.CfnAddon.PodIdentityAssociationProperty(
+                    role_arn=role.role_arn, service_account=EFS_CSI_CONTROLLER_SERVICE_ACCOUNT
+                )
+            ],
+        ).node.add_dependency(self.addons["eks-pod-identity-agent"], self.system_nodegroup)
 
     def _add_container_insights(self) -> None:
         """CloudWatch Container Insights with enhanced observability: NeuronCore utilisation, Neuron device memory

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Sequence
+from typing import Any, Dict, List, Sequence
 
 from aws_cdk import Stack
 from aws_cdk import aws_eks_v2 as eks
@@ -23,9 +23,10 @@ class JobSequence(Construct):
     immutable) and nothing relies on ``kubectl apply --prune`` (it never prunes Volcano Jobs).
 
     Every job is created after ``prerequisites`` (namespace, claim, etcd, the Volcano queue, the jobs' priority
-    classes) and after nothing else: creation is not start, and the jobs are created side by side. A job that must
-    not start before another has finished waits in its start gate, and runs at a lower priority than the job it
-    waits for (:attr:`JobChart.stage`), so the scheduler never gives the nodes to the waiting job first.
+    classes): creation is not start, and the jobs are created side by side. A job that must not start before another
+    has finished waits in its start gate, and runs at a lower priority than the job it waits for
+    (:attr:`JobChart.stage`), so the scheduler never gives the nodes to the waiting job first; a job whose pods carry
+    no priority class (:attr:`JobChart.scheduled_by_priority`) is created after the jobs it waits for instead.
 
     :param cluster: Required.
     :param prerequisites: What every job comes after. Default: nothing.
@@ -45,6 +46,7 @@ class JobSequence(Construct):
         self.cluster = cluster
         self.prerequisites = list(prerequisites)
         self.jobs: List[AppliedChart] = []
+        self._by_ref: Dict[str, AppliedChart] = {}
 
     def resolve(self, value: Any) -> Any:
         """``value`` with CDK tokens in CloudFormation form: pass it to job charts as ``resolve`` so that a job's
@@ -52,10 +54,15 @@ class JobSequence(Construct):
         return Stack.of(self).resolve(value)
 
     def add(self, id_: str, chart: JobChart) -> AppliedChart:
-        """Apply ``chart`` after the prerequisites."""
+        """Apply ``chart`` after the prerequisites (and, when its pods carry no priority class, after the jobs of this
+        sequence it waits for)."""
         problems = Problems(f"{self.node.path}/{id_}")
         check_instance(problems, "chart", chart, JobChart, "a job chart (TrainingJobChart, DatasetStagingChart...)")
         problems.raise_if_any()
-        applied = AppliedChart(self, id_, cluster=self.cluster, chart=chart, after=self.prerequisites)
+        after = list(self.prerequisites)
+        if not chart.scheduled_by_priority:
+            after += [self._by_ref[ref] for ref in chart.wait_for if ref in self._by_ref]
+        applied = AppliedChart(self, id_, cluster=self.cluster, chart=chart, after=after)
         self.jobs.append(applied)
+        self._by_ref[chart.ref] = applied
         return applied

@@ -1,4 +1,4 @@
-"""DatasetStagingChart: a Kubernetes Job that copies a dataset from S3 onto the shared volume, once."""
+"""DatasetStagingChart: a Kubernetes Job that copies a dataset from S3 or HTTPS onto the shared volume, once."""
 
 from __future__ import annotations
 
@@ -23,15 +23,37 @@ STAGED_MARKER = ".staged"
 """File written last into a staged dataset; its presence means the copy is complete."""
 
 _S3_URI = re.compile(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[^\s]*)?")
+_HTTPS_TARBALL = re.compile(r"https://[A-Za-z0-9.-]+(:[0-9]+)?/[^\s]*\.(tar|tar\.gz|tgz)")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+DOWNLOAD = r"""
+import hashlib, sys, urllib.request
+url, path, expected = sys.argv[1:4]
+digest = hashlib.sha256()
+with urllib.request.urlopen(url, timeout=120) as response, open(path, "wb") as archive:
+    while True:
+        chunk = response.read(1 << 20)
+        if not chunk:
+            break
+        digest.update(chunk)
+        archive.write(chunk)
+if digest.hexdigest() != expected:
+    sys.exit(f"sha256 of {url} is {digest.hexdigest()}, expected {expected}: not staged")
+"""
+"""Downloads an HTTPS tarball with Python's standard library and checks its SHA-256 before anything is unpacked."""
 
 STAGING_SCRIPT = r"""
 set -euo pipefail
-dest="$1"; source="$2"; sign="$3"
+dest="$1"; source="$2"; sign="$3"; checksum="${{4:-}}"
 if [ -e "$dest/{marker}" ]; then echo "already staged: $dest"; exit 0; fi
 work="$(dirname "$dest")/.staging-$(basename "$dest")"
 rm -rf "$work"; mkdir -p "$work"
 opts=(); if [ "$sign" = "unsigned" ]; then opts=(--no-sign-request); fi
 case "$source" in
+  http://*|https://*)
+    echo "downloading $source into $work"
+    python3 -c "$DOWNLOAD" "$source" "$work/.archive" "$checksum"
+    tar -x --no-same-owner -C "$work" -f "$work/.archive"; rm -f "$work/.archive" ;;
   *.tar|*.tar.gz|*.tgz)
     echo "streaming $source into $work"
     aws s3 cp "${{opts[@]}}" --only-show-errors "$source" - | tar -x --no-same-owner -C "$work" ;;
@@ -51,13 +73,16 @@ class DatasetStagingChart(JobChart):
     """A batch/v1 Job that copies a dataset from S3 to ``<shared volume>/<directory>``, idempotently.
 
     - A tarball (``.tar``, ``.tar.gz``, ``.tgz``) is streamed from S3 and unpacked without a second copy on disk; any
-      other S3 URI (a prefix) is synced. A tarball with one top-level folder (as the tutorial's) becomes the folder.
+      other S3 URI (a prefix) is synced. An HTTPS tarball (the CIFAR-10 archive, say) is downloaded with Python's
+      standard library and unpacked only when its SHA-256 is the one given. A tarball with one top-level folder (as
+      the tutorial's) becomes the folder.
     - The data lands in a work folder next to the destination and is moved into place at the end, then the marker
       ``.staged`` is written: a job that finds the marker skips everything, and a half-finished copy is never
       taken for a dataset.
     - ``unsigned=True`` reads a public bucket (``--no-sign-request``, as the tutorial's dataset); otherwise the pod's
       service account reads with its EKS Pod Identity role.
-    - The image needs bash, tar and the AWS CLI (the Neuron training DLC has them). It runs on the node group given
+    - The image needs bash and tar, plus the AWS CLI for S3 sources (the Neuron training DLC has it) or Python 3 for
+      HTTPS sources. It runs on the node group given
       (tolerating its taints, requesting no accelerator), up to ``backoff_limit`` + 1 times, with no capabilities,
       no privilege escalation and the runtime's default seccomp profile (tar keeps no archive ownership). It is not
       deleted when it finishes: start gates of later jobs read its status.
@@ -65,7 +90,9 @@ class DatasetStagingChart(JobChart):
     The job's name carries a hash of its spec (:attr:`job_name`); :attr:`ref` is its start-gate reference.
 
     :param name: Base name (DNS label, at most 28 characters). Required.
-    :param source: ``s3://bucket/key.tar`` or ``s3://bucket/prefix/``. Required.
+    :param source: ``s3://bucket/key.tar``, ``s3://bucket/prefix/`` or ``https://host/path/archive.tar.gz``.
+        Required.
+    :param sha256: The SHA-256 of an HTTPS tarball (required for one; not used for S3). Default: none.
     :param directory: Destination folder on the shared volume (a relative path). Required.
     :param image: Required.
     :param node_group: Where to run (``AcceleratedNodeGroup.topology``); it must reach ``claim``. Required.
@@ -86,6 +113,7 @@ class DatasetStagingChart(JobChart):
         image: str,
         node_group: NodeGroupTopology,
         claim: Optional[str] = None,
+        sha256: Optional[str] = None,
         unsigned: bool = False,
         namespace: str = DEFAULT_NAMESPACE,
         service_account: str = DEFAULT_SERVICE_ACCOUNT,
@@ -100,9 +128,14 @@ class DatasetStagingChart(JobChart):
             job_naming.BASE_NAME,
             "a lowercase DNS label of at most 28 characters, starting with a letter",
         )
-        check_pattern(
-            problems, "source", source, _S3_URI, "an S3 URI such as s3://bucket/dataset.tar or s3://bucket/prefix/"
-        )
+        https = isinstance(source, str) and source.startswith("https://")
+        if https:
+            check_pattern(problems, "source", source, _HTTPS_TARBALL, "an HTTPS URL of a .tar, .tar.gz or .tgz file")
+            check_pattern(problems, "sha256", sha256, _SHA256, "the 64 hex digits of the archive's SHA-256")
+        else:
+            check_pattern(
+                problems, "source", source, _S3_URI, "an S3 URI such as s3://bucket/dataset.tar, or an HTTPS tarball"
+            )
         if not isinstance(directory, str) or not directory or directory.startswith("/") or ".." in directory.split("/"):
             problems.add("directory", directory, "a relative path on the shared volume, such as datasets/bert")
         check_text(problems, "image", image, allowed="a container image reference, such as repo/image:tag")
@@ -139,7 +172,9 @@ class DatasetStagingChart(JobChart):
                         self.destination,
                         source,
                         "unsigned" if unsigned else "signed",
+                        *([sha256] if https else []),
                     ],
+                    **({"env": [{"name": "DOWNLOAD", "value": DOWNLOAD}]} if https else {}),
                     "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu": "4", "memory": "8Gi"}},
                     "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
                     "volumeMounts": [{"name": "shared", "mountPath": SHARED_MOUNT}],

@@ -61,10 +61,13 @@ class Launcher(Enum):
     ``TORCHRUN``: ``torchrun`` (one process per NeuronCore or GPU), as TorchX and the Kubeflow operators expect.
     ``COMPOSER``: MosaicML Composer's launcher (``composer -n P --world_size W --node_rank R --master_addr A
     --master_port M``), which sets the ``NODE_RANK`` that Composer requires and plain ``torchrun`` does not.
+    ``DIRECT``: the script (with ``python3``) or command runs once per pod and starts the processes itself (a
+    launcher in the image that reads the operator's variables, such as ``images/cifar10-ddp/launch.py``).
     """
 
     TORCHRUN = "torchrun"
     COMPOSER = "composer"
+    DIRECT = "direct"
 
 
 @dataclass(frozen=True)
@@ -222,8 +225,8 @@ class DistributedWorkload:
                 f"Composer on Neuron nodes ({group.instance_type}) is not supported: its Neuron device is experimental "
                 "and untested upstream; use GPU or CPU nodes, or the torchrun launcher",
             )
-        if self.launcher is Launcher.COMPOSER and precompile is True:
-            problems.add("precompile", precompile, "not with the composer launcher")
+        if self.launcher in (Launcher.COMPOSER, Launcher.DIRECT) and precompile is True:
+            problems.add("precompile", precompile, f"only with the torchrun launcher, not {self.launcher.value}")
         problems.raise_if_any()
 
         self.name: str = name
@@ -259,7 +262,8 @@ class DistributedWorkload:
     def _check_topology(self, problems: Problems) -> None:
         group = self.node_group
         if check_integer(problems, "nodes", self.nodes, minimum=1, maximum=group.max_nodes):
-            if self.nodes > 1 and group.efa_interfaces == 0:
+            accelerated = group.instance.accelerator is not Accelerator.NONE
+            if self.nodes > 1 and group.efa_interfaces == 0 and accelerated:
                 problems.add("nodes", self.nodes, f"1: {group.instance_type} nodes have no EFA interface")
         cores = group.neuron_cores or group.gpus or group.instance.vcpus
         unit = "NeuronCores" if group.neuron_cores else "GPUs" if group.gpus else "vCPUs"
@@ -382,6 +386,10 @@ class DistributedWorkload:
             flags = f"--cache_dir={self.cache_root}/{self.cache_set}_{contract.node_index}"
             lines.append(f'export NEURON_CC_FLAGS="{flags}"')
         target = [self.entrypoint] + self.args
+        if self.launcher is Launcher.DIRECT:
+            python = {"script": ["python3"], "module": ["python3", "-m"], "command": []}[self.entrypoint_kind]
+            lines.append("exec " + " ".join(_quote(w) for w in python + target))
+            return "\n".join(lines)
         if self.launcher is Launcher.COMPOSER:
             lines.append(f'export NODE_RANK="{contract.node_index}"')
             words = ["composer", "-n", str(self.processes_per_node), "--world_size", str(self.world_size)]

@@ -56,6 +56,11 @@ class JobChart(LibraryChart):
     ref_kind: str = "job"
     """Kind prefix of :attr:`ref` (``job`` for batch/v1, ``vcjob`` for Volcano), as the start gate reads it."""
 
+    scheduled_by_priority: bool = True
+    """Whether the job's pods carry its stage's priority class. A job that cannot (a TrainJob: its runtime patch has
+    no priority class) is created after the jobs it waits for instead, and Volcano schedules the older of two
+    pending gangs first."""
+
     def __init__(self, name: str, *, namespace: str, wait_for: Sequence[Union[str, "JobChart"]] = ()) -> None:
         super().__init__(name, namespace=namespace)
         self.wait_for: Tuple[str, ...] = tuple(wait_references(wait_for))

@@ -4,9 +4,11 @@ This file is a program as well as a module: its source runs as ``python3 -c`` in
 job, with the job's own image (every training image has Python; the script needs only the standard library). It
 asks the Kubernetes API for the status of each job it waits for, with the pod's service-account token.
 
-    python3 start_gate.py <namespace> <kind>/<name> [<kind>/<name> ...]     kind: job (batch/v1) or vcjob (Volcano)
+    python3 start_gate.py <namespace> [<kind>/<name> ...]   kind: job (batch/v1), vcjob (Volcano), trainjob, pytorchjob
 
-Exit 0 when every job has completed, 1 as soon as one has failed, 2 on a usage error; it polls every POLL_SECONDS.
+An argument may hold several references separated by spaces (what ``$(VAR)`` expansion of one environment variable
+gives). Exit 0 when every job has completed (at once when there is none), 1 as soon as one has failed, 2 on a usage
+error; it polls every POLL_SECONDS.
 """
 
 import json
@@ -17,13 +19,18 @@ import time
 import urllib.error
 import urllib.request
 
-USAGE = "usage: start_gate.py <namespace> <job|vcjob>/<name> [<job|vcjob>/<name> ...]"
+USAGE = "usage: start_gate.py <namespace> [<job|vcjob|trainjob|pytorchjob>/<name> ...]"
 POLL_SECONDS = int(os.environ.get("START_GATE_POLL_SECONDS", "20"))
 ACCOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 PATHS = {
     "job": "/apis/batch/v1/namespaces/{ns}/jobs/{name}",
     "vcjob": "/apis/batch.volcano.sh/v1alpha1/namespaces/{ns}/jobs/{name}",
+    "trainjob": "/apis/trainer.kubeflow.org/v1alpha1/namespaces/{ns}/trainjobs/{name}",
+    "pytorchjob": "/apis/kubeflow.org/v1/namespaces/{ns}/pytorchjobs/{name}",
 }
+DONE_CONDITIONS = {"job": "Complete", "trainjob": "Complete", "pytorchjob": "Succeeded"}
+"""The condition that says a job of each kind has finished well (batch/v1 and Kubeflow Trainer: Complete; the
+training operator v1: Succeeded); every kind says Failed when it has failed."""
 VOLCANO_DONE = {"Completed"}
 VOLCANO_FAILED = {"Failed", "Aborted", "Terminated"}
 
@@ -60,7 +67,7 @@ def fetch(url):
 
 
 def state(kind, job):
-    """'done', 'failed' or 'waiting' for a batch/v1 or Volcano job object (None: not created yet)."""
+    """'done', 'failed' or 'waiting' for a job object of ``kind`` (None: not created yet)."""
     if job is None:
         return "waiting"
     status = job.get("status") or {}
@@ -68,7 +75,7 @@ def state(kind, job):
         phase = (status.get("state") or {}).get("phase", "")
         return "done" if phase in VOLCANO_DONE else "failed" if phase in VOLCANO_FAILED else "waiting"
     conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or ()}
-    if conditions.get("Complete") == "True":
+    if conditions.get(DONE_CONDITIONS[kind]) == "True":
         return "done"
     if conditions.get("Failed") == "True":
         return "failed"
@@ -76,10 +83,14 @@ def state(kind, job):
 
 
 def main(argv):
-    if len(argv) < 2 or any(arg.count("/") != 1 or arg.split("/")[0] not in PATHS for arg in argv[1:]):
+    refs = [ref for arg in argv[1:] for ref in arg.split()]
+    if not argv or any(ref.count("/") != 1 or ref.split("/")[0] not in PATHS for ref in refs):
         print(USAGE, file=sys.stderr)
         return 2
-    namespace, waits = argv[0], [arg.split("/") for arg in argv[1:]]
+    if not refs:
+        print("start gate: nothing to wait for", flush=True)
+        return 0
+    namespace, waits = argv[0], [ref.split("/") for ref in refs]
     while True:
         pending = []
         for kind, name in waits:

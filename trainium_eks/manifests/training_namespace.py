@@ -6,6 +6,7 @@ from trainium_eks.conventions import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT
 from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.validation import Problems, check_dns_label, check_dns_subdomain
 
+READ = ["get", "list", "watch"]
 JOB_READER_ROLE = "training-job-reader"
 """Role that lets training pods read the status of jobs in their namespace (the start gates of dependent jobs)."""
 
@@ -14,7 +15,7 @@ class TrainingNamespaceChart(LibraryChart):
     """The training namespace with Pod Security admission ``baseline`` enforced (``restricted`` warned), the
     service account of training pods (bound to its IAM role by the EKS Pod Identity association of
     :class:`~trainium_eks.constructs.training_pod_identity.TrainingPodIdentity`), and a Role that lets it read
-    batch and Volcano jobs of the namespace, which the start gates of dependent jobs need.
+    batch, Volcano and Kubeflow jobs of the namespace, which the start gates of dependent jobs need.
 
     :param namespace: Default: ``training``.
     :param service_account: Default: ``training``.
@@ -48,11 +49,9 @@ class TrainingNamespaceChart(LibraryChart):
                 "kind": "Role",
                 "metadata": self.metadata(JOB_READER_ROLE),
                 "rules": [
-                    {
-                        "apiGroups": ["batch", "batch.volcano.sh"],
-                        "resources": ["jobs"],
-                        "verbs": ["get", "list", "watch"],
-                    }
+                    {"apiGroups": ["batch", "batch.volcano.sh"], "resources": ["jobs"], "verbs": READ},
+                    {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs"], "verbs": READ},
+                    {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs"], "verbs": READ},
                 ],
             }
         )

@@ -1,0 +1,193 @@
+"""Kubeflow jobs: the TrainJob (Trainer v2), the PyTorchJob (training operator v1) and the library's runtime."""
+
+import pytest
+
+from tests.job_helpers import flag, launch
+from tests.k8s_validation import validate_objects
+from trainium_eks.conventions import Taint
+from trainium_eks.manifests.dataset_staging import DatasetStagingChart
+from trainium_eks.manifests.pytorch_job import PyTorchJobChart
+from trainium_eks.manifests.topology import NodeGroupTopology
+from trainium_eks.manifests.train_job import TrainJobChart
+from trainium_eks.manifests.training_runtime import TrainingRuntimeChart
+from trainium_eks.validation import ConfigurationError
+
+CPU = NodeGroupTopology("m5.xlarge", 6, 6, 0, (), frozenset({"efs-sc-claim"}))
+TRN1 = NodeGroupTopology(
+    "trn1.32xlarge", 2, 2, 8, (Taint("aws.amazon.com/neuron", "true", "NoSchedule"),), frozenset({"fsx-claim"})
+)
+P4D = NodeGroupTopology("p4d.24xlarge", 2, 2, 4, (Taint("nvidia.com/gpu", "true", "NoSchedule"),), frozenset({"c"}))
+BASE = dict(name="cifar", image="example.com/cifar:1", node_group=CPU, script="/opt/cifar10/train_cifar10.py")
+
+
+def trainjob(**overrides):
+    chart = TrainJobChart(**{**BASE, **overrides})
+    (manifest,) = chart.manifests()
+    return chart, manifest
+
+
+def patched_pod(manifest):
+    (patch,) = manifest["spec"]["runtimePatches"]
+    (replicated,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    return replicated["template"]["spec"]["template"]["spec"]
+
+
+def test_trainjob_shape_refers_to_the_runtime_and_always_sets_processes_per_node():
+    chart, manifest = trainjob()
+    assert manifest["apiVersion"] == "trainer.kubeflow.org/v1alpha1" and manifest["kind"] == "TrainJob"
+    assert manifest["metadata"]["name"] == chart.job_name and chart.ref == f"trainjob/{chart.job_name}"
+    spec = manifest["spec"]
+    assert spec["runtimeRef"] == {
+        "name": "trainium-eks-torch",
+        "apiGroup": "trainer.kubeflow.org",
+        "kind": "ClusterTrainingRuntime",
+    }
+    trainer = spec["trainer"]
+    assert trainer["numNodes"] == 6 and trainer["numProcPerNode"] == 1
+    assert trainer["resourcesPerNode"] == {"requests": {"cpu": "2", "memory": "8Gi"}}
+    assert manifest["metadata"]["annotations"] == {"scheduling.volcano.sh/queue-name": "training"}
+
+
+def test_neuron_trainjob_sets_one_process_per_neuroncore_never_auto():
+    _, manifest = trainjob(node_group=TRN1, script="/opt/bert/pretrain_bert.py")
+    trainer = manifest["spec"]["trainer"]
+    assert trainer["numProcPerNode"] == 32, "auto would count vCPUs: no resource name of Neuron contains 'gpu'"
+    assert trainer["resourcesPerNode"]["limits"] == {"aws.amazon.com/neuron": 16, "vpc.amazonaws.com/efa": 8}
+    env = {e["name"]: e["value"] for e in trainer["env"]}
+    assert env["FI_PROVIDER"] == "efa" and env["CCOM_SOCKET_IFNAME"] == "eth0"
+
+
+def test_trainjob_launch_uses_the_trainers_variables(tmp_path):
+    _, manifest = trainjob(node_group=TRN1, script="/opt/bert/pretrain_bert.py", cache_set="bert")
+    command = manifest["spec"]["trainer"]["command"]
+    assert command[:2] == ["bash", "-c"]
+    started = launch(
+        command[2], tmp_path, PET_NODE_RANK="1", PET_MASTER_ADDR="cifar-abc-node-0-0.cifar-abc", PET_MASTER_PORT="29500"
+    )
+    words = started["argv"]
+    assert words[0] == "torchrun" and flag(words, "--nnodes") == "2" and flag(words, "--nproc_per_node") == "32"
+    assert flag(words, "--node_rank") == "1" and flag(words, "--master_addr") == "cifar-abc-node-0-0.cifar-abc"
+    assert started["env"]["NEURON_CC_FLAGS"] == "--cache_dir=/data/neuron_cache/bert_1", "per-node cache from the rank"
+
+
+def test_trainjob_runtime_patch_places_mounts_and_gates():
+    staging = DatasetStagingChart(
+        name="cifar10-data", source="s3://bucket/cifar.tar", directory="cifar10", image="i:1", node_group=CPU
+    )
+    chart, manifest = trainjob(wait_for=[staging])
+    pod = patched_pod(manifest)
+    assert pod["serviceAccountName"] == "training"
+    assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "m5.xlarge"} and pod["tolerations"] == []
+    assert pod["volumes"] == [{"name": "claim-0", "persistentVolumeClaim": {"claimName": "efs-sc-claim"}}]
+    assert pod["containers"] == [{"name": "node", "volumeMounts": [{"name": "claim-0", "mountPath": "/data"}]}]
+    assert pod["initContainers"] == [{"name": "start-gate", "env": [{"name": "START_GATE_JOBS", "value": staging.ref}]}]
+    assert chart.stage == 1 and not chart.scheduled_by_priority
+
+
+def test_trainjob_with_the_images_own_launcher():
+    _, manifest = trainjob(
+        launcher="direct", script="/opt/cifar10/launch.py", args=["--", "--data-dir", "/data/cifar10"]
+    )
+    script = manifest["spec"]["trainer"]["command"][2]
+    assert script == "exec python3 /opt/cifar10/launch.py -- --data-dir /data/cifar10", "it starts torchrun itself"
+
+
+def test_composer_launcher_on_gpu_nodes_sets_the_node_rank(tmp_path):
+    _, manifest = trainjob(node_group=P4D, script="/opt/composer/train_composer.py", launcher="composer")
+    started = launch(manifest["spec"]["trainer"]["command"][2], tmp_path, PET_NODE_RANK="1", PET_MASTER_ADDR="m")
+    words = started["argv"]
+    assert words[0] == "composer" and flag(words, "-n") == "8" and flag(words, "--world_size") == "16"
+    assert flag(words, "--node_rank") == "1" and flag(words, "--master_addr") == "m"
+    assert started["env"]["NODE_RANK"] == "1"
+
+
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        ({"neuron_devices": 1}, "neuron_devices=1: an integer from 0 to 0"),
+        ({"precompile": True}, "precompile=True: only on Neuron nodes"),
+        ({"processes_per_node": 5}, "processes_per_node=5: an integer from 1 to 4, the vCPUs"),
+        ({"nodes": 7}, "nodes=7: an integer from 1 to 6"),
+        ({"launcher": "composer", "node_group": TRN1}, "Composer on Neuron nodes"),
+        ({"runtime": "Bad_Runtime"}, "runtime='Bad_Runtime'"),
+        ({"nodez": 2}, "nodez=2: unknown setting; did you mean 'nodes'?"),
+    ],
+)
+def test_trainjob_refuses_what_its_nodes_cannot_do(overrides, message):
+    with pytest.raises(ConfigurationError) as raised:
+        trainjob(**overrides)
+    assert any(message in problem for problem in raised.value.problems), raised.value.problems
+
+
+def pytorchjob(**overrides):
+    chart = PyTorchJobChart(**{**BASE, **overrides})
+    (manifest,) = chart.manifests()
+    return chart, manifest
+
+
+def test_pytorchjob_as_the_workshop_wrote_it():
+    chart, manifest = pytorchjob(nodes=3)
+    assert manifest["apiVersion"] == "kubeflow.org/v1" and manifest["kind"] == "PyTorchJob"
+    spec = manifest["spec"]
+    assert spec["nprocPerNode"] == "1"
+    replicas = spec["pytorchReplicaSpecs"]
+    assert replicas["Master"]["replicas"] == 1 and replicas["Worker"]["replicas"] == 2
+    for replica in replicas.values():
+        (container,) = replica["template"]["spec"]["containers"]
+        assert container["name"] == "pytorch"
+        assert replica["template"]["spec"]["nodeSelector"] == {"node.kubernetes.io/instance-type": "m5.xlarge"}
+    assert spec["runPolicy"]["schedulingPolicy"] == {
+        "minAvailable": 3,
+        "priorityClass": "trainium-eks-stage-0",
+        "queue": "training",
+    }
+    assert "elasticPolicy" not in spec and chart.ref.startswith("pytorchjob/")
+
+
+def test_pytorchjob_on_one_node_has_no_workers_and_an_elastic_job_has_its_policy():
+    assert "Worker" not in pytorchjob(nodes=1)[1]["spec"]["pytorchReplicaSpecs"]
+    elastic = pytorchjob(nodes=4, min_nodes=2)[1]["spec"]["elasticPolicy"]
+    assert elastic == {"minReplicas": 2, "maxReplicas": 4, "rdzvBackend": "c10d", "nProcPerNode": 1}
+
+
+def test_the_three_job_kinds_share_the_pod_contract():
+    from trainium_eks.manifests.training_job import TrainingJobChart
+
+    def pod_env(manifest):
+        return manifest["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["env"]
+
+    args = dict(node_group=TRN1, script="/opt/bert/pretrain_bert.py", bf16=True)
+    volcano = TrainingJobChart(**{**BASE, **args}).manifests()[0]
+    _, train = trainjob(**args)
+    _, pytorch = pytorchjob(**args)
+    volcano_env = volcano["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["env"]
+    assert volcano_env == train["spec"]["trainer"]["env"] == pod_env(pytorch)
+
+
+def test_runtime_and_jobs_validate_against_the_crd_schemas(tmp_path):
+    objects = [
+        TrainingRuntimeChart().manifests()[0],
+        TrainingRuntimeChart(name="plain", volcano=False).manifests()[0],
+        trainjob()[1],
+        trainjob(node_group=TRN1, script="/t.py", wait_for=["job/data-1"])[1],
+        trainjob(queue=None)[1],
+        pytorchjob(nodes=3)[1],
+        pytorchjob(nodes=4, min_nodes=2, node_group=CPU)[1],
+    ]
+    for version in ("1.34", "1.36"):
+        validate_objects(objects, tmp_path, k8s_version=version)
+
+
+def test_runtime_gate_passes_at_once_when_a_job_waits_for_nothing(tmp_path):
+    import subprocess
+    import sys
+
+    (runtime,) = TrainingRuntimeChart().manifests()
+    pod = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    (gate,) = pod["initContainers"]
+    assert gate["command"][3:] == ["$(POD_NAMESPACE)", "$(START_GATE_JOBS)"]
+    source = gate["command"][2]
+    empty = subprocess.run([sys.executable, "-c", source, "training", ""], capture_output=True, text=True)
+    assert empty.returncode == 0 and "nothing to wait for" in empty.stdout
+    bad = subprocess.run([sys.executable, "-c", source, "training", "deployment/x"], capture_output=True, text=True)
+    assert bad.returncode == 2

@@ -1,0 +1,78 @@
+"""KubeflowTrainer: Kubeflow Trainer v2 in a cluster (its Helm chart, with JobSet) and the library's runtime."""
+
+from __future__ import annotations
+
+from typing import List
+
+from aws_cdk import aws_eks_v2 as eks
+from constructs import Construct, IConstruct
+
+from trainium_eks import versions
+from trainium_eks.constructs.applied_chart import AppliedChart
+from trainium_eks.constructs.cluster_addons import HELM_WAIT_TIMEOUT
+from trainium_eks.conventions import SYSTEM_NODE_LABELS
+from trainium_eks.manifests.training_runtime import DEFAULT_RUNTIME, TrainingRuntimeChart
+from trainium_eks.validation import Problems, check_bool, check_cluster, check_dns_label
+
+TRAINER_RELEASE = "kubeflow-trainer"
+
+
+class KubeflowTrainer(Construct):
+    """Kubeflow Trainer v2 (``trainer.kubeflow.org``: TrainJob, TrainingRuntime, ClusterTrainingRuntime), installed by
+    the stack from its official Helm chart at a pinned version (:data:`trainium_eks.versions.KUBEFLOW_TRAINER`, an
+    OCI chart), with its JobSet dependency, the controller on the system nodes, and the library's
+    :class:`~trainium_eks.manifests.training_runtime.TrainingRuntimeChart` applied once the controller (and its
+    admission webhook) is ready.
+
+    - Helm, not ``kubectl apply``: the Trainer's CRDs (2.4 MB) are far over the 262,144 bytes the last-applied
+      annotation of the aws-eks-v2 handler's client-side ``kubectl apply`` can hold; Helm 4 applies them server-side.
+    - The chart's own runtimes are off (``runtimes.defaultEnabled: false``): they are installed by a post-install
+      hook Job that pulls an Alpine image and ``apk add``s kubectl from the internet at install time; the library's
+      runtime is applied by CloudFormation instead.
+    - ``helm --wait`` (at most ``HELM_WAIT_TIMEOUT``, below the handler Lambda's 15 minutes) waits for the controller
+      and JobSet, which need the system nodes.
+
+    :param cluster: Required (with a kubectl provider).
+    :param runtime_name: Name of the library's ClusterTrainingRuntime. Default: ``trainium-eks-torch``.
+    :param volcano: Gang scheduling of TrainJobs through Volcano (``podGroupPolicy.volcano``; the cluster needs
+        Volcano, as ``ClusterAddons`` installs it). Default: true.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        cluster: eks.ICluster,
+        runtime_name: str = DEFAULT_RUNTIME,
+        volcano: bool = True,
+    ) -> None:
+        super().__init__(scope, id_)
+        problems = Problems(self.node.path)
+        check_cluster(problems, "cluster", cluster, "kubectl_provider")
+        check_dns_label(problems, "runtime_name", runtime_name)
+        check_bool(problems, "volcano", volcano)
+        problems.raise_if_any()
+        pin = versions.KUBEFLOW_TRAINER
+        self.release = eks.HelmChart(
+            self,
+            "Release",
+            cluster=cluster,
+            repository=pin.repository,
+            chart=pin.chart,
+            version=pin.version,
+            release=TRAINER_RELEASE,
+            namespace=versions.KUBEFLOW_TRAINER_NAMESPACE,
+            create_namespace=True,
+            wait=True,
+            timeout=HELM_WAIT_TIMEOUT,
+            values={
+                "manager": {"nodeSelector": dict(SYSTEM_NODE_LABELS)},
+                "runtimes": {"defaultEnabled": False},
+                "jobset": {"install": True},
+            },
+        )
+        self.runtime_chart = TrainingRuntimeChart(name=runtime_name, volcano=volcano)
+        self.runtime = AppliedChart(self, "Runtime", cluster=cluster, chart=self.runtime_chart, after=[self.release])
+        self.job_prerequisites: List[IConstruct] = [self.runtime]
+        """What a TrainJob is created after: the runtime it refers to (and so the controller and its webhook)."""

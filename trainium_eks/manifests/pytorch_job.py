@@ -1,0 +1,127 @@
+"""PyTorchJobChart: a distributed PyTorch job for the Kubeflow training operator v1 (``kubeflow.org/v1``)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional
+
+from trainium_eks.conventions import DEFAULT_NAMESPACE
+from trainium_eks.manifests import job_naming
+from trainium_eks.manifests.distributed_workload import DistributedWorkload, NodeContract
+from trainium_eks.manifests.job_chart import JobChart, check_wait_stage, wait_references
+from trainium_eks.manifests.volcano_queue import DEFAULT_QUEUE
+from trainium_eks.validation import Problems, check_dns_label, check_integer
+
+PYTORCH_JOB_API_VERSION = "kubeflow.org/v1"
+CONTAINER = "pytorch"
+"""The operator finds the training container by this name (training-operator v1 docs)."""
+
+PYTORCHJOB_CONTRACT = NodeContract(
+    node_index="${PET_NODE_RANK}",
+    master_addr="${PET_MASTER_ADDR}",
+    torchrun_args=(
+        "--node_rank",
+        "${PET_NODE_RANK}",
+        "--master_addr",
+        "${PET_MASTER_ADDR}",
+        "--master_port",
+        "${PET_MASTER_PORT}",
+    ),
+)
+"""What the v1 operator injects into every pod: ``MASTER_ADDR``/``PET_MASTER_ADDR`` (``<job>-master-0``),
+``MASTER_PORT``/``PET_MASTER_PORT``, ``WORLD_SIZE``, ``RANK`` and ``PET_NODE_RANK`` (master 0, worker i: i+1),
+``PET_NNODES``, ``PET_NPROC_PER_NODE`` when ``nprocPerNode`` is set. Source: kubeflow/trainer v1.9.4
+``pkg/controller.v1/pytorch/envvar.go``."""
+
+
+class PyTorchJobChart(JobChart):
+    """A ``kubeflow.org/v1`` PyTorchJob as the Kubeflow workshop wrote it, from the same
+    :class:`~trainium_eks.manifests.distributed_workload.DistributedWorkload` as the Volcano job and the TrainJob.
+
+    - ``pytorchReplicaSpecs``: ``Master`` (one replica) and ``Worker`` (nodes - 1), each with the container
+      ``pytorch``, the same pod (environment contract, devices, CPU and memory, ``/dev/shm``, claims, tolerations,
+      node selector, service account, start gate) and ``restartPolicy: OnFailure``;
+    - ``nprocPerNode`` (a string, as the CRD wants), ``runPolicy`` (``cleanPodPolicy: None`` keeps the pods for their
+      logs; ``backoffLimit``; ``schedulingPolicy`` with ``minAvailable`` = nodes, the Volcano queue and the priority
+      class of the job's stage, used when the operator runs with ``--gang-scheduler-name=volcano``);
+    - optionally ``elasticPolicy`` (``min_nodes`` to ``nodes``, c10d rendezvous).
+
+    The library renders and checks PyTorchJobs; it does not install the v1 operator (its CRDs are too large for the
+    client-side ``kubectl apply`` of the aws-eks-v2 handler; the README says how to install it by hand).
+
+    :param name: Base name, a DNS label of at most 28 characters. Required.
+    :param namespace: Default: ``training``.
+    :param queue: Volcano queue of ``schedulingPolicy``, or None. Default: ``training``.
+    :param min_nodes: With a value, an elastic job (``elasticPolicy``) that runs on ``min_nodes`` to ``nodes`` nodes.
+        Default: none (a fixed-size job).
+    :param wait_for: Jobs to wait for. Default: none.
+    :param resolve: Turns CDK tokens into their CloudFormation form before hashing. Default: none.
+    :param workload: The other props, documented on
+        :class:`~trainium_eks.manifests.distributed_workload.DistributedWorkload`.
+    """
+
+    ref_kind = "pytorchjob"
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        namespace: str = DEFAULT_NAMESPACE,
+        queue: Optional[str] = DEFAULT_QUEUE,
+        min_nodes: Optional[int] = None,
+        resolve: Optional[Callable[[Any], Any]] = None,
+        **workload: Any,
+    ) -> None:
+        problems = Problems(f"PyTorch job {name!r}")
+        if queue is not None:
+            check_dns_label(problems, "queue", queue)
+        if min_nodes is not None:
+            check_integer(problems, "min_nodes", min_nodes, minimum=1, maximum=workload.get("nodes") or 450)
+        wait_for = workload.pop("wait_for", ())
+        check_wait_stage(problems, wait_for)
+        workload = DistributedWorkload.from_props(
+            problems, name=name, namespace=namespace, wait_for=wait_references(wait_for), **workload
+        )
+        super().__init__(name, namespace=namespace, wait_for=wait_for)
+        self.workload = workload
+        self.nodes = workload.nodes
+
+        pod = {**workload.pod_spec(CONTAINER, PYTORCHJOB_CONTRACT), "restartPolicy": "OnFailure"}
+        template = {
+            "metadata": {"labels": {**self.selector_labels(), "app.kubernetes.io/instance": job_naming.PLACEHOLDER}},
+            "spec": pod,
+        }
+        replicas: Dict[str, Any] = {"Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": template}}
+        if workload.nodes > 1:
+            replicas["Worker"] = {"replicas": workload.nodes - 1, "restartPolicy": "OnFailure", "template": template}
+        scheduling: Dict[str, Any] = {"minAvailable": workload.nodes, "priorityClass": self.priority_class}
+        if queue is not None:
+            scheduling["queue"] = queue
+        spec: Dict[str, Any] = {
+            "nprocPerNode": str(workload.processes_per_node),
+            "pytorchReplicaSpecs": replicas,
+            "runPolicy": {
+                "cleanPodPolicy": "None",
+                "backoffLimit": workload.max_retries,
+                "schedulingPolicy": scheduling,
+            },
+        }
+        if min_nodes is not None:
+            spec["elasticPolicy"] = {
+                "minReplicas": min_nodes,
+                "maxReplicas": workload.nodes,
+                "rdzvBackend": "c10d",
+                "nProcPerNode": workload.processes_per_node,
+            }
+        self.add_job(
+            {
+                "apiVersion": PYTORCH_JOB_API_VERSION,
+                "kind": "PyTorchJob",
+                "metadata": {
+                    "name": job_naming.PLACEHOLDER,
+                    "namespace": namespace,
+                    "labels": {**self.selector_labels(), "app.kubernetes.io/instance": job_naming.PLACEHOLDER},
+                },
+                "spec": spec,
+            },
+            resolve,
+        )

@@ -1,0 +1,145 @@
+"""TrainJobChart: a distributed PyTorch job for Kubeflow Trainer v2 (``trainer.kubeflow.org/v1alpha1`` TrainJob)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional
+
+from trainium_eks.conventions import DEFAULT_NAMESPACE
+from trainium_eks.manifests import job_naming
+from trainium_eks.manifests.distributed_workload import DistributedWorkload, NodeContract
+from trainium_eks.manifests.job_chart import JobChart, check_wait_stage, wait_references
+from trainium_eks.manifests.training_runtime import (
+    DEFAULT_RUNTIME,
+    NODE_JOB,
+    START_GATE,
+    START_GATE_JOBS,
+    TRAINER_API_VERSION,
+)
+from trainium_eks.manifests.volcano_queue import DEFAULT_QUEUE
+from trainium_eks.validation import Problems, check_dns_label
+
+PATCH_MANAGER = "trainium-eks"
+"""``manager`` of the TrainJob's runtime patch (who owns the patch)."""
+
+VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+"""The annotation through which a TrainJob names its Volcano queue (Kubeflow Trainer docs, job-scheduling/volcano)."""
+
+TRAINJOB_CONTRACT = NodeContract(
+    node_index="${PET_NODE_RANK}",
+    master_addr="${PET_MASTER_ADDR}",
+    torchrun_args=(
+        "--node_rank",
+        "${PET_NODE_RANK}",
+        "--master_addr",
+        "${PET_MASTER_ADDR}",
+        "--master_port",
+        "${PET_MASTER_PORT}",
+    ),
+)
+"""What the Trainer's torch plugin injects into every node: ``PET_NNODES``, ``PET_NPROC_PER_NODE``,
+``PET_NODE_RANK`` (the Job completion index), ``PET_MASTER_ADDR`` (``<job>-node-0-0.<job>``), ``PET_MASTER_PORT``
+(29500). Source: kubeflow/trainer v2.3.0 ``pkg/runtime/framework/plugins/torch/torch.go``."""
+
+
+class TrainJobChart(JobChart):
+    """A TrainJob of Kubeflow Trainer v2 on a node group, from the same
+    :class:`~trainium_eks.manifests.distributed_workload.DistributedWorkload` as the Volcano job.
+
+    - ``runtimeRef``: the library's ``ClusterTrainingRuntime`` (:class:`TrainingRuntimeChart`);
+    - ``spec.trainer``: the image, the launch script (``torchrun`` with the node rank and node 0's address from the
+      Trainer's ``PET_*`` variables, Composer's launcher, or the image's own launcher), ``numNodes``,
+      ``numProcPerNode`` **always set** (the Trainer's ``auto`` counts only resources whose name contains "gpu" and
+      otherwise falls back to the CPU count, so a Neuron job would start one process per requested vCPU),
+      ``resourcesPerNode`` (Neuron devices, EFA interfaces, GPUs, CPU and memory), the environment contract;
+    - a runtime patch (``spec.runtimePatches``, manager ``trainium-eks``) with what the runtime cannot know: the node
+      selector and tolerations of the node group, the service account, the shared claims and their mounts, and the
+      jobs the start gate waits for;
+    - the Volcano queue as the annotation ``scheduling.volcano.sh/queue-name`` (``queue=None``: none).
+
+    The job's name carries a hash of its spec (:attr:`job_name`); :attr:`ref` is ``trainjob/<name>``.
+
+    :param name: Base name, a DNS label of at most 28 characters. Required.
+    :param runtime: The ClusterTrainingRuntime. Default: :data:`DEFAULT_RUNTIME`.
+    :param namespace: Default: ``training``.
+    :param queue: Volcano queue, or None. Default: ``training``.
+    :param wait_for: Jobs to wait for (their charts or references). Default: none.
+    :param resolve: Turns CDK tokens into their CloudFormation form before hashing. Default: none.
+    :param workload: The other props (``image``, ``node_group``, ``script``, ``args``, ``nodes``,
+        ``processes_per_node``, ``launcher``, ``env``, ``volumes``...), documented on
+        :class:`~trainium_eks.manifests.distributed_workload.DistributedWorkload`.
+    """
+
+    ref_kind = "trainjob"
+    scheduled_by_priority = False
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        runtime: str = DEFAULT_RUNTIME,
+        namespace: str = DEFAULT_NAMESPACE,
+        queue: Optional[str] = DEFAULT_QUEUE,
+        resolve: Optional[Callable[[Any], Any]] = None,
+        **workload: Any,
+    ) -> None:
+        problems = Problems(f"train job {name!r}")
+        check_dns_label(problems, "runtime", runtime)
+        if queue is not None:
+            check_dns_label(problems, "queue", queue)
+        wait_for = workload.pop("wait_for", ())
+        check_wait_stage(problems, wait_for)
+        workload = DistributedWorkload.from_props(
+            problems, name=name, namespace=namespace, wait_for=wait_references(wait_for), **workload
+        )
+        super().__init__(name, namespace=namespace, wait_for=wait_for)
+        self.workload = workload
+        self.nodes = workload.nodes
+        self.processes_per_node = workload.processes_per_node
+
+        metadata: Dict[str, Any] = {
+            "name": job_naming.PLACEHOLDER,
+            "namespace": namespace,
+            "labels": {**self.selector_labels(), "app.kubernetes.io/instance": job_naming.PLACEHOLDER},
+        }
+        if queue is not None:
+            metadata["annotations"] = {VOLCANO_QUEUE_ANNOTATION: queue}
+        self.add_job(
+            {
+                "apiVersion": TRAINER_API_VERSION,
+                "kind": "TrainJob",
+                "metadata": metadata,
+                "spec": {
+                    "runtimeRef": {
+                        "name": runtime,
+                        "apiGroup": "trainer.kubeflow.org",
+                        "kind": "ClusterTrainingRuntime",
+                    },
+                    "trainer": {
+                        "image": workload.image,
+                        "command": ["bash", "-c", workload.launch_script(TRAINJOB_CONTRACT)],
+                        "numNodes": workload.nodes,
+                        "numProcPerNode": workload.processes_per_node,
+                        "resourcesPerNode": workload.resources(),
+                        "env": workload.environment(),
+                    },
+                    "runtimePatches": [{"manager": PATCH_MANAGER, "trainingRuntimeSpec": self._runtime_patch()}],
+                },
+            },
+            resolve,
+        )
+
+    def _runtime_patch(self) -> Dict[str, Any]:
+        workload = self.workload
+        claims = [volume for volume in workload.pod_volumes() if "persistentVolumeClaim" in volume]
+        mounts: List[Dict[str, Any]] = [m for m in workload.volume_mounts() if m["name"] != "dshm"]
+        pod = {
+            "serviceAccountName": workload.service_account,
+            **workload.node_group.pod_placement(),
+            "volumes": claims,
+            "containers": [{"name": NODE_JOB, "volumeMounts": mounts}],
+            "initContainers": [
+                {"name": START_GATE, "env": [{"name": START_GATE_JOBS, "value": " ".join(self.wait_for)}]}
+            ],
+        }
+        replicated = {"name": NODE_JOB, "template": {"spec": {"template": {"spec": pod}}}}
+        return {"template": {"spec": {"replicatedJobs": [replicated]}}}
