@@ -87,6 +87,22 @@ class LibraryChart:
         self._objects.append(obj)
         return obj
 
+    def add_daemon_set(self, name: str, pod_spec: Mapping[str, Any]) -> Dict[str, Any]:
+        """Add a DaemonSet ``name`` of pods ``pod_spec``, selected by the chart's selector labels, updated rolling."""
+        labels = self.selector_labels()
+        return self.add_object(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": self.metadata(name),
+                "spec": {
+                    "selector": {"matchLabels": labels},
+                    "updateStrategy": {"type": "RollingUpdate"},
+                    "template": {"metadata": {"labels": labels}, "spec": dict(pod_spec)},
+                },
+            }
+        )
+
     def allow_ingress_only(
         self, name: str, *, pods: Mapping[str, str], ports: Sequence[int] = (), from_namespace: bool = True
     ) -> Dict[str, Any]:

@@ -58,48 +58,36 @@ class EfaDevicePluginChart(LibraryChart):
         problems.raise_if_any()
         super().__init__(NAME, namespace="kube-system")
         self.instance_types = sorted(instance_types or efa_instance_types())
-        labels = self.selector_labels()
-        self.add_object(
+        self.add_daemon_set(
+            NAME,
             {
-                "apiVersion": "apps/v1",
-                "kind": "DaemonSet",
-                "metadata": self.metadata(NAME),
-                "spec": {
-                    "selector": {"matchLabels": labels},
-                    "updateStrategy": {"type": "RollingUpdate"},
-                    "template": {
-                        "metadata": {"labels": labels},
-                        "spec": {
-                            "hostNetwork": True,
-                            "automountServiceAccountToken": False,
-                            "priorityClassName": "system-node-critical",
-                            "affinity": instance_type_affinity(self.instance_types),
-                            "tolerations": [exists_toleration("CriticalAddonsOnly")]
-                            + [exists_toleration(key, "NoSchedule") for key in ACCELERATOR_TAINT_KEYS],
-                            "containers": [
-                                {
-                                    "name": NAME,
-                                    "image": f"{registry}/{image}",
-                                    "imagePullPolicy": "IfNotPresent",
-                                    "securityContext": {"privileged": True, "runAsUser": 0},
-                                    "resources": device_plugin_resources(),
-                                    "volumeMounts": [
-                                        {"name": "device-plugin", "mountPath": DEVICE_PLUGIN_PATH},
-                                        {"name": "infiniband", "mountPath": "/dev/infiniband"},
-                                        {"name": "neuron-tools", "mountPath": NEURON_TOOLS},
-                                    ],
-                                }
-                            ],
-                            "volumes": [
-                                {"name": "device-plugin", "hostPath": {"path": DEVICE_PLUGIN_PATH}},
-                                {"name": "infiniband", "hostPath": {"path": "/dev/infiniband"}},
-                                {
-                                    "name": "neuron-tools",
-                                    "hostPath": {"path": NEURON_TOOLS, "type": "DirectoryOrCreate"},
-                                },
-                            ],
-                        },
+                "hostNetwork": True,
+                "automountServiceAccountToken": False,
+                "priorityClassName": "system-node-critical",
+                "affinity": instance_type_affinity(self.instance_types),
+                "tolerations": [exists_toleration("CriticalAddonsOnly")]
+                + [exists_toleration(key, "NoSchedule") for key in ACCELERATOR_TAINT_KEYS],
+                "containers": [
+                    {
+                        "name": NAME,
+                        "image": f"{registry}/{image}",
+                        "imagePullPolicy": "IfNotPresent",
+                        "securityContext": {"privileged": True, "runAsUser": 0},
+                        "resources": device_plugin_resources(),
+                        "volumeMounts": [
+                            {"name": "device-plugin", "mountPath": DEVICE_PLUGIN_PATH},
+                            {"name": "infiniband", "mountPath": "/dev/infiniband"},
+                            {"name": "neuron-tools", "mountPath": NEURON_TOOLS},
+                        ],
+                    }
+                ],
+                "volumes": [
+                    {"name": "device-plugin", "hostPath": {"path": DEVICE_PLUGIN_PATH}},
+                    {"name": "infiniband", "hostPath": {"path": "/dev/infiniband"}},
+                    {
+                        "name": "neuron-tools",
+                        "hostPath": {"path": NEURON_TOOLS, "type": "DirectoryOrCreate"},
                     },
-                },
-            }
+                ],
+            },
         )

@@ -90,33 +90,22 @@ class NeuronDevicePluginChart(LibraryChart):
                 {"name": "aws-config", "mountPath": "/opt/aws", "readOnly": True},
             ],
         }
-        self.add_object(
+        self.add_daemon_set(
+            NAME,
             {
-                "apiVersion": "apps/v1",
-                "kind": "DaemonSet",
-                "metadata": self.metadata(NAME),
-                "spec": {
-                    "selector": {"matchLabels": labels},
-                    "updateStrategy": {"type": "RollingUpdate"},
-                    "template": {
-                        "metadata": {"labels": labels},
-                        "spec": {
-                            "serviceAccountName": NAME,
-                            "priorityClassName": "system-node-critical",
-                            "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
-                            "affinity": instance_type_affinity(self.instance_types),
-                            "tolerations": [
-                                exists_toleration("CriticalAddonsOnly"),
-                                exists_toleration(NEURON_TAINT_KEY, "NoSchedule"),
-                            ],
-                            "containers": [container],
-                            "volumes": [
-                                {"name": "device-plugin", "hostPath": {"path": DEVICE_PLUGIN_PATH}},
-                                {"name": "run", "hostPath": {"path": "/run"}},
-                                {"name": "aws-config", "hostPath": {"path": "/opt/aws"}},
-                            ],
-                        },
-                    },
-                },
-            }
+                "serviceAccountName": NAME,
+                "priorityClassName": "system-node-critical",
+                "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
+                "affinity": instance_type_affinity(self.instance_types),
+                "tolerations": [
+                    exists_toleration("CriticalAddonsOnly"),
+                    exists_toleration(NEURON_TAINT_KEY, "NoSchedule"),
+                ],
+                "containers": [container],
+                "volumes": [
+                    {"name": "device-plugin", "hostPath": {"path": DEVICE_PLUGIN_PATH}},
+                    {"name": "run", "hostPath": {"path": "/run"}},
+                    {"name": "aws-config", "hostPath": {"path": "/opt/aws"}},
+                ],
+            },
         )

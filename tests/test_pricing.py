@@ -1,0 +1,190 @@
+"""List prices of an idle cluster's components besides its nodes, and their conversion to USD per hour."""
+
+import math
+
+import pytest
+
+from trainium_eks.catalog import CATALOG_REGIONS, hourly_price
+from trainium_eks.constructs.hybrid_workflow import SAGEMAKER_INSTANCE_TYPES
+from trainium_eks.pricing import (
+    COMPONENTS,
+    EFS_STANDARD,
+    HOURS_PER_MONTH,
+    LUSTRE_PERSISTENT_2_TIERS,
+    PRICING_REGIONS,
+    SAGEMAKER_TRAINING,
+    efs_standard_usd_per_hour,
+    eks_control_plane_usd_per_hour,
+    gp3_usd_per_hour,
+    lustre_usd_per_hour,
+    nat_gateways_usd_per_hour,
+    rate,
+    sagemaker_training_usd_per_hour,
+    usd_per_hour,
+)
+
+
+def test_the_regions_are_the_catalogs():
+    assert PRICING_REGIONS == CATALOG_REGIONS
+
+
+@pytest.mark.parametrize("name", COMPONENTS)
+def test_every_component_records_every_region_with_a_source(name):
+    component = COMPONENTS[name]
+    assert set(component.usd) == set(PRICING_REGIONS)
+    assert component.unit in ("cluster-hour", "gateway-hour", "GB-month")
+    assert component.source and component.checked
+    for price in component.usd.values():
+        assert price is None or (math.isfinite(price) and price > 0)
+    if None in component.usd.values():
+        assert "not verified" in component.source
+
+
+def test_every_lustre_tier_is_a_component():
+    assert {f"fsx-lustre-persistent-2-{tier}" for tier in LUSTRE_PERSISTENT_2_TIERS} <= set(COMPONENTS)
+
+
+def test_list_rates():
+    assert rate("eks-control-plane", "us-west-2") == 0.10
+    assert rate("eks-control-plane-extended-support", "us-east-1") == 0.60
+    assert rate("nat-gateway", "us-east-2") == 0.045
+    assert rate("ebs-gp3", "us-east-2") == 0.08
+    assert [rate(f"fsx-lustre-persistent-2-{tier}", "us-east-1") for tier in LUSTRE_PERSISTENT_2_TIERS] == [
+        0.145,
+        0.21,
+        0.34,
+        0.60,
+    ]
+    assert [rate("efs-standard", region) for region in PRICING_REGIONS] == [0.30, 0.30, 0.30]
+
+
+def test_efs_standard_in_ohio_and_oregon_rests_on_the_2017_offer_records():
+    """us-east-2 and us-west-2 come from the Price List records of SKUs R3JWPWRUN558WBDE and GQN8D8ZABJSBVTUG."""
+    assert efs_standard_usd_per_hour("us-east-2", 100) == pytest.approx(0.30 * 100 / 730)
+    assert efs_standard_usd_per_hour("us-west-2", 1000) == pytest.approx(0.30 * 1000 / 730)
+    assert "R3JWPWRUN558WBDE" in EFS_STANDARD.source and "GQN8D8ZABJSBVTUG" in EFS_STANDARD.source
+
+
+@pytest.mark.parametrize("region", ["us-east-2", "us-west-2"])
+@pytest.mark.parametrize("tier", LUSTRE_PERSISTENT_2_TIERS)
+def test_lustre_outside_us_east_1_stays_unverified(tier, region):
+    assert rate(f"fsx-lustre-persistent-2-{tier}", region) is None
+    assert "not verified" in COMPONENTS[f"fsx-lustre-persistent-2-{tier}"].source
+
+
+def test_hourly_components_are_not_converted():
+    assert eks_control_plane_usd_per_hour("us-east-1") == 0.10
+    assert eks_control_plane_usd_per_hour("us-east-1", extended_support=True) == 0.60
+    assert nat_gateways_usd_per_hour("us-west-2", 2) == pytest.approx(0.09)
+
+
+def test_storage_is_converted_from_gb_months_with_730_hours():
+    assert HOURS_PER_MONTH == 730
+    assert gp3_usd_per_hour("us-east-1", 2 * 500) == pytest.approx(0.08 * 1000 / 730)
+    assert lustre_usd_per_hour("us-east-1", 1200, 250) == pytest.approx(0.21 * 1200 / 730)
+    assert efs_standard_usd_per_hour("us-east-1", 100) == pytest.approx(0.30 * 100 / 730)
+    assert usd_per_hour("ebs-gp3", "us-west-2", 0) == 0
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        lambda: rate("nat-gateway", "eu-west-1"),  # a region the module does not record
+        lambda: rate("load-balancer", "us-east-1"),  # a component it does not price
+        lambda: usd_per_hour("nat-gateway", "mars-north-1"),
+        lambda: lustre_usd_per_hour("us-west-2", 1200, 250),  # recorded as not verified
+        lambda: lustre_usd_per_hour("us-east-1", 1200, 200),  # a PERSISTENT_1 tier
+        lambda: lustre_usd_per_hour("us-east-2", 2400, 125),  # recorded as not verified
+        lambda: efs_standard_usd_per_hour("eu-west-1", 10),  # a region the module does not record
+        lambda: eks_control_plane_usd_per_hour("eu-central-1"),
+    ],
+)
+def test_none_without_a_verified_price(value):
+    assert value() is None
+
+
+@pytest.mark.parametrize("quantity", [-1, math.nan, math.inf, True, "10"])
+def test_a_quantity_must_be_a_finite_number_of_at_least_zero(quantity):
+    with pytest.raises(ValueError, match="quantity="):
+        usd_per_hour("ebs-gp3", "us-east-1", quantity)
+
+
+def test_an_idle_default_cluster_in_us_east_1_adds_up():
+    """The default app's idle bill in us-east-1: control plane, two NAT gateways, two m7i.xlarge system nodes, two
+    trn1.32xlarge nodes with their 500 GiB root volumes, and the 1200 GiB Lustre file system at 250 MB/s/TiB."""
+    parts = [
+        eks_control_plane_usd_per_hour("us-east-1"),
+        nat_gateways_usd_per_hour("us-east-1", 2),
+        2 * hourly_price("m7i.xlarge", "us-east-1"),
+        2 * hourly_price("trn1.32xlarge", "us-east-1"),
+        gp3_usd_per_hour("us-east-1", 2 * 500),
+        lustre_usd_per_hour("us-east-1", 1200, 250),
+    ]
+    assert None not in parts
+    assert sum(parts) == pytest.approx(0.10 + 0.09 + 0.4032 + 43.0 + 80 / 730 + 252 / 730)
+
+
+def test_sagemaker_training_prices_the_workflows_instance_types():
+    assert tuple(SAGEMAKER_TRAINING) == SAGEMAKER_INSTANCE_TYPES
+
+
+@pytest.mark.parametrize("instance_type", SAGEMAKER_TRAINING)
+def test_every_sagemaker_training_rate_records_every_region_with_a_source(instance_type):
+    training = SAGEMAKER_TRAINING[instance_type]
+    assert set(training.usd) == set(PRICING_REGIONS)
+    assert training.unit == "instance-hour" and not training.monthly
+    assert training.source and training.checked
+    for region, price in training.usd.items():
+        if price is None:
+            assert f"{region} not verified" in training.source or "not verified in any region" in training.source
+        else:
+            assert math.isfinite(price) and price > 0
+            assert f"{region}: SM-" in training.source
+
+
+def test_sagemaker_training_list_rates():
+    """The Training component's rates, as the Price List records quoted by SM-USE1-CSV, SM-USE1-P4D and SM-USW2-PL
+    give them."""
+    assert sagemaker_training_usd_per_hour("ml.m5.xlarge", "us-east-1") == 0.23
+    assert sagemaker_training_usd_per_hour("ml.g5.xlarge", "us-east-1") == 1.408
+    assert sagemaker_training_usd_per_hour("ml.g6.xlarge", "us-east-1") == 1.127
+    assert sagemaker_training_usd_per_hour("ml.p4d.24xlarge", "us-east-1") == 25.251
+    assert [
+        sagemaker_training_usd_per_hour(f"ml.{family}.{size}", "us-west-2")
+        for family in ("g5", "g6", "g6e")
+        for size in ("xlarge", "12xlarge", "48xlarge")
+    ] == [1.408, 7.09, 20.36, 1.127, 5.752, 16.688, 2.61, 13.12, 37.66]
+
+
+@pytest.mark.parametrize(("instance_type", "ec2_type"), [("ml.m5.xlarge", "m5.xlarge"), ("ml.g5.xlarge", "g5.xlarge")])
+def test_sagemaker_training_costs_more_than_the_ec2_instance(instance_type, ec2_type):
+    """The SageMaker rate is its own price, not the EC2 one: the premium is why neither may stand in for the other."""
+    assert sagemaker_training_usd_per_hour(instance_type, "us-east-1") > hourly_price(ec2_type, "us-east-1")
+
+
+@pytest.mark.parametrize("instance_type", SAGEMAKER_TRAINING)
+def test_sagemaker_training_in_ohio_stays_unverified(instance_type):
+    assert sagemaker_training_usd_per_hour(instance_type, "us-east-2") is None
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "region"),
+    [
+        ("ml.p5.48xlarge", "us-east-1"),  # only tables that name no component, or older rates
+        ("ml.p5.48xlarge", "us-west-2"),
+        ("ml.p4d.24xlarge", "us-west-2"),
+        ("ml.m5.xlarge", "us-west-2"),
+        ("ml.m6i.xlarge", "us-east-1"),
+        ("ml.g5.12xlarge", "us-east-1"),
+        ("ml.g6e.48xlarge", "us-east-1"),
+        ("ml.trn1.32xlarge", "us-east-1"),
+        ("ml.trn1.32xlarge", "us-west-2"),
+        ("ml.trn2.48xlarge", "us-west-2"),
+        ("ml.g5.xlarge", "eu-west-1"),  # a region the module does not record
+        ("g5.xlarge", "us-east-1"),  # the EC2 name, not a SageMaker type
+        ("ml.g4dn.xlarge", "us-east-1"),  # a type the workflow does not offer
+        ("ML.G5.XLARGE", "us-east-1"),
+    ],
+)
+def test_sagemaker_training_none_without_a_verified_price(instance_type, region):
+    assert sagemaker_training_usd_per_hour(instance_type, region) is None
