@@ -1,39 +1,74 @@
 #!/usr/bin/env python3
-"""The default app: the seed system (EKS + 2 x trn1.32xlarge + FSx for Lustre + the BERT phase-1 run) in one stack.
+"""The default app: the library's three training systems, each a stack deployable by name.
+
+- ``TrainiumEks``: the seed system (EKS + 2 x trn1.32xlarge + FSx for Lustre + the BERT phase-1 run);
+- ``KubeflowTraining``: Kubeflow Trainer on EKS with EFS, the CIFAR-10 DDP run, and the choice of EKS or SageMaker at
+  run time;
+- ``ComposerTraining``: GPU nodes, the Composer baseline and speed-up recipe runs, side by side in cost.
 
 Settings come from the context in cdk.json and can be overridden with ``cdk synth -c key=value``; the README lists
-the keys. Synth is offline: no credentials, no lookups.
+the keys (``-c stacks=TrainiumEks`` builds one stack only). Synth is offline: no credentials, no lookups.
 """
 
 import atexit
 import os
 import sys
 from pathlib import Path
+from typing import Dict, Mapping
 
 import aws_cdk as cdk
 
 from trainium_eks import versions
-from trainium_eks.app_context import CONTEXT_KEYS, settings_from_context
+from trainium_eks.app_context import settings_from_context
+from trainium_eks.composer_stack import ComposerTrainingStack
+from trainium_eks.kubeflow_stack import KubeflowTrainingStack
+from trainium_eks.system_stack import TrainingSystemStack
 from trainium_eks.training_stack import TrainingStack
 from trainium_eks.validation import ConfigurationError
 
-STACK_NAME = "TrainiumEks"
-TRAINING_IMAGE = Path(__file__).parent / "images" / "bert-pretrain"
+IMAGES = Path(__file__).parent / "images"
+
+DESCRIPTIONS: Mapping[str, str] = {
+    "TrainiumEks": "trainium-eks: EKS cluster with EFA-connected Trainium nodes, FSx for Lustre and ECR",
+    "KubeflowTraining": "trainium-eks: Kubeflow Trainer on EKS with EFS; CIFAR-10 DDP on EKS or SageMaker",
+    "ComposerTraining": "trainium-eks: EKS GPU nodes training with MosaicML Composer recipes, with their cost",
+}
+
+IMAGE_DIRECTORIES: Mapping[str, Path] = {
+    "TrainiumEks": IMAGES / "bert-pretrain",
+    "KubeflowTraining": IMAGES / "cifar10-ddp",
+    "ComposerTraining": IMAGES / "composer-resnet",
+}
+
+BASE_IMAGES: Mapping[str, str] = {
+    "TrainiumEks": versions.NEURON_PYTORCH_TRAINING.image,
+    "KubeflowTraining": versions.PYTORCH_RUNTIME.image,
+    "ComposerTraining": versions.COMPOSER_BASE.image,
+}
+"""The ``BASE_IMAGE`` build argument of each stack's training image (the Dockerfiles have no default)."""
 
 
-def build_app(app: cdk.App) -> TrainingStack:
-    """Add the default stack to ``app``, configured from the app's context."""
+def build_app(app: cdk.App) -> Dict[str, TrainingSystemStack]:
+    """Add the stacks the context selects (``stacks``, default all) to ``app``, configured from its context."""
     settings = settings_from_context(app.node)
-    return TrainingStack(
-        app,
-        STACK_NAME,
-        env=settings.env,
-        description="trainium-eks: EKS cluster with EFA-connected Trainium nodes, FSx for Lustre and ECR",
-        setting_names=CONTEXT_KEYS,
-        image_directory=str(TRAINING_IMAGE),
-        image_build_args={"BASE_IMAGE": versions.NEURON_PYTORCH_TRAINING.image},
-        **settings.stack_props,
-    )
+    classes = {
+        "TrainiumEks": TrainingStack,
+        "KubeflowTraining": KubeflowTrainingStack,
+        "ComposerTraining": ComposerTrainingStack,
+    }
+    return {
+        name: classes[name](
+            app,
+            name,
+            env=settings.env,
+            description=DESCRIPTIONS[name],
+            setting_names=settings.setting_names(name),
+            image_directory=str(IMAGE_DIRECTORIES[name]),
+            image_build_args={"BASE_IMAGE": BASE_IMAGES[name]},
+            **settings.props[name],
+        )
+        for name in settings.stacks
+    }
 
 
 def main() -> None:

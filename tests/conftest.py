@@ -13,10 +13,14 @@ import pytest
 from aws_cdk import assertions
 
 import app as default_app
+from trainium_eks.system_stack import TrainingSystemStack
 from trainium_eks.training_stack import TrainingStack
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
+TRAINIUM_EKS = "TrainiumEks"
+KUBEFLOW_TRAINING = "KubeflowTraining"
+COMPOSER_TRAINING = "ComposerTraining"
 CDK_JSON_CONTEXT: Dict[str, Any] = json.loads((REPO / "cdk.json").read_text())["context"]
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
@@ -32,20 +36,32 @@ def new_app(**context: Any) -> cdk.App:
 
 
 def build_default_app(**context: Any) -> Tuple[cdk.App, TrainingStack]:
-    """The default app of app.py, with ``context`` as if given by ``cdk synth -c key=value``."""
-    app = new_app(**context)
-    return app, default_app.build_app(app)
+    """The default app of app.py with only its ``TrainiumEks`` stack, with ``context`` as if given by ``cdk synth -c
+    key=value``."""
+    app = new_app(**{"stacks": TRAINIUM_EKS, **context})
+    return app, default_app.build_app(app)[TRAINIUM_EKS]
+
+
+def build_default_stack(name: str, **context: Any) -> Tuple[cdk.App, TrainingSystemStack]:
+    """The default app with only its stack ``name`` (``KubeflowTraining``, ...), with ``context``."""
+    app = new_app(**{**context, "stacks": name})
+    return app, default_app.build_app(app)[name]
 
 
 @lru_cache(maxsize=None)
-def _default_template(items: Tuple[Tuple[str, Any], ...]) -> assertions.Template:
-    _, stack = build_default_app(**dict(items))
+def _default_template(name: str, items: Tuple[Tuple[str, Any], ...]) -> assertions.Template:
+    _, stack = build_default_stack(name, **dict(items))
     return assertions.Template.from_stack(stack)
 
 
 def default_template(**context: Any) -> assertions.Template:
-    """The default app's template (cached per context)."""
-    return _default_template(tuple(sorted(context.items())))
+    """The template of the default app's ``TrainiumEks`` stack (cached per context)."""
+    return _default_template(TRAINIUM_EKS, tuple(sorted(context.items())))
+
+
+def stack_template(name: str, **context: Any) -> assertions.Template:
+    """The template of the default app's stack ``name`` (cached per context)."""
+    return _default_template(name, tuple(sorted(context.items())))
 
 
 def resources_of(template: assertions.Template, resource_type: str) -> Dict[str, Dict[str, Any]]:

@@ -31,8 +31,9 @@ def job_manifests(template) -> Dict[str, Dict[str, Any]]:
     found = {}
     for logical_id, resource in resources_of(template, MANIFEST).items():
         if logical_id.startswith("Jobs"):
-            added_as = logical_id[len("Jobs") :].split("Job", 1)[0]
-            found[added_as] = manifest_of(resource)
+            job = manifest_of(resource)
+            added_as = logical_id[len("Jobs") :].split(job["kind"], 1)[0]
+            found[added_as] = job
     return found
 
 

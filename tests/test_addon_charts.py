@@ -128,12 +128,12 @@ def test_training_namespace_service_account_and_job_reader_role():
     namespace = found["Namespace", "training"]
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
     assert found["ServiceAccount", "training"]["metadata"]["namespace"] == "training"
-    (rule,) = found["Role", "training-job-reader"]["rules"]
-    assert rule == {
-        "apiGroups": ["batch", "batch.volcano.sh"],
-        "resources": ["jobs"],
-        "verbs": ["get", "list", "watch"],
-    }
+    read = ["get", "list", "watch"]
+    assert found["Role", "training-job-reader"]["rules"] == [
+        {"apiGroups": ["batch", "batch.volcano.sh"], "resources": ["jobs"], "verbs": read},
+        {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs"], "verbs": read},
+        {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs"], "verbs": read},
+    ], "the start gates read every job kind they may wait for, and nothing else"
     binding = found["RoleBinding", "training-job-reader"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "training", "namespace": "training"}]
 

@@ -353,3 +353,13 @@ def test_the_script_stops_before_training_when_the_data_is_missing(
     assert f"Missing: {folder / 'data_batch_2'}," in err and str(folder / "test_batch") in err
     assert str(folder / "data_batch_1") not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_script_reads_the_batches_from_the_data_dir_itself_as_the_staging_job_leaves_them(tmp_path: Path) -> None:
+    script = load_script()
+    (tmp_path / "data_batch_1").write_bytes(b"")
+    files = script.cifar_files(tmp_path)
+    assert files["train"][0] == tmp_path / "data_batch_1" and files["test"] == [tmp_path / "test_batch"]
+    nested = tmp_path / "cifar-10-batches-py"
+    nested.mkdir()
+    assert script.cifar_files(tmp_path)["test"] == [nested / "test_batch"], "the archive's folder when it is there"

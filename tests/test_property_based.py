@@ -3,39 +3,51 @@ gives a consistent stack, or refused with the library's own ConfigurationError; 
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, Dict
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import build_default_app, new_app
+import app as default_app
+from tests.conftest import TRAINIUM_EKS, build_default_app, build_default_stack, new_app
 from trainium_eks import versions
-from trainium_eks.app_context import KNOWN_KEYS
+from trainium_eks.app_context import KNOWN_KEYS, STACK_KEYS, STACKS
 from trainium_eks.catalog import INSTANCE_CATALOG, Accelerator
 from trainium_eks.constructs.accelerated_node_group import AcceleratedNodeGroup
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.cluster_addons import ClusterAddons
+from trainium_eks.constructs.efs_storage import EfsStorage
+from trainium_eks.constructs.hybrid_workflow import HybridTrainingWorkflow
 from trainium_eks.constructs.image_repository import TrainingImageRepository
 from trainium_eks.constructs.job_sequence import JobSequence
+from trainium_eks.constructs.kubeflow_trainer import KubeflowTrainer
 from trainium_eks.constructs.lustre_storage import LustreStorage
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.training_dashboard import TrainingDashboard
 from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
-from trainium_eks.conventions import LustreVolumeSource, Taint
+from trainium_eks.conventions import EfsVolumeSource, LustreVolumeSource, Taint
 from trainium_eks.manifests.dataset_staging import DatasetStagingChart
 from trainium_eks.manifests.efa_device_plugin import EfaDevicePluginChart
+from trainium_eks.manifests.efs_volume import EfsVolumeChart
 from trainium_eks.manifests.etcd import EtcdChart
 from trainium_eks.manifests.fsx_volume import FsxVolumeChart
 from trainium_eks.manifests.neuron_device_plugin import NeuronDevicePluginChart
+from trainium_eks.manifests.nvidia_device_plugin import NvidiaDevicePluginChart
+from trainium_eks.manifests.pytorch_job import PyTorchJobChart
 from trainium_eks.manifests.tensorboard import TensorBoardChart
 from trainium_eks.manifests.topology import NodeGroupTopology
+from trainium_eks.manifests.train_job import TrainJobChart
 from trainium_eks.manifests.training_job import TrainingJobChart
 from trainium_eks.manifests.training_namespace import TrainingNamespaceChart
+from trainium_eks.manifests.training_runtime import TrainingRuntimeChart
 from trainium_eks.manifests.volcano_queue import VolcanoQueueChart
+from trainium_eks.manifests.workflow_access import WorkflowAccessChart
 from trainium_eks.regions import AZ_IDS_BY_REGION
 from trainium_eks.validation import ConfigurationError, bucket_name_problem
 
@@ -70,25 +82,63 @@ NEAR_VALID: Dict[str, st.SearchStrategy] = {
             "arn:aws:iam::123456789012:role/Admin\n",
         ]
     ),
+    "kubeflowAzId": st.sampled_from([az for ids in AZ_IDS_BY_REGION.values() for az in ids] + ["usw2-az9", ""]),
+    "kubeflowCpuNodes": st.integers(-2, 460) | st.integers(-2, 460).map(str),
+    "kubeflowAcceleratedType": st.sampled_from(sorted(INSTANCE_CATALOG) + ["", "g5.XLARGE"]),
+    "kubeflowAcceleratedNodes": st.integers(-2, 460) | st.integers(-2, 460).map(str),
+    "composerInstanceType": st.sampled_from(sorted(INSTANCE_CATALOG) + ["g7.xlarge"]),
+    "composerNodeCount": st.integers(-2, 460) | st.integers(-2, 460).map(str),
+    "composerAzId": st.sampled_from([az for ids in AZ_IDS_BY_REGION.values() for az in ids] + ["use1-az0"]),
+    "stacks": st.lists(st.sampled_from([*STACKS, "trainiumeks", ""]), max_size=3).map(",".join),
+}
+
+STACK_OF_KEY = {key: stack for stack, keys in STACK_KEYS.items() for key in keys.values()}
+"""The stack a context key configures; shared keys are checked on the TrainiumEks stack."""
+
+ALLOWED_ACCELERATORS = {
+    "accelerated_nodes": (Accelerator.NEURON, Accelerator.NVIDIA),
+    "cpu_nodes": (Accelerator.NONE,),
+    "gpu_nodes": (Accelerator.NVIDIA, Accelerator.NONE),
 }
 
 
-def check_accepted_settings(stack, key: str, value: Any) -> None:
-    """A stack built from an accepted value carries only values the library allows."""
-    nodes = stack.accelerated_nodes
-    assert nodes.instance.accelerator is Accelerator.NEURON
-    assert 1 <= nodes.node_count <= 450 and (nodes.node_count == 1 or nodes.instance.efa_supported)
-    assert stack.cluster.kubernetes_version in versions.KUBERNETES_VERSIONS
-    assert stack.region in AZ_IDS_BY_REGION
-    if key == "dataBucketName" and value:
-        assert bucket_name_problem(value) is None
-    if key == "account" and value:
-        assert isinstance(value, str) and len(value) == 12 and value.isdigit()
-    if key == "lustreStorageGiB":
-        assert (
-            stack.storage.volume_source.storage_gib in (1200, 2400)
-            or stack.storage.volume_source.storage_gib % 2400 == 0
-        )
+def build_for(key: str, value: Any) -> Dict[str, Any]:
+    """The stacks of the default app that ``key=value`` configures, by name."""
+    if key == "stacks":
+        return default_app.build_app(new_app(stacks=value))
+    name = STACK_OF_KEY.get(key, TRAINIUM_EKS)
+    _, stack = build_default_stack(name, **{key: value})
+    return {name: stack}
+
+
+def check_accepted_settings(stacks: Dict[str, Any], key: str, value: Any) -> None:
+    """Stacks built from an accepted value carry only values the library allows."""
+    if key == "stacks":
+        wanted = {name.strip() for name in (value or "").split(",")} - {""}
+        assert set(stacks) == (wanted or set(STACKS))
+    for name, stack in stacks.items():
+        for attribute, allowed in ALLOWED_ACCELERATORS.items():
+            nodes = getattr(stack, attribute, None)
+            if nodes is None:
+                continue
+            if name == TRAINIUM_EKS:
+                allowed = (Accelerator.NEURON,)
+            assert nodes.instance.accelerator in allowed
+            assert 1 <= nodes.node_count <= 450
+            assert (
+                nodes.node_count == 1 or nodes.instance.efa_supported or nodes.instance.accelerator is Accelerator.NONE
+            )
+        assert stack.cluster.kubernetes_version in versions.KUBERNETES_VERSIONS
+        assert stack.region in AZ_IDS_BY_REGION
+        if key == "dataBucketName" and value:
+            assert bucket_name_problem(value) is None
+        if key == "account" and value:
+            assert isinstance(value, str) and len(value) == 12 and value.isdigit()
+        if key == "lustreStorageGiB":
+            assert (
+                stack.storage.volume_source.storage_gib in (1200, 2400)
+                or stack.storage.volume_source.storage_gib % 2400 == 0
+            )
 
 
 @pytest.mark.parametrize("key", KNOWN_KEYS)
@@ -97,11 +147,11 @@ def check_accepted_settings(stack, key: str, value: Any) -> None:
 def test_any_value_of_any_context_key_is_accepted_consistently_or_refused_by_the_library(key, data):
     value = data.draw(JSON | NEAR_VALID[key])
     try:
-        _, stack = build_default_app(**{key: value})
+        stacks = build_for(key, value)
     except ConfigurationError as error:
         assert error.problems, "the error lists its problems"
         return
-    check_accepted_settings(stack, key, value)
+    check_accepted_settings(stacks, key, value)
 
 
 @SETTINGS
@@ -123,6 +173,16 @@ TOPOLOGY = NodeGroupTopology(
     "trn1.32xlarge", 2, 4, 8, (Taint("aws.amazon.com/neuron", "true", "NoSchedule"),), frozenset({"fsx-claim"})
 )
 VOLUME = LustreVolumeSource("fs-0123456789abcdef0", "fs.example", "abcdefgh", 1200)
+EFS_VOLUME = EfsVolumeSource("fs-0123456789abcdef1")
+CPU_TOPOLOGY = NodeGroupTopology("m5.xlarge", 2, 2, 0, (), frozenset({"efs-sc-claim"}))
+RUN_TEMPLATE = TrainJobChart(
+    name="run",
+    image="example.com/i:1",
+    node_group=CPU_TOPOLOGY,
+    script="/opt/cifar10/launch.py",
+    launcher="direct",
+    volumes={"efs-sc-claim": "/data"},
+)
 
 
 class Scene:
@@ -144,9 +204,21 @@ class Scene:
             cluster_name="existing",
             vpc=self.network.vpc,
             cluster_security_group_id="sg-0123456789abcdef0",
+            cluster_endpoint="https://0123456789ABCDEF.gr7.us-west-2.eks.amazonaws.com",
+            cluster_certificate_authority_data="Y2VydGlmaWNhdGU=",
             kubectl_provider=provider,
         )
         self.count = 0
+
+    @functools.cached_property
+    def efs(self) -> EfsStorage:
+        """A file system in the scene's VPC (for the workflow)."""
+        return EfsStorage(self.stack, "SharedEfs", vpc=self.network.vpc)
+
+    @functools.cached_property
+    def repository(self) -> ecr.IRepository:
+        """An existing image repository (for the workflow)."""
+        return ecr.Repository.from_repository_name(self.stack, "Repository", "train")
 
     def next_id(self, name: str) -> str:
         self.count += 1
@@ -192,6 +264,23 @@ def construct_factories(case: str) -> Dict[str, Callable[..., Any]]:
         "TrainingImageRepository": lambda **p: TrainingImageRepository(s.stack, s.next_id("Images"), **p),
         "TrainingCluster": lambda **p: TrainingCluster(s.stack, s.next_id("Eks"), **{"vpc": s.network.vpc, **p}),
         "JobSequence": lambda **p: JobSequence(s.stack, s.next_id("Jobs"), **{"cluster": s.cluster, **p}),
+        "EfsStorage": lambda **p: EfsStorage(s.stack, s.next_id("Efs"), **{"vpc": s.network.vpc, **p}),
+        "KubeflowTrainer": lambda **p: KubeflowTrainer(s.stack, s.next_id("Trainer"), **{"cluster": s.cluster, **p}),
+        "HybridTrainingWorkflow": lambda **p: HybridTrainingWorkflow(
+            s.stack,
+            s.next_id("Workflow"),
+            **{
+                "cluster": s.cluster,
+                "endpoint_access": eks.EndpointAccess.PUBLIC_AND_PRIVATE,
+                "train_job": RUN_TEMPLATE,
+                "image_repository": s.repository,
+                "image_uri": "123456789012.dkr.ecr.us-west-2.amazonaws.com/train:1",
+                "efs": s.efs,
+                "vpc": s.network.vpc,
+                "subnets": list(s.network.vpc.private_subnets),
+                **p,
+            },
+        ),
     }
 
 
@@ -209,6 +298,16 @@ CHART_FACTORIES: Dict[str, Callable[..., Any]] = {
     "TrainingNamespaceChart": lambda **p: TrainingNamespaceChart(**p),
     "FsxVolumeChart": lambda **p: FsxVolumeChart(**{"volume": VOLUME, **p}),
     "VolcanoQueueChart": lambda **p: VolcanoQueueChart(**p),
+    "TrainJobChart": lambda **p: TrainJobChart(
+        **{"name": "job", "image": "example.com/i:1", "node_group": TOPOLOGY, "script": "/t.py", **p}
+    ),
+    "PyTorchJobChart": lambda **p: PyTorchJobChart(
+        **{"name": "job", "image": "example.com/i:1", "node_group": TOPOLOGY, "script": "/t.py", **p}
+    ),
+    "TrainingRuntimeChart": lambda **p: TrainingRuntimeChart(**p),
+    "EfsVolumeChart": lambda **p: EfsVolumeChart(**{"volume": EFS_VOLUME, **p}),
+    "NvidiaDevicePluginChart": lambda **p: NvidiaDevicePluginChart(**p),
+    "WorkflowAccessChart": lambda **p: WorkflowAccessChart(**p),
 }
 
 
@@ -305,6 +404,31 @@ PROPS = {
     "TrainingNamespaceChart": ["namespace", "service_account"],
     "FsxVolumeChart": ["volume", "namespace", "volume_name", "claim_name"],
     "VolcanoQueueChart": ["name", "weight"],
+    "EfsStorage": ["vpc", "subnets", "client_security_groups", "kms_key", "transition_to_ia", "require_tls"],
+    "KubeflowTrainer": ["cluster", "runtime_name", "volcano"],
+    "HybridTrainingWorkflow": [
+        "train_job",
+        "efs",
+        "subnets",
+        "image_uri",
+        "data_directory",
+        "sagemaker_instance_type",
+        "sagemaker_instance_count",
+        "volume_size_gib",
+        "max_runtime",
+        "poll_interval",
+        "output_prefix",
+        "default_runtime",
+        "namespace",
+        "network_isolation",
+        "kubernetes_group",
+    ],
+    "TrainJobChart": ["name", "runtime", "queue", "nodes", "processes_per_node", "launcher", "args", "env", "wait_for"],
+    "PyTorchJobChart": ["name", "queue", "min_nodes", "nodes", "processes_per_node", "args", "env"],
+    "TrainingRuntimeChart": ["name", "volcano", "gate_image"],
+    "EfsVolumeChart": ["volume", "namespace", "storage_class_name", "volume_name", "claim_name"],
+    "NvidiaDevicePluginChart": ["image", "instance_types", "fail_on_init_error"],
+    "WorkflowAccessChart": ["group", "namespace", "name"],
 }
 
 CASES = [(name, prop) for name, props in PROPS.items() for prop in props]
@@ -339,6 +463,7 @@ def test_the_property_tests_cover_every_public_construct_and_chart():
     from trainium_eks import constructs as constructs_package
 
     covered = set(CHART_FACTORIES) | set(construct_factories("coverage"))
-    public = set(constructs_package.__all__) - {"EfaLayout", "NodeCapacity", "LustreVolumeSource", "NodeRole"}
+    values = {"EfaLayout", "NodeCapacity", "LustreVolumeSource", "EfsVolumeSource", "NodeRole"}
+    public = set(constructs_package.__all__) - values
     assert public - covered == set(), "add the construct to the factories and PROPS"
     assert set(PROPS) == covered

@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from aws_cdk import Environment
 from constructs import Node
@@ -21,40 +21,80 @@ from trainium_eks.constructs.cluster import ADMIN_PRINCIPAL_ARN
 from trainium_eks.regions import AZ_IDS_BY_REGION, partition_of
 from trainium_eks.validation import Problems, bucket_name_problem, is_integer
 
-CONTEXT_KEYS: Mapping[str, str] = {
-    "instance_type": "instanceType",
-    "node_count": "nodeCount",
-    "accelerated_az_id": "trainiumAzId",
-    "kubernetes_version": "kubernetesVersion",
-    "lustre_storage_gib": "lustreStorageGiB",
-    "data_bucket_name": "dataBucketName",
-    "admin_role_arn": "adminRoleArn",
-}
-"""TrainingStack prop -> context key of the default app. ``region`` and ``account`` set the stack's environment."""
+STACKS = ("TrainiumEks", "KubeflowTraining", "ComposerTraining")
+"""The stacks of the default app, in the order it builds them; each is deployable by name."""
 
-ENVIRONMENT_KEYS = ("region", "account")
-KNOWN_KEYS = (*CONTEXT_KEYS.values(), *ENVIRONMENT_KEYS)
+SHARED_KEYS: Mapping[str, str] = {"kubernetes_version": "kubernetesVersion", "admin_role_arn": "adminRoleArn"}
+"""Settings of every stack: prop -> context key."""
+
+STACK_KEYS: Mapping[str, Mapping[str, str]] = {
+    "TrainiumEks": {
+        "instance_type": "instanceType",
+        "node_count": "nodeCount",
+        "accelerated_az_id": "trainiumAzId",
+        "lustre_storage_gib": "lustreStorageGiB",
+        "data_bucket_name": "dataBucketName",
+    },
+    "KubeflowTraining": {
+        "availability_zone_id": "kubeflowAzId",
+        "cpu_node_count": "kubeflowCpuNodes",
+        "accelerated_instance_type": "kubeflowAcceleratedType",
+        "accelerated_node_count": "kubeflowAcceleratedNodes",
+    },
+    "ComposerTraining": {
+        "instance_type": "composerInstanceType",
+        "node_count": "composerNodeCount",
+        "availability_zone_id": "composerAzId",
+    },
+}
+"""Settings of one stack: prop -> context key."""
+
+CONTEXT_KEYS: Mapping[str, str] = {**STACK_KEYS["TrainiumEks"], **SHARED_KEYS}
+"""TrainingStack prop -> context key of the default app (the names its error messages use)."""
+
+ENVIRONMENT_KEYS = ("region", "account", "stacks")
+KNOWN_KEYS = (*SHARED_KEYS.values(), *(key for keys in STACK_KEYS.values() for key in keys.values()), *ENVIRONMENT_KEYS)
 
 CDK_KEYS = ("cli-telemetry",)
 """Context keys of the CDK CLI itself that carry no ':' and no '@' (feature flags start with '@', the CLI's and the
 context lookups' own keys hold a ':')."""
 
-_INTEGER_KEYS = ("nodeCount", "lustreStorageGiB")
+_INTEGER_KEYS = ("nodeCount", "lustreStorageGiB", "kubeflowCpuNodes", "kubeflowAcceleratedNodes", "composerNodeCount")
 _WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
-_OPTIONAL_KEYS = ("account", "dataBucketName", "adminRoleArn")
+_OPTIONAL_KEYS = ("account", "dataBucketName", "adminRoleArn", "kubeflowAcceleratedType")
 """Keys where an empty string means "not set"."""
+
+_ACCELERATORS_BY_KEY: Mapping[str, Tuple[Accelerator, ...]] = {
+    "instanceType": (Accelerator.NEURON,),
+    "kubeflowAcceleratedType": (Accelerator.NEURON, Accelerator.NVIDIA),
+    "composerInstanceType": (Accelerator.NVIDIA, Accelerator.NONE),
+}
+_WHY_NOT: Mapping[str, str] = {
+    "instanceType": "the TrainiumEks stack pre-compiles and trains BERT with the Neuron SDK, so it needs a Trainium "
+    "type; GPU and CPU types belong to the KubeflowTraining and ComposerTraining stacks",
+    "kubeflowAcceleratedType": "the KubeflowTraining stack's CPU group is kubeflowCpuNodes; this optional group is "
+    "accelerated (Trainium or GPU)",
+    "composerInstanceType": "Composer's Neuron support is experimental and untested upstream, so the ComposerTraining "
+    "stack runs on GPU (or CPU) nodes",
+}
 
 
 @dataclass(frozen=True)
 class AppSettings:
     """What the default app reads from its context.
 
-    :param stack_props: TrainingStack props, already typed.
-    :param env: The stack's environment (region from ``region``, account from ``account`` when set).
+    :param props: Props of each stack, already typed, by stack name.
+    :param env: The stacks' environment (region from ``region``, account from ``account`` when set).
+    :param stacks: The stacks to build (``stacks``: default all of :data:`STACKS`).
     """
 
-    stack_props: Dict[str, Any]
+    props: Dict[str, Dict[str, Any]]
     env: Environment
+    stacks: Tuple[str, ...] = STACKS
+
+    def setting_names(self, stack: str) -> Dict[str, str]:
+        """How the stack's props are called in error messages: their context keys."""
+        return {**STACK_KEYS[stack], **SHARED_KEYS}
 
 
 def settings_from_context(node: Node) -> AppSettings:
@@ -70,16 +110,32 @@ def settings_from_context(node: Node) -> AppSettings:
             account,
             "12 digits, as a string (in cdk.json in quotes: a JSON number loses leading zeros)",
         )
-    props: Dict[str, Any] = {}
-    for prop, key in CONTEXT_KEYS.items():
+    stacks = _stacks(problems, context.get("stacks"))
+    parsed: Dict[str, Any] = {}
+    for key in KNOWN_KEYS:
         value = context.get(key)
-        if value is None or (key in _OPTIONAL_KEYS and value == ""):
+        if key in ENVIRONMENT_KEYS or value is None or (key in _OPTIONAL_KEYS and value == ""):
             continue
-        parsed = _parse(problems, key, value, region)
-        if parsed is not None:
-            props[prop] = parsed
+        typed = _parse(problems, key, value, region)
+        if typed is not None:
+            parsed[key] = typed
+    props = {
+        stack: {prop: parsed[key] for prop, key in {**STACK_KEYS[stack], **SHARED_KEYS}.items() if key in parsed}
+        for stack in STACKS
+    }
     problems.raise_if_any()
-    return AppSettings(stack_props=props, env=Environment(region=region, account=account or None))
+    return AppSettings(props=props, env=Environment(region=region, account=account or None), stacks=stacks)
+
+
+def _stacks(problems: Problems, value: Any) -> Tuple[str, ...]:
+    """The stacks to build: all by default, else the comma-separated names of ``stacks``."""
+    if value in (None, ""):
+        return STACKS
+    names = tuple(name.strip() for name in value.split(",")) if isinstance(value, str) else ()
+    if not names or any(name not in STACKS for name in names):
+        problems.add("stacks", value, f"stack names separated by commas, of {', '.join(STACKS)}")
+        return STACKS
+    return tuple(name for name in STACKS if name in names)
 
 
 def _check_unknown_keys(problems: Problems, context: Mapping[str, Any]) -> None:
@@ -122,16 +178,11 @@ def _parse(problems: Problems, key: str, value: Any, region: Optional[str]) -> A
     if not isinstance(value, str) or not value or value != value.strip():
         problems.add(key, value, f"a string without surrounding spaces{_example(key)}")
         return None
-    if key == "instanceType" and value in INSTANCE_CATALOG:
-        if INSTANCE_CATALOG[value].accelerator is not Accelerator.NEURON:
-            neuron = [name for name, facts in INSTANCE_CATALOG.items() if facts.accelerator is Accelerator.NEURON]
-            problems.add(
-                key,
-                value,
-                f"the TrainiumEks stack pre-compiles and trains BERT with the Neuron SDK, so it needs a Trainium type: "
-                f"{', '.join(neuron)}; GPU and CPU types belong to the KubeflowTraining and ComposerTraining stacks, "
-                "or to your own stack built from the same constructs",
-            )
+    if key in _ACCELERATORS_BY_KEY and value in INSTANCE_CATALOG:
+        allowed = _ACCELERATORS_BY_KEY[key]
+        if INSTANCE_CATALOG[value].accelerator not in allowed:
+            names = [name for name, facts in INSTANCE_CATALOG.items() if facts.accelerator in allowed]
+            problems.add(key, value, f"{_WHY_NOT[key]}: {', '.join(names)}")
             return None
     if key == "dataBucketName":
         reason = bucket_name_problem(value)

@@ -45,6 +45,15 @@ class Problems:
         """Record that ``setting`` has ``value``, with ``allowed`` telling what would be accepted."""
         self._problems.append(f"{self.setting_names.get(setting, setting)}={value!r}: {allowed}")
 
+    def renamed(self, names: Mapping[str, str]) -> "Problems":
+        """A view that records into this collector and names setting ``s`` as this collector names ``names[s]``: for
+        checks written for a construct's props (``instance_type``) run on a stack's (``cpu_instance_type``)."""
+        view = Problems(
+            self.where, setting_names={own: self.setting_names.get(name, name) for own, name in names.items()}
+        )
+        view._problems = self._problems
+        return view
+
     def __bool__(self) -> bool:
         return bool(self._problems)
 

@@ -23,6 +23,12 @@ newest), each with a kubectl layer of the same minor version.
 Sources: Amazon EKS user guide, "Understand the Kubernetes version lifecycle on EKS"
 (https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html), read 2026-11-30; aws-cdk-lib 2.275.0."""
 
+EXTENDED_SUPPORT_FROM: Mapping[str, str] = {"1.34": "2026-12-02"}
+"""Versions of :data:`KUBERNETES_VERSIONS` whose EKS standard support ends, with the day extended support begins (its
+control plane bills USD 0.60 per hour instead of 0.10; :mod:`trainium_eks.pricing`). Cost figures treat these
+versions as in extended support, whatever the day of the synth (a synth does not depend on the clock). Source: as for
+:data:`KUBERNETES_VERSIONS`."""
+
 DEFAULT_KUBERNETES_VERSION = "1.36"
 """The newest version that both EKS and aws-cdk-lib support (EKS: "Kubernetes 1.36 is now available in Amazon
 EKS", kubernetes-versions-standard page, read 2026-11-30)."""
@@ -330,3 +336,14 @@ COMPOSER_BASE = ImagePin(
     checked="2026-12-01",
 )
 """Base of ``images/composer-resnet`` (its pins: images/composer-resnet/requirements.txt)."""
+
+
+NVIDIA_DEVICE_PLUGIN = ImagePin(
+    repository="nvcr.io/nvidia/k8s-device-plugin",
+    tag="v0.20.0",
+    source="NVIDIA/k8s-device-plugin tag v0.20.0 (2026-08-19), the newest tag of the repository snapshot read (main "
+    "at 1b826ac, 2026-08-19): CHANGELOG.md 'v0.20.0' and deployments/static/nvidia-device-plugin.yml at that tag "
+    "(image nvcr.io/nvidia/k8s-device-plugin:v0.20.0); built on NVIDIA Container Toolkit 1.20.0",
+    checked="2026-12-01",
+)
+"""Image of :class:`~trainium_eks.manifests.nvidia_device_plugin.NvidiaDevicePluginChart` (GPU node groups)."""

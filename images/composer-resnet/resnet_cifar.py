@@ -7,7 +7,8 @@ layers, so ResNet-20 (n=3, 0.27 M parameters) and ResNet-56 (n=9, 0.86 M). Short
 1x1 convolutions with batch norm (the paper's option B).
 
 The data is the CIFAR-10 "python version" as extracted from ``cifar-10-python.tar.gz``:
-``<data-dir>/cifar-10-batches-py/data_batch_1`` .. ``data_batch_5`` (training) and ``test_batch`` (the script
+``<data-dir>/cifar-10-batches-py/data_batch_1`` .. ``data_batch_5`` (training) and ``test_batch``, or the same files
+directly in ``<data-dir>``, as the library's staging job leaves them (the script
 checks they exist before it starts). Each is a pickled dict with ``b"data"`` (uint8, N x 3072, the red, green and
 blue planes of 32x32 images) and ``b"labels"`` (N ints in 0..9). The files are unpickled with an allow-list of the
 few globals such files contain, so a file on the volume cannot run code. Nothing is ever downloaded.

@@ -73,7 +73,9 @@ def parse_recipe(text: str) -> List[Dict[str, Any]]:
 def build_parser() -> argparse.ArgumentParser:
     """The command line."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data-dir", type=Path, required=True, help="holds cifar-10-batches-py/ (never downloaded)")
+    parser.add_argument(
+        "--data-dir", type=Path, required=True, help="holds cifar-10-batches-py/, or is that folder (never downloaded)"
+    )
     parser.add_argument("--output-dir", type=Path, required=True, help="checkpoints/ and run-summary.json go here")
     recipe = parser.add_mutually_exclusive_group()
     recipe.add_argument("--recipe", default="[]", help="the recipe as JSON (default: [], the baseline)")
@@ -107,8 +109,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cifar_files(data_dir: Path) -> Dict[str, List[Path]]:
-    """The CIFAR-10 batch files (python version) under ``data_dir``: ``{"train": [...], "test": [...]}``."""
-    folder = data_dir / "cifar-10-batches-py"
+    """The CIFAR-10 batch files (python version) in ``data_dir/cifar-10-batches-py``, or in ``data_dir`` itself when
+    it has no such folder (the library's staging job unpacks the archive's one folder as ``data_dir``):
+    ``{"train": [...], "test": [...]}``."""
+    nested = data_dir / "cifar-10-batches-py"
+    folder = nested if nested.is_dir() else data_dir
     return {"train": [folder / f"data_batch_{i}" for i in range(1, 6)], "test": [folder / "test_batch"]}
 
 

@@ -4,21 +4,28 @@ from trainium_eks.constructs.accelerated_node_group import AcceleratedNodeGroup
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.cluster_addons import ClusterAddons
 from trainium_eks.constructs.efa_layout import EfaLayout
+from trainium_eks.constructs.efs_storage import EfsStorage
+from trainium_eks.constructs.hybrid_workflow import HybridTrainingWorkflow
 from trainium_eks.constructs.image_repository import TrainingImageRepository
 from trainium_eks.constructs.job_sequence import JobSequence
+from trainium_eks.constructs.kubeflow_trainer import KubeflowTrainer
 from trainium_eks.constructs.lustre_storage import LustreStorage
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.node_capacity import NodeCapacity
 from trainium_eks.constructs.node_role import NodeRole
 from trainium_eks.constructs.training_dashboard import TrainingDashboard
 from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
-from trainium_eks.conventions import LustreVolumeSource
+from trainium_eks.conventions import EfsVolumeSource, LustreVolumeSource
 
 __all__ = [
     "AcceleratedNodeGroup",
     "ClusterAddons",
     "EfaLayout",
+    "EfsStorage",
+    "EfsVolumeSource",
+    "HybridTrainingWorkflow",
     "JobSequence",
+    "KubeflowTrainer",
     "LustreStorage",
     "LustreVolumeSource",
     "NodeCapacity",

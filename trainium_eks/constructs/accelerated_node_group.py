@@ -24,6 +24,7 @@ from trainium_eks.constructs.node_launch_template import NodeLaunchTemplate
 from trainium_eks.constructs.node_role import NodeRole
 from trainium_eks.constructs.security_group_rules import allow_ingress
 from trainium_eks.conventions import Taint, accelerator_taint
+from trainium_eks.cost import CostLine, nodes_usd_per_hour, priced, stack_region
 from trainium_eks.manifests.topology import NodeGroupTopology
 from trainium_eks.regions import AZ_IDS_BY_REGION, region_of_az_id
 from trainium_eks.validation import (
@@ -242,6 +243,25 @@ class AcceleratedNodeGroup(Construct):
             taints=self.taints or None,
             enable_node_auto_repair=True,
         )
+        self.usd_per_hour: Optional[float] = priced(
+            self,
+            f"{node_count} x {instance.name}",
+            nodes_usd_per_hour(stack_region(self), instance.name, node_count, root_volume_size_gib),
+        )
+        """On-demand USD per hour of ``node_count`` nodes with their root volumes in the stack's region, or None
+        (with a synth warning) where the catalog has no verified price. Capacity Blocks are paid upfront at their own
+        price; the figure is the on-demand one."""
+        self._root_volume_size_gib = root_volume_size_gib
+
+    @property
+    def cost_line(self) -> CostLine:
+        """The nodes as a line of the stack's cost (not idle cost: they are what training adds)."""
+        return CostLine(
+            component=_NODE_KINDS[self.instance.accelerator],
+            quantity=f"{self.node_count} x {self.instance.name}, {self._root_volume_size_gib} GiB gp3 each",
+            usd_per_hour=self.usd_per_hour,
+            idle=False,
+        )
 
     def add_shared_volume(self, claim_name: str) -> None:
         """Record that these nodes can mount the file system behind PersistentVolumeClaim ``claim_name`` (the caller
@@ -261,6 +281,8 @@ class AcceleratedNodeGroup(Construct):
             shared_claims=frozenset(self.shared_claims),
         )
 
+
+_NODE_KINDS = {Accelerator.NEURON: "Trainium nodes", Accelerator.NVIDIA: "GPU nodes", Accelerator.NONE: "CPU nodes"}
 
 _TAINT_EFFECTS = {
     eks.TaintEffect.NO_SCHEDULE: "NoSchedule",

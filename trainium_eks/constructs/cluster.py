@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Dict, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from aws_cdk import Annotations, CfnCondition, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -16,11 +16,13 @@ from constructs import Construct
 from trainium_eks import versions
 from trainium_eks.catalog import INSTANCE_CATALOG, MAX_NODES_PER_MANAGED_NODE_GROUP
 from trainium_eks.constructs.network import TrainingNetwork
-from trainium_eks.constructs.node_launch_template import NodeLaunchTemplate
+from trainium_eks.constructs.node_launch_template import DEFAULT_ROOT_VOLUME_GIB, NodeLaunchTemplate
 from trainium_eks.constructs.node_role import NodeRole
 from trainium_eks.constructs.pod_identity_role import PodIdentityRole
 from trainium_eks.conventions import SYSTEM_NODE_LABELS
+from trainium_eks.cost import CostLine, nodes_usd_per_hour, priced, stack_region
 from trainium_eks.nag import acknowledge, managed_policy_findings, token_finding
+from trainium_eks.pricing import eks_control_plane_usd_per_hour
 from trainium_eks.regions import partition_of
 from trainium_eks.validation import (
     Problems,
@@ -230,6 +232,25 @@ class TrainingCluster(Construct):
             labels=dict(SYSTEM_NODE_LABELS),
             enable_node_auto_repair=True,
         )
+        region = stack_region(self)
+        extended = kubernetes_version in versions.EXTENDED_SUPPORT_FROM
+        self.control_plane_usd_per_hour: Optional[float] = priced(
+            self,
+            "the EKS control plane",
+            eks_control_plane_usd_per_hour(region, extended_support=extended) if region else None,
+        )
+        """USD per hour of the control plane (extended support for the versions of
+        :data:`~trainium_eks.versions.EXTENDED_SUPPORT_FROM`), or None where the library has no verified price."""
+        self.system_nodes_usd_per_hour: Optional[float] = priced(
+            self,
+            f"{system_node_count} x {system_instance_type}",
+            nodes_usd_per_hour(region, system_instance_type, system_node_count, DEFAULT_ROOT_VOLUME_GIB),
+        )
+        """On-demand USD per hour of the system nodes and their root volumes, or None without a verified price."""
+        self._cost_quantities = (
+            f"Kubernetes {kubernetes_version}, {'extended' if extended else 'standard'} support",
+            f"{system_node_count} x {system_instance_type}, {DEFAULT_ROOT_VOLUME_GIB} GiB gp3 each",
+        )
 
         self.fsx_csi_driver_role = PodIdentityRole(
             self, "FsxCsiDriverRole", description="FSx CSI driver controller (kube-system/fsx-csi-controller-sa)"
@@ -262,6 +283,15 @@ class TrainingCluster(Construct):
             self._add_efs_csi_driver()
         if container_insights:
             self._add_container_insights()
+
+    @property
+    def cost_lines(self) -> List[CostLine]:
+        """The control plane and the system nodes as lines of the stack's idle cost."""
+        control_plane, system_nodes = self._cost_quantities
+        return [
+            CostLine("EKS control plane", control_plane, self.control_plane_usd_per_hour, idle=True),
+            CostLine("System nodes", system_nodes, self.system_nodes_usd_per_hour, idle=True),
+        ]
 
     def _add_efs_csi_driver(self) -> None:
         """The Amazon EFS CSI driver add-on (static volumes and access points), its controller bound by Pod Identity."""

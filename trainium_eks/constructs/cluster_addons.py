@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List, Sequence
+from typing import List, Sequence, Union
 
 from aws_cdk import CfnMapping, Duration, Stack, Token
 from aws_cdk import aws_eks_v2 as eks
@@ -10,19 +10,28 @@ from constructs import Construct, IConstruct
 
 from trainium_eks import versions
 from trainium_eks.constructs.applied_chart import AppliedChart
-from trainium_eks.conventions import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT, SYSTEM_NODE_LABELS, LustreVolumeSource
+from trainium_eks.conventions import (
+    DEFAULT_NAMESPACE,
+    DEFAULT_SERVICE_ACCOUNT,
+    SYSTEM_NODE_LABELS,
+    EfsVolumeSource,
+    LustreVolumeSource,
+)
 from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.manifests.efa_device_plugin import EfaDevicePluginChart
+from trainium_eks.manifests.efs_volume import EfsVolumeChart
 from trainium_eks.manifests.etcd import EtcdChart
 from trainium_eks.manifests.fsx_volume import FsxVolumeChart
 from trainium_eks.manifests.job_priorities import JobPrioritiesChart
 from trainium_eks.manifests.neuron_device_plugin import NeuronDevicePluginChart
+from trainium_eks.manifests.nvidia_device_plugin import NvidiaDevicePluginChart
 from trainium_eks.manifests.tensorboard import TensorBoardChart
 from trainium_eks.manifests.training_namespace import TrainingNamespaceChart
 from trainium_eks.manifests.volcano_queue import DEFAULT_QUEUE, VolcanoQueueChart
 from trainium_eks.regions import EKS_REGISTRY_ACCOUNTS, eks_registry
 from trainium_eks.validation import (
     Problems,
+    check_bool,
     check_cluster,
     check_dns_label,
     check_dns_subdomain,
@@ -65,10 +74,16 @@ class ClusterAddons(Construct):
     run on the system nodes once the system node group has joined. Jobs come after :attr:`job_prerequisites`.
 
     :param cluster: Required.
-    :param volume: The shared file system (``LustreStorage.volume_source``). Required.
+    :param volume: The shared file system: ``LustreStorage.volume_source`` (the static volume ``fsx-pv`` and claim
+        ``fsx-claim``) or ``EfsStorage.volume_source`` (the storage class ``efs-sc``, volume ``efs-pv`` and claim
+        ``efs-sc-claim``). Required.
     :param namespace: Default: ``training``.
     :param service_account: Default: ``training``.
     :param queue: Name of the Volcano queue. Default: ``training``.
+    :param nvidia_device_plugin: Install the NVIDIA device plugin (:class:`NvidiaDevicePluginChart`, on NVIDIA nodes
+        only), without which no pod gets an ``nvidia.com/gpu``: a cluster with an NVIDIA node group needs it. The
+        Neuron and EFA device plugins are always installed (they run only on nodes of their instance types).
+        Default: false.
     """
 
     def __init__(
@@ -77,18 +92,26 @@ class ClusterAddons(Construct):
         id_: str,
         *,
         cluster: eks.ICluster,
-        volume: LustreVolumeSource,
+        volume: Union[LustreVolumeSource, EfsVolumeSource],
         namespace: str = DEFAULT_NAMESPACE,
         service_account: str = DEFAULT_SERVICE_ACCOUNT,
         queue: str = DEFAULT_QUEUE,
+        nvidia_device_plugin: bool = False,
     ) -> None:
         super().__init__(scope, id_)
         problems = Problems(self.node.path)
         check_cluster(problems, "cluster", cluster, "kubectl_provider")
-        check_instance(problems, "volume", volume, LustreVolumeSource, "a LustreVolumeSource (from LustreStorage)")
+        check_instance(
+            problems,
+            "volume",
+            volume,
+            (LustreVolumeSource, EfsVolumeSource),
+            "a LustreVolumeSource (LustreStorage) or an EfsVolumeSource (EfsStorage)",
+        )
         check_dns_label(problems, "namespace", namespace)
         check_dns_subdomain(problems, "service_account", service_account)
         check_dns_label(problems, "queue", queue)
+        check_bool(problems, "nvidia_device_plugin", nvidia_device_plugin)
         problems.raise_if_any()
         self.cluster = cluster
         self.namespace = namespace
@@ -97,12 +120,19 @@ class ClusterAddons(Construct):
 
         self.neuron_device_plugin = self._apply("NeuronDevicePlugin", NeuronDevicePluginChart())
         self.efa_device_plugin = self._apply("EfaDevicePlugin", EfaDevicePluginChart(registry=self._eks_registry()))
+        self.nvidia_device_plugin = (
+            self._apply("NvidiaDevicePlugin", NvidiaDevicePluginChart()) if nvidia_device_plugin else None
+        )
         self.job_priorities = self._apply("JobPriorities", JobPrioritiesChart())
         self.training_namespace = self._apply(
             "TrainingNamespace", TrainingNamespaceChart(namespace=namespace, service_account=service_account)
         )
         in_namespace = self.training_namespace.of_kind("Namespace")
-        self.volume_chart = FsxVolumeChart(volume=volume, namespace=namespace)
+        self.volume_chart: LibraryChart = (
+            FsxVolumeChart(volume=volume, namespace=namespace)
+            if isinstance(volume, LustreVolumeSource)
+            else EfsVolumeChart(volume=volume, namespace=namespace)
+        )
         self.shared_volume = self._apply("SharedVolume", self.volume_chart, after=in_namespace)
         self.etcd = self._apply("Etcd", EtcdChart(namespace=namespace), after=in_namespace)
         self.tensorboard = self._apply(

@@ -13,6 +13,8 @@ from constructs import Construct
 
 from trainium_eks.constructs.security_group_rules import allow_ingress
 from trainium_eks.conventions import EfsVolumeSource
+from trainium_eks.cost import CostLine, priced, stack_region
+from trainium_eks.pricing import efs_standard_usd_per_hour
 from trainium_eks.validation import Problems, check_bool, check_implements, implements
 
 NFS_PORT = ec2.Port.tcp(efs.FileSystem.DEFAULT_PORT)
@@ -154,6 +156,17 @@ class EfsStorage(Construct):
         self.file_system_id: str = self.file_system.file_system_id
         self.file_system_arn: str = self.file_system.file_system_arn
         self.volume_source = EfsVolumeSource(file_system_id=self.file_system_id)
+        region = stack_region(self)
+        self.usd_per_gb_hour: Optional[float] = priced(
+            self, "Amazon EFS Standard storage", efs_standard_usd_per_hour(region, 1) if region else None
+        )
+        """USD per hour of each GB stored in Standard (EFS bills what is stored, not a size; Infrequent Access,
+        throughput and backups excluded), or None where the library has no verified price."""
+
+    def cost_line(self, stored_gb: float) -> CostLine:
+        """The file system holding ``stored_gb`` GB as a line of the stack's idle cost."""
+        usd = None if self.usd_per_gb_hour is None else self.usd_per_gb_hour * stored_gb
+        return CostLine("Amazon EFS", f"{stored_gb:g} GB stored in Standard", usd, idle=True)
 
     def allow_clients(self, *security_groups: ec2.ISecurityGroup) -> None:
         """Let the instances of ``security_groups`` mount the file system: NFS (TCP 2049) into the mount targets.

@@ -14,6 +14,8 @@ from constructs import Construct
 
 from trainium_eks.constructs.security_group_rules import allow_ingress
 from trainium_eks.conventions import LustreVolumeSource
+from trainium_eks.cost import CostLine, priced, stack_region
+from trainium_eks.pricing import lustre_usd_per_hour
 from trainium_eks.validation import (
     Problems,
     check_absolute_path,
@@ -191,6 +193,24 @@ class LustreStorage(Construct):
                 ),
             )
             self.data_repository_association.apply_removal_policy(RemovalPolicy.RETAIN)
+        region = stack_region(self)
+        self.storage_capacity_gib = storage_capacity_gib
+        self.throughput_per_tib = throughput_per_tib
+        self.usd_per_hour: Optional[float] = priced(
+            self,
+            f"FSx for Lustre {deployment_type.name} with {throughput_per_tib or 'no'} MB/s/TiB",
+            lustre_usd_per_hour(region, storage_capacity_gib, throughput_per_tib)
+            if region and throughput_per_tib
+            else None,
+        )
+        """USD per hour of the storage (throughput included; backups not), or None where the library has no
+        verified price (scratch file systems have none)."""
+
+    @property
+    def cost_line(self) -> CostLine:
+        """The file system as a line of the stack's idle cost."""
+        quantity = f"{self.storage_capacity_gib} GiB at {self.throughput_per_tib or 'scratch'} MB/s/TiB"
+        return CostLine("FSx for Lustre", quantity, self.usd_per_hour, idle=True)
 
     @property
     def file_system_arn(self) -> str:

@@ -10,6 +10,8 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from trainium_eks.cost import CostLine, priced, stack_region
+from trainium_eks.pricing import nat_gateways_usd_per_hour
 from trainium_eks.regions import AZ_IDS_BY_REGION, EKS_UNSUPPORTED_CONTROL_PLANE_AZ_IDS, region_of_az_id
 from trainium_eks.validation import Problems, check_instance, check_strings, check_text, is_concrete
 
@@ -162,6 +164,20 @@ class TrainingNetwork(Construct):
             destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_log_group),
             traffic_type=ec2.FlowLogTrafficType.ALL,
         )
+        region = stack_region(self)
+        self.nat_gateway_count = len(az_ids)
+        self.usd_per_hour: Optional[float] = priced(
+            self,
+            f"{self.nat_gateway_count} NAT gateways",
+            nat_gateways_usd_per_hour(region, self.nat_gateway_count) if region else None,
+        )
+        """USD per hour of the NAT gateways (one per AZ; provisioned hours only, not the data they process), or None
+        where the library has no verified price."""
+
+    @property
+    def cost_line(self) -> CostLine:
+        """The NAT gateways as a line of the stack's idle cost."""
+        return CostLine("NAT gateways", f"{self.nat_gateway_count}, one per AZ", self.usd_per_hour, idle=True)
 
     def _subnet(
         self, name: str, az_id: str, cidr: ipaddress.IPv4Network, *, public: bool, tags: Sequence[CfnTag] = ()

@@ -1,0 +1,108 @@
+"""The ComposerTraining stack of the default app: GPU nodes that schedule, the baseline and recipe runs, the cost."""
+
+import json
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import assertions
+
+from tests.conftest import COMPOSER_TRAINING, REPO, build_default_stack, new_app, resources_of, stack_template
+from tests.job_helpers import flag, job_manifests, pod_spec, volcano_launch
+from tests.k8s_validation import validate_objects
+from tests.test_kubeflow_stack import applied_objects, nodegroups
+from trainium_eks import composer_resnet, versions
+from trainium_eks.composer_recipe import ComposerRecipe
+from trainium_eks.composer_stack import ComposerTrainingStack
+from trainium_eks.validation import ConfigurationError
+
+
+def template(**context):
+    return stack_template(COMPOSER_TRAINING, **context)
+
+
+def test_gpu_group_runs_the_nvidia_ami_with_the_gpu_taint():
+    gpu = nodegroups(template())["nvidia"]
+    assert gpu["AmiType"] == "AL2023_x86_64_NVIDIA"
+    assert gpu["ScalingConfig"]["DesiredSize"] == 1
+    assert {"Key": "nvidia.com/gpu", "Value": "true", "Effect": "NO_SCHEDULE"} in gpu["Taints"]
+
+
+def test_the_nvidia_device_plugin_runs_on_gpu_nodes_and_tolerates_their_taint():
+    objects = applied_objects(template())
+    plugin = objects["DaemonSet", "nvidia-device-plugin"]
+    pod = plugin["spec"]["template"]["spec"]
+    assert pod["containers"][0]["image"] == versions.NVIDIA_DEVICE_PLUGIN.image
+    assert any(t.get("key") == "nvidia.com/gpu" for t in pod["tolerations"])
+    terms = json.dumps(pod["affinity"]["nodeAffinity"])
+    assert "g5.xlarge" in terms and "trn1.32xlarge" not in terms
+
+
+def test_baseline_then_recipe_on_the_same_gpu_nodes_each_with_composers_launcher(tmp_path):
+    jobs = job_manifests(template())
+    assert set(jobs) == {"Staging", "Baseline", "Recipe"}
+    baseline, recipe = jobs["Baseline"], jobs["Recipe"]
+    for job in (baseline, recipe):
+        (worker,) = pod_spec(job)["containers"]
+        assert worker["resources"]["limits"]["nvidia.com/gpu"] == 1
+    gate = pod_spec(recipe)["initContainers"][0]["command"][3:]
+    assert gate == ["training", f"vcjob/{baseline['metadata']['name']}"], "the recipe run starts after the baseline"
+    assert pod_spec(recipe)["priorityClassName"] != pod_spec(baseline)["priorityClassName"]
+    started = volcano_launch(recipe, tmp_path)
+    assert started["argv"][0] == "composer" and flag(started["argv"], "-n") == "1"
+    assert flag(started["argv"], "--recipe") == composer_resnet.DEFAULT_RECIPE.to_json()
+    assert flag(volcano_launch(baseline, tmp_path)["argv"], "--recipe") == "[]"
+    assert flag(started["argv"], "--data-dir") == "/data/cifar10"
+    validate_objects(list(jobs.values()), tmp_path)
+
+
+@pytest.mark.parametrize("version", versions.KUBERNETES_VERSIONS)
+def test_every_applied_object_validates_strictly(version, tmp_path):
+    validate_objects(list(applied_objects(template(kubernetesVersion=version)).values()), tmp_path, k8s_version=version)
+
+
+def test_an_efa_gpu_type_gets_its_interfaces_and_several_nodes():
+    tmpl = template(composerInstanceType="g6e.48xlarge", composerNodeCount="2")
+    (data,) = [
+        r["Properties"]["LaunchTemplateData"]
+        for r in resources_of(tmpl, "AWS::EC2::LaunchTemplate").values()
+        if r["Properties"]["LaunchTemplateData"].get("InstanceType") == "g6e.48xlarge"
+    ]
+    assert len(data["NetworkInterfaces"]) == 4, "one EFA interface per network card"
+    assert len(resources_of(tmpl, "AWS::EC2::PlacementGroup")) == 1
+
+
+def test_a_recipe_of_the_stack_reaches_the_recipe_run_and_only_it(tmp_path):
+    recipe = ComposerRecipe.from_json(
+        '[{"name": "BlurPool"}, {"name": "LabelSmoothing", "kwargs": {"smoothing": 0.1}}]'
+    )
+    stack = ComposerTrainingStack(
+        new_app(),
+        "Own",
+        env=cdk.Environment(region="us-west-2"),
+        recipe=recipe,
+        image_directory=str(REPO / "images" / "composer-resnet"),
+    )
+    jobs = job_manifests(assertions.Template.from_stack(stack))
+    assert flag(volcano_launch(jobs["Recipe"], tmp_path)["argv"], "--recipe") == recipe.to_json()
+    assert flag(volcano_launch(jobs["Baseline"], tmp_path)["argv"], "--recipe") == "[]"
+
+
+def test_cost_outputs_price_the_gpu_nodes():
+    outputs = template(region="us-east-1", composerAzId="use1-az6").to_json()["Outputs"]
+    # g5.xlarge in us-east-1: 1.006 USD per hour and 500 GiB of gp3 (0.08 per GB-month / 730).
+    assert float(outputs["TrainingNodesUsdPerHour"]["Value"]) == pytest.approx(1.006 + 500 * 0.08 / 730, abs=0.006)
+
+
+@pytest.mark.parametrize(
+    "context, key, message",
+    [
+        ({"composerInstanceType": "trn1.32xlarge"}, "composerInstanceType", "Neuron support is experimental"),
+        ({"composerNodeCount": "2"}, "composerNodeCount", "EFA"),
+        ({"composerInstanceType": "p9.48xlarge"}, "composerInstanceType", "catalog"),
+    ],
+)
+def test_bad_settings_are_refused_naming_the_context_key(context, key, message):
+    with pytest.raises(ConfigurationError) as raised:
+        build_default_stack(COMPOSER_TRAINING, **context)
+    (problem,) = [p for p in raised.value.problems if p.startswith(f"{key}=")]
+    assert message in problem

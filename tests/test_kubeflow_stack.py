@@ -1,0 +1,159 @@
+"""The KubeflowTraining stack of the default app: CPU nodes, EFS, Kubeflow Trainer, the CIFAR-10 run, its cost."""
+
+import json
+
+import pytest
+
+from tests.conftest import KUBEFLOW_TRAINING, build_default_stack, only, resources_of, stack_template
+from tests.job_helpers import MANIFEST, job_manifests, manifest_of
+from tests.k8s_validation import validate_objects
+from trainium_eks import cifar10_ddp, versions
+from trainium_eks.validation import ConfigurationError
+
+
+def template(**context):
+    return stack_template(KUBEFLOW_TRAINING, **context)
+
+
+def applied_objects(tmpl):
+    """Every Kubernetes object the stack applies, by (kind, name)."""
+    return {
+        (obj["kind"], obj["metadata"]["name"]): obj
+        for obj in (manifest_of(resource) for resource in resources_of(tmpl, MANIFEST).values())
+    }
+
+
+def nodegroups(tmpl):
+    return {
+        props["Labels"].get("trainium-eks/accelerator", "system"): props
+        for props in (r["Properties"] for r in resources_of(tmpl, "AWS::EKS::Nodegroup").values())
+    }
+
+
+def test_cpu_group_is_the_workshops_six_m5_xlarge_in_the_node_subnet():
+    groups = nodegroups(template())
+    assert set(groups) == {"system", "none"}, "system nodes and the CPU group; no accelerated group by default"
+    cpu = groups["none"]
+    assert cpu["AmiType"] == "AL2023_x86_64_STANDARD"
+    assert cpu["ScalingConfig"] == {"MinSize": 6, "DesiredSize": 6, "MaxSize": 6}
+    assert "Taints" not in cpu, "CPU nodes carry no accelerator taint"
+    launch_templates = [
+        r["Properties"]["LaunchTemplateData"] for r in resources_of(template(), "AWS::EC2::LaunchTemplate").values()
+    ]
+    assert sum(data.get("InstanceType") == "m5.xlarge" for data in launch_templates) == 1
+
+
+def test_efs_admits_nfs_from_the_node_groups_the_cluster_and_the_sagemaker_jobs_only():
+    tmpl = template()
+    file_system = only(tmpl, "AWS::EFS::FileSystem")
+    assert file_system["DeletionPolicy"] == "Retain"
+    assert len(resources_of(tmpl, "AWS::EFS::MountTarget")) == 2, "one per private subnet (two AZs)"
+    (efs_group_id,) = [
+        logical_id
+        for logical_id, r in resources_of(tmpl, "AWS::EC2::SecurityGroup").items()
+        if "Amazon EFS" in r["Properties"]["GroupDescription"]
+    ]
+    rules = [
+        r["Properties"]
+        for r in resources_of(tmpl, "AWS::EC2::SecurityGroupIngress").values()
+        if r["Properties"]["GroupId"] == {"Fn::GetAtt": [efs_group_id, "GroupId"]}
+    ]
+    assert {(rule["FromPort"], rule["ToPort"], rule["IpProtocol"]) for rule in rules} == {(2049, 2049, "tcp")}
+    peers = {json.dumps(rule["SourceSecurityGroupId"], sort_keys=True) for rule in rules}
+    assert len(peers) == 3
+    for owner in ("CpuNodes", "Cluster", "HybridWorkflowSageMaker"):
+        assert any(owner in peer for peer in peers), owner
+
+
+def test_efs_csi_driver_add_on_and_the_workshops_storage_class_volume_and_claim():
+    tmpl = template()
+    addons = {r["Properties"]["AddonName"] for r in resources_of(tmpl, "AWS::EKS::Addon").values()}
+    assert "aws-efs-csi-driver" in addons
+    objects = applied_objects(tmpl)
+    assert objects["StorageClass", "efs-sc"]["provisioner"] == "efs.csi.aws.com"
+    assert objects["PersistentVolume", "efs-pv"]["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    assert objects["PersistentVolumeClaim", "efs-sc-claim"]["metadata"]["namespace"] == "training"
+
+
+def test_kubeflow_trainer_is_installed_from_its_pinned_oci_chart_with_jobset():
+    (release,) = [
+        r["Properties"]
+        for r in resources_of(template(), "Custom::AWSCDK-EKS-HelmChart").values()
+        if r["Properties"]["Chart"] == versions.KUBEFLOW_TRAINER.chart
+    ]
+    assert release["Repository"] == versions.KUBEFLOW_TRAINER.repository
+    assert release["Version"] == versions.KUBEFLOW_TRAINER.version
+    assert json.loads(release["Values"])["jobset"] == {"install": True}
+
+
+def test_cifar10_is_staged_once_then_trained_as_a_trainjob_on_the_cpu_group(tmp_path):
+    jobs = job_manifests(template())
+    assert set(jobs) == {"Staging", "Training"}
+    staging, training = jobs["Staging"], jobs["Training"]
+    assert staging["kind"] == "Job" and training["kind"] == "TrainJob"
+    args = staging["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert cifar10_ddp.DATASET_URL in args and cifar10_ddp.DATASET_SHA256 in args
+    trainer = training["spec"]["trainer"]
+    assert trainer["numNodes"] == 6 and trainer["numProcPerNode"] == 1
+    assert cifar10_ddp.LAUNCHER in trainer["command"][2]
+    assert "--data-dir /data/cifar10" in trainer["command"][2]
+    patch = json.dumps(training["spec"]["runtimePatches"])
+    assert f"job/{staging['metadata']['name']}" in patch, "the TrainJob's start gate waits for the staging job"
+    validate_objects([staging, training], tmp_path)
+
+
+def test_the_trainjob_is_created_after_the_staging_job_and_the_runtime():
+    resources = template().to_json()["Resources"]
+    (training_id,) = [k for k in resources if k.startswith("JobsTrainingTrainJob")]
+    depends = resources[training_id]["DependsOn"]
+    assert any(d.startswith("JobsStagingJob") for d in depends), "no priority class: created after what it waits for"
+    assert any(d.startswith("KubeflowTrainerRuntime") for d in depends), "its runtime exists when it is created"
+
+
+@pytest.mark.parametrize("version", versions.KUBERNETES_VERSIONS)
+def test_every_applied_object_validates_strictly(version, tmp_path):
+    objects = list(applied_objects(template(kubernetesVersion=version)).values())
+    assert len(objects) > 20
+    validate_objects(objects, tmp_path, k8s_version=version)
+
+
+@pytest.mark.parametrize(
+    "instance_type, ami_type, plugin",
+    [("trn1.32xlarge", "AL2023_x86_64_NEURON", None), ("g5.12xlarge", "AL2023_x86_64_NVIDIA", "nvidia")],
+)
+def test_an_accelerated_group_gets_its_ami_the_shared_volume_and_its_device_plugin(instance_type, ami_type, plugin):
+    tmpl = template(kubeflowAcceleratedType=instance_type, kubeflowAcceleratedNodes="2")
+    groups = nodegroups(tmpl)
+    accelerated = groups["neuron" if plugin is None else "nvidia"]
+    assert accelerated["AmiType"] == ami_type and accelerated["ScalingConfig"]["DesiredSize"] == 2
+    daemon_sets = {name for kind, name in applied_objects(tmpl) if kind == "DaemonSet"}
+    assert ("nvidia-device-plugin" in daemon_sets) is (plugin == "nvidia")
+    efs_ingress = [
+        r["Properties"]
+        for r in resources_of(tmpl, "AWS::EC2::SecurityGroupIngress").values()
+        if r["Properties"].get("FromPort") == 2049
+    ]
+    assert any("AcceleratedNodes" in json.dumps(rule["SourceSecurityGroupId"]) for rule in efs_ingress)
+
+
+def test_cost_outputs_name_every_component():
+    outputs = template().to_json()["Outputs"]
+    assert "EKS control plane" in outputs["IdleClusterUsdPerHour"]["Description"]
+    assert "Amazon EFS" in outputs["IdleClusterUsdPerHour"]["Description"]
+    assert "6 x m5.xlarge" in outputs["TrainingNodesUsdPerHour"]["Description"]
+
+
+@pytest.mark.parametrize(
+    "context, key, message",
+    [
+        ({"kubeflowAcceleratedType": "m5.xlarge"}, "kubeflowAcceleratedType", "Trainium or GPU"),
+        ({"kubeflowCpuNodes": "0"}, "kubeflowCpuNodes", "an integer from 1"),
+        ({"kubeflowAcceleratedType": "g5.xlarge", "kubeflowAcceleratedNodes": "2"}, "kubeflowAcceleratedNodes", "EFA"),
+        ({"kubeflowAzId": "use1-az6"}, "kubeflowAzId", "us-west-2"),
+    ],
+)
+def test_bad_settings_are_refused_naming_the_context_key(context, key, message):
+    with pytest.raises(ConfigurationError) as raised:
+        build_default_stack(KUBEFLOW_TRAINING, **context)
+    (problem,) = [p for p in raised.value.problems if p.startswith(f"{key}=")]
+    assert message in problem
