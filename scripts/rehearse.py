@@ -28,7 +28,7 @@ import aws_cdk as cdk  # noqa: E402
 import app as default_app  # noqa: E402
 from trainium_eks.rehearsal.report import render  # noqa: E402
 from trainium_eks.rehearsal.scenario import Rehearsal  # noqa: E402
-from trainium_eks.rehearsal.scenarios import TRAINIUM_EKS, default_app_source, trainium_eks_scenarios  # noqa: E402
+from trainium_eks.rehearsal.scenarios import all_scenarios, default_app_sources  # noqa: E402
 
 
 def new_app(**context: Any) -> cdk.App:
@@ -43,12 +43,13 @@ def main() -> int:
     parser.add_argument("--scenario", help="run only the scenarios whose name contains this text")
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
     options = parser.parse_args()
-    scenarios = [s for s in trainium_eks_scenarios() if not options.scenario or options.scenario in s.name]
+    every = all_scenarios()
+    scenarios = [s for s in every if not options.scenario or options.scenario in f"{s.stack}: {s.name}"]
     if options.list or not scenarios:
-        print("\n".join(f"{s.stack}: {s.name}" for s in trainium_eks_scenarios()))
+        print("\n".join(f"{s.stack}: {s.name}" for s in every))
         return 0 if options.list else 2
     broken = []
-    with Rehearsal({TRAINIUM_EKS: default_app_source(new_app, default_app.build_app)}) as rehearsal:
+    with Rehearsal(default_app_sources(new_app, default_app.build_app)) as rehearsal:
         for scenario in scenarios:
             result = rehearsal.run(scenario)
             print(render(result))

@@ -17,24 +17,30 @@ from tests.conftest import new_app
 from trainium_eks.rehearsal.cfn_changes import Action
 from trainium_eks.rehearsal.report import render
 from trainium_eks.rehearsal.scenario import Rehearsal, ScenarioResult
-from trainium_eks.rehearsal.scenarios import TRAINIUM_EKS, default_app_source, trainium_eks_scenarios
+from trainium_eks.rehearsal.scenarios import (
+    COMPOSER_TRAINING,
+    KUBEFLOW_TRAINING,
+    TRAINIUM_EKS,
+    all_scenarios,
+    default_app_sources,
+)
 
-SCENARIOS = {scenario.name: scenario for scenario in trainium_eks_scenarios()}
+SCENARIOS = {f"{scenario.stack}: {scenario.name}": scenario for scenario in all_scenarios()}
 
 KNOWN_DEFECTS: Dict[str, str] = {}
-"""Scenario name -> the library defect that breaks one of its promises today."""
+"""Scenario (``<stack>: <name>``) -> the library defect that breaks one of its promises today."""
 
 
 @pytest.fixture(scope="module")
 def rehearsal():
     """One rehearsal for the module: templates and deployments are cached."""
-    with Rehearsal({TRAINIUM_EKS: default_app_source(new_app, default_app.build_app)}) as shared:
+    with Rehearsal(default_app_sources(new_app, default_app.build_app)) as shared:
         yield shared
 
 
-def run(rehearsal: Rehearsal, name: str) -> ScenarioResult:
-    """The result of the scenario ``name``."""
-    return rehearsal.run(SCENARIOS[name])
+def run(rehearsal: Rehearsal, name: str, stack: str = TRAINIUM_EKS) -> ScenarioResult:
+    """The result of the scenario ``name`` of ``stack``."""
+    return rehearsal.run(SCENARIOS[f"{stack}: {name}"])
 
 
 def actions_of(result: ScenarioResult, resource_type: str) -> List[Action]:
@@ -44,7 +50,7 @@ def actions_of(result: ScenarioResult, resource_type: str) -> List[Action]:
 
 def job_names(result: ScenarioResult) -> List[str]:
     """Names of the jobs in the clusters after the scenario."""
-    return sorted(obj.name for _, obj in result.cluster_after.all_objects() if obj.kind == "Job")
+    return sorted(obj.name for _, obj in result.cluster_after.all_objects() if obj.kind in ("Job", "TrainJob"))
 
 
 @pytest.mark.parametrize(
@@ -57,7 +63,7 @@ def job_names(result: ScenarioResult) -> List[str]:
     ],
 )
 def test_the_scenario_keeps_its_promises(rehearsal, name):
-    result = run(rehearsal, name)
+    result = rehearsal.run(SCENARIOS[name])
     assert result.failed_promises() == {}, render(result)
 
 
@@ -75,7 +81,7 @@ def test_a_fresh_deploy_runs_the_handler_for_every_manifest_and_chart(rehearsal)
 
 
 def test_scaling_out_updates_the_node_group_and_renames_the_jobs(rehearsal):
-    before = job_names(rehearsal.deployed(TRAINIUM_EKS, SCENARIOS["fresh deploy"].new))
+    before = job_names(rehearsal.deployed(TRAINIUM_EKS, SCENARIOS["TrainiumEks: fresh deploy"].new))
     result = run(rehearsal, "nodeCount 2 -> 4")
     assert actions_of(result, "AWS::EKS::Nodegroup") == [Action.UPDATE]
     after = job_names(result)
@@ -89,7 +95,7 @@ def test_another_instance_type_updates_the_launch_template_and_the_node_group_in
 
 
 def test_a_changed_training_argument_replaces_only_the_jobs_that_use_it(rehearsal):
-    before = job_names(rehearsal.deployed(TRAINIUM_EKS, SCENARIOS["fresh deploy"].new))
+    before = job_names(rehearsal.deployed(TRAINIUM_EKS, SCENARIOS["TrainiumEks: fresh deploy"].new))
     after = job_names(run(rehearsal, "a changed training argument"))
     assert [name for name in before if name.startswith("bert-phase1-data-")] == [
         name for name in after if name.startswith("bert-phase1-data-")
@@ -123,3 +129,39 @@ def test_destroy_keeps_the_data_and_deletes_the_cluster(rehearsal):
     retained = {c.resource_type for c in result.plan.changes if c.action is Action.RETAIN}
     assert {"AWS::FSx::FileSystem", "AWS::ECR::Repository", "AWS::KMS::Key", "AWS::Logs::LogGroup"} <= retained
     assert result.cluster_after.clusters == {}
+
+
+def test_a_fresh_kubeflow_deploy_installs_the_trainer_and_creates_the_trainjob_after_its_runtime(rehearsal):
+    result = run(rehearsal, "fresh deploy", KUBEFLOW_TRAINING)
+    (cluster,) = result.cluster_after.clusters.values()
+    assert cluster.releases[("kubeflow-system", "kubeflow-trainer")].revision == 1
+    assert cluster.find("PersistentVolumeClaim", "efs-sc-claim", "training") is not None
+    order = [run.step.logical_id for run in result.runs]
+    (runtime,) = [i for i, logical_id in enumerate(order) if logical_id.startswith("KubeflowTrainerRuntime")]
+    (trainjob,) = [i for i, logical_id in enumerate(order) if logical_id.startswith("JobsTrainingTrainJob")]
+    assert runtime < trainjob
+    assert len(job_names(result)) == 2
+
+
+def test_a_new_trainer_chart_is_a_helm_upgrade_that_keeps_the_jobs(rehearsal):
+    before = job_names(rehearsal.deployed(KUBEFLOW_TRAINING, SCENARIOS["KubeflowTraining: fresh deploy"].new))
+    result = run(rehearsal, "a new Kubeflow Trainer chart version", KUBEFLOW_TRAINING)
+    (cluster,) = result.cluster_after.clusters.values()
+    assert cluster.releases[("kubeflow-system", "kubeflow-trainer")].revision == 2
+    assert job_names(result) == before
+
+
+def test_another_recipe_replaces_only_the_recipe_run(rehearsal):
+    before = set(job_names(rehearsal.deployed(COMPOSER_TRAINING, SCENARIOS["ComposerTraining: fresh deploy"].new)))
+    after = set(job_names(run(rehearsal, "another recipe", COMPOSER_TRAINING)))
+    (new,) = after - before
+    assert new.startswith("resnet-recipe-") and len(after) == 3
+
+
+@pytest.mark.parametrize("stack", [KUBEFLOW_TRAINING, COMPOSER_TRAINING])
+def test_destroy_keeps_the_efs_data(rehearsal, stack):
+    result = run(rehearsal, "cdk destroy", stack)
+    retained = {c.resource_type for c in result.plan.changes if c.action is Action.RETAIN}
+    assert {"AWS::EFS::FileSystem", "AWS::ECR::Repository"} <= retained
+    if stack == KUBEFLOW_TRAINING:
+        assert "AWS::S3::Bucket" in retained, "the SageMaker runs' models"

@@ -119,6 +119,20 @@ CHART_APIS: Mapping[str, ChartApis] = {
         "(templates/batch_v1alpha1_job.yaml renders crd/<version>/batch.volcano.sh_jobs.yaml, commit 5a81a279), so "
         "they belong to the release; templates/default-queue.yaml creates the queue 'default'",
     ),
+    "kubeflow-trainer": ChartApis(
+        kinds={
+            ("trainer.kubeflow.org", "TrainJob"): True,
+            ("trainer.kubeflow.org", "TrainingRuntime"): True,
+            ("trainer.kubeflow.org", "ClusterTrainingRuntime"): False,
+        },
+        objects=(),
+        admission=None,
+        source="kubeflow/trainer tag v2.3.0 charts/kubeflow-trainer/templates/crd/trainer.kubeflow.org_trainjobs.yaml, "
+        "_trainingruntimes.yaml and _clustertrainingruntimes.yaml: the definitions are templates, so they belong to "
+        "the release; the runtimes the chart could create are off (runtimes.defaultEnabled: false). The JobSet "
+        "subchart's definitions are left out: the library applies no JobSet, and its webhook (which checks that a "
+        "TrainJob's runtime exists) is not modelled",
+    ),
 }
 """Chart name -> what it serves, for the charts the library installs."""
 

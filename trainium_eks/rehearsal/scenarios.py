@@ -12,11 +12,15 @@ import dataclasses
 import functools
 from typing import Any, Callable, List, Mapping, Tuple
 
+from trainium_eks.composer_recipe import PRESETS, ComposerRecipe
 from trainium_eks.rehearsal.promises import ALL_PROMISES, NAMESPACE_VOLUME_CLAIM_SURVIVE
 from trainium_eks.rehearsal.scenario import Patch, Scenario, TemplateSource, Variant
 
 TRAINIUM_EKS = "TrainiumEks"
-"""The default app's stack (``app.STACK_NAME``)."""
+KUBEFLOW_TRAINING = "KubeflowTraining"
+COMPOSER_TRAINING = "ComposerTraining"
+STACKS = (TRAINIUM_EKS, KUBEFLOW_TRAINING, COMPOSER_TRAINING)
+"""The stacks of the default app (``app_context.STACKS``)."""
 
 
 def _smaller_batches(script_args: Callable[[str], List[str]]) -> Callable[[str], List[str]]:
@@ -72,15 +76,81 @@ def trainium_eks_scenarios(stack: str = TRAINIUM_EKS) -> Tuple[Scenario, ...]:
     )
 
 
-def default_app_source(new_app: Callable[..., Any], build_app: Callable[[Any], Any]) -> TemplateSource:
-    """Build the default app's stack for a variant: ``new_app(**context)`` (an app with cdk.json's context and
-    asset staging off), then ``build_app(app)`` (``app.build_app``), with the variant's patches applied."""
+CPU_NODES_3 = Variant("kubeflowCpuNodes=3", context=(("kubeflowCpuNodes", "3"),))
+GPU_GROUP = Variant("kubeflowAcceleratedType=g5.12xlarge", context=(("kubeflowAcceleratedType", "g5.12xlarge"),))
+NEWER_TRAINER = Variant(
+    "Kubeflow Trainer chart one minor version newer",
+    patches=(Patch("trainium_eks.versions.KUBEFLOW_TRAINER", _next_minor, "Kubeflow Trainer chart pin + 1 minor"),),
+)
+FEWER_EPOCHS = Variant(
+    "CIFAR-10 run with 2 epochs",
+    patches=(
+        Patch(
+            "trainium_eks.cifar10_ddp.script_args",
+            lambda script_args: functools.partial(script_args, epochs=2),
+            "--epochs 2",
+        ),
+    ),
+)
+G6 = Variant("composerInstanceType=g6.xlarge", context=(("composerInstanceType", "g6.xlarge"),))
+OTHER_RECIPE = Variant(
+    "the medium recipe (ComposerTrainingStack recipe=...)",
+    patches=(
+        Patch(
+            "app.ComposerTrainingStack",
+            lambda cls: functools.partial(cls, recipe=ComposerRecipe(PRESETS["medium"])),
+            "recipe=ComposerRecipe(PRESETS['medium'])",
+        ),
+    ),
+)
+
+
+def kubeflow_training_scenarios(stack: str = KUBEFLOW_TRAINING) -> Tuple[Scenario, ...]:
+    """The scenarios of the KubeflowTraining stack."""
+    without_cluster = tuple(p for p in ALL_PROMISES if p is not NAMESPACE_VOLUME_CLAIM_SURVIVE)
+    return (
+        Scenario("fresh deploy", stack, None, DEFAULT, ALL_PROMISES),
+        Scenario("kubeflowCpuNodes 6 -> 3", stack, DEFAULT, CPU_NODES_3, ALL_PROMISES),
+        Scenario("a GPU group added", stack, DEFAULT, GPU_GROUP, ALL_PROMISES),
+        Scenario("a changed training argument", stack, DEFAULT, FEWER_EPOCHS, ALL_PROMISES),
+        Scenario("a new Kubeflow Trainer chart version", stack, DEFAULT, NEWER_TRAINER, ALL_PROMISES),
+        Scenario("cdk destroy", stack, DEFAULT, None, without_cluster),
+    )
+
+
+def composer_training_scenarios(stack: str = COMPOSER_TRAINING) -> Tuple[Scenario, ...]:
+    """The scenarios of the ComposerTraining stack."""
+    without_cluster = tuple(p for p in ALL_PROMISES if p is not NAMESPACE_VOLUME_CLAIM_SURVIVE)
+    return (
+        Scenario("fresh deploy", stack, None, DEFAULT, ALL_PROMISES),
+        Scenario("composerInstanceType g5 -> g6", stack, DEFAULT, G6, ALL_PROMISES),
+        Scenario("another recipe", stack, DEFAULT, OTHER_RECIPE, ALL_PROMISES),
+        Scenario("cdk destroy", stack, DEFAULT, None, without_cluster),
+    )
+
+
+def all_scenarios() -> Tuple[Scenario, ...]:
+    """The scenarios of every stack of the default app."""
+    return trainium_eks_scenarios() + kubeflow_training_scenarios() + composer_training_scenarios()
+
+
+def default_app_sources(new_app: Callable[..., Any], build_app: Callable[[Any], Any]) -> Mapping[str, TemplateSource]:
+    """Stack name -> :func:`default_app_source`, for every stack of the default app."""
+    return {stack: default_app_source(new_app, build_app, stack) for stack in STACKS}
+
+
+def default_app_source(
+    new_app: Callable[..., Any], build_app: Callable[[Any], Any], stack: str = TRAINIUM_EKS
+) -> TemplateSource:
+    """Build one stack of the default app for a variant: ``new_app(**context)`` (an app with cdk.json's context and
+    asset staging off) with only ``stack`` selected, then ``build_app(app)`` (``app.build_app``), with the variant's
+    patches applied."""
 
     def source(variant: Variant) -> Tuple[Mapping[str, Any], str]:
         from aws_cdk import assertions
 
         with variant.patched():
-            stack = build_app(new_app(**dict(variant.context)))
-            return assertions.Template.from_stack(stack).to_json(), stack.region
+            built = build_app(new_app(**{**dict(variant.context), "stacks": stack}))[stack]
+            return assertions.Template.from_stack(built).to_json(), built.region
 
     return source
