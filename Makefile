@@ -5,6 +5,8 @@
 #   make deploy-path  the modeled critical path of `cdk deploy` (../shared/tools/deploy_model.py)
 #   make rehearse     replay the README's changes through CloudFormation's rules and aws-eks-v2's own handler
 #   make audit        checkov on the Kubernetes objects the app applies (own venv)
+#   make cost         what each stack costs per hour, and the README's chart (docs/cost-per-hour.png)
+#   make deploy STACK=KubeflowTraining   cdk deploy of one stack (needs AWS credentials)
 
 PYTHON ?= python3
 VENV := .venv
@@ -18,7 +20,7 @@ export PATH := $(BIN):$(PATH)
 export AWS_EC2_METADATA_DISABLED := true
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-.PHONY: synth test bench audit clean install rehearse deploy-path
+.PHONY: synth test bench audit clean install rehearse deploy-path cost deploy
 
 install: $(VENV)/.installed node_modules/.installed
 
@@ -51,6 +53,13 @@ deploy-path: synth
 
 rehearse: install
 	$(BIN)/python scripts/rehearse.py
+
+cost: install
+	$(BIN)/python -m trainium_eks cost --chart docs/cost-per-hour.png
+
+deploy: install
+	test -n "$(STACK)" || (echo "name the stack: make deploy STACK=TrainiumEks|KubeflowTraining|ComposerTraining"; exit 2)
+	$(CDK) deploy $(STACK)
 
 audit: synth
 	bash scripts/audit_manifests.sh

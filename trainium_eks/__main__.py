@@ -2,6 +2,8 @@
 
 Commands:
   admin-role   the IAM principal that gets cluster-admin (``--save`` writes it into cdk.context.json)
+  run          start a run of the hybrid workflow (--runtime sagemaker|kubernetes) and follow it to the end
+  cost         what each stack costs per hour by component, over ``--hours``, and what a finished run cost
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from typing import List, Optional
 
 COMMANDS = {
     "admin-role": "trainium_eks.commands.admin_role",
+    "run": "trainium_eks.commands.run",
+    "cost": "trainium_eks.commands.cost",
 }
 """Command name -> module with ``main(argv)``."""
 

@@ -1,0 +1,262 @@
+"""``python -m trainium_eks cost``: what each stack of the app costs per hour, by component, and what a run cost.
+
+The stacks are built in this process from the project's settings (``cdk.json``, ``cdk.context.json`` and ``-c
+key=value``, as ``cdk synth`` reads them; nothing is synthesized or deployed), and each stack's cost lines are printed
+(:class:`~trainium_eks.cost.CostLine`: on-demand list prices of the stack's region, with their sources in
+``trainium_eks/catalog.py`` and ``trainium_eks/pricing.py``). A component without a verified price shows ``n/a`` and
+every sum that lacks it says so.
+
+- ``--hours N``: what the stack costs over N hours.
+- ``--job-status FILE`` (``kubectl get vcjob <name> -o json``, or ``job``): the run's duration from the job's status
+  and what the stack cost during it; with several files, how each compares with the first (e.g. the Composer
+  baseline and recipe runs). ``--duration 1h20m`` gives a duration by hand instead.
+- ``--chart PATH``: a bar chart of the stacks' cost per hour by component (PNG, matplotlib).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import re
+import sys
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from trainium_eks.cost import CostLine, total
+
+_DURATION = re.compile(r"^(?:(?P<h>\d+(?:\.\d+)?)h)?(?:(?P<m>\d+(?:\.\d+)?)m)?(?:(?P<s>\d+(?:\.\d+)?)s)?$")
+
+
+class CostError(RuntimeError):
+    """A setting, file or job status the command cannot use."""
+
+
+@dataclass(frozen=True)
+class StackCost:
+    """The cost lines of one stack and its region."""
+
+    name: str
+    region: str
+    lines: Sequence[CostLine]
+
+
+@dataclass(frozen=True)
+class Run:
+    """A finished run: its name and how long it ran."""
+
+    name: str
+    duration: timedelta
+
+
+def parse_duration(text: str) -> timedelta:
+    """``1h20m``, ``45m``, ``90s``, ``1.5h`` (Go's duration form, as Volcano's ``runningDuration``) -> timedelta."""
+    match = _DURATION.match(text.strip()) if isinstance(text, str) else None
+    if not text or match is None or not any(match.groupdict().values()):
+        raise CostError(f"duration {text!r}: hours, minutes and seconds such as 1h20m, 45m or 90s")
+    parts = {key: float(value or 0) for key, value in match.groupdict().items()}
+    return timedelta(hours=parts["h"], minutes=parts["m"], seconds=parts["s"])
+
+
+def _time(text: Any, where: str) -> datetime:
+    try:
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00"))
+    except ValueError as error:
+        raise CostError(f"{where}: {text!r} is not a time") from error
+
+
+def run_of(job: Mapping[str, Any]) -> Run:
+    """The duration of a finished job from its status: a Volcano Job (from its ``Running`` condition, when its pods
+    had passed their start gate, to its last transition to ``Completed``) or a batch/v1 Job (``startTime`` to
+    ``completionTime``). A job that has not finished is refused."""
+    kind = job.get("kind")
+    name = job.get("metadata", {}).get("name", "?")
+    status = job.get("status") or {}
+    if kind == "Job" and str(job.get("apiVersion", "")).startswith("batch.volcano.sh/"):
+        state = status.get("state") or {}
+        if state.get("phase") != "Completed":
+            raise CostError(f"vcjob/{name} is {state.get('phase', 'not started')}, not Completed: no run to price")
+        running = [
+            c for c in status.get("conditions", []) if c.get("status") == "Running" and "lastTransitionTime" in c
+        ]
+        if not running:
+            raise CostError(f"vcjob/{name}: its status has no Running condition with a time")
+        start = _time(running[0]["lastTransitionTime"], f"vcjob/{name} Running")
+        end = _time(state.get("lastTransitionTime"), f"vcjob/{name} Completed")
+        return Run(f"vcjob/{name}", end - start)
+    if kind == "Job" and job.get("apiVersion") == "batch/v1":
+        if "completionTime" not in status:
+            raise CostError(f"job/{name} has not completed (no completionTime): no run to price")
+        start = _time(status.get("startTime"), f"job/{name} startTime")
+        return Run(f"job/{name}", _time(status["completionTime"], f"job/{name} completionTime") - start)
+    raise CostError(
+        f"{kind}/{name}: the status of a Volcano Job or a batch/v1 Job (kubectl get vcjob|job <name> -o json); "
+        "for another kind, give --duration"
+    )
+
+
+def load_app_module(project: Path) -> Any:
+    """The project's ``app.py`` as a module (its ``build_app``)."""
+    path = project / "app.py"
+    if not path.is_file() or not (project / "cdk.json").is_file():
+        raise CostError(f"{project}: not the project directory (no app.py and cdk.json): run the command there")
+    sys.path.insert(0, str(project))
+    spec = importlib.util.spec_from_file_location("trainium_eks_project_app", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def project_context(project: Path, overrides: Sequence[str]) -> Dict[str, Any]:
+    """The context ``cdk synth`` gives the app: ``cdk.json``'s, then ``cdk.context.json``'s, then ``-c key=value``."""
+    context = dict(json.loads((project / "cdk.json").read_text()).get("context", {}))
+    saved = project / "cdk.context.json"
+    if saved.is_file():
+        context.update(json.loads(saved.read_text()))
+    for item in overrides:
+        key, separator, value = item.partition("=")
+        if not separator or not key:
+            raise CostError(f"-c {item!r}: key=value")
+        context[key] = value
+    return context
+
+
+def stack_costs(project: Path, overrides: Sequence[str], stacks: Sequence[str] = ()) -> List[StackCost]:
+    """Build the app's stacks (``stacks``, default the app's own selection) and return their cost lines."""
+    import aws_cdk as cdk
+
+    from trainium_eks.validation import ConfigurationError
+
+    module = load_app_module(project)
+    context = project_context(project, overrides)
+    if stacks:
+        context["stacks"] = ",".join(stacks)
+    context["aws:cdk:disable-asset-staging"] = True
+    with tempfile.TemporaryDirectory() as outdir:
+        app = cdk.App(context=context, outdir=outdir)
+        try:
+            built = module.build_app(app)
+        except ConfigurationError as error:
+            raise CostError(str(error)) from error
+    return [StackCost(name, stack.region, list(stack.cost_lines)) for name, stack in built.items()]
+
+
+def _usd(value: Optional[float]) -> str:
+    return "n/a" if value is None else f"{value:,.2f}"
+
+
+def render(costs: StackCost, *, hours: Optional[float] = None, runs: Sequence[Run] = ()) -> str:
+    """The table of one stack: every line per hour (and over ``hours``), the idle and training sums, the runs."""
+    header = ["component", "quantity", "USD/hour"] + ([f"USD/{hours:g} h"] if hours is not None else [])
+    rows: List[List[str]] = []
+    for line in costs.lines:
+        rows.append(
+            [line.component, line.quantity, _usd(line.usd_per_hour)]
+            + ([_usd(line.for_hours(hours))] if hours is not None else [])
+        )
+    groups = (
+        ("idle cluster", [line for line in costs.lines if line.idle]),
+        ("training nodes", [line for line in costs.lines if not line.idle]),
+        ("whole stack", list(costs.lines)),
+    )
+    notes = []
+    for label, group in groups:
+        summed = total(group)
+        mark = " *" if summed.missing else ""
+        rows.append(
+            [label, "", f"{summed.usd_per_hour:,.2f}{mark}"]
+            + ([f"{summed.usd_per_hour * hours:,.2f}{mark}"] if hours is not None else [])
+        )
+        if summed.missing:
+            notes.append(f"* {label}: without {', '.join(summed.missing)} (no verified price in {costs.region})")
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    lines = [f"{costs.name} ({costs.region}), on-demand list prices"]
+    for index, row in enumerate([header, *rows]):
+        if index == len(rows) - 2:
+            lines.append("  " + "  ".join("-" * w for w in widths))
+        cells = [cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))]
+        lines.append("  " + "  ".join(cells).rstrip())
+    lines.extend(f"  {note}" for note in dict.fromkeys(notes))
+    if runs:
+        whole = total(costs.lines).usd_per_hour
+        nodes = total([line for line in costs.lines if not line.idle]).usd_per_hour
+        lines.append("  runs (what the stack cost while each ran; training nodes alone in brackets):")
+        first = runs[0]
+        for run in runs:
+            run_hours = run.duration.total_seconds() / 3600
+            text = f"    {run.name}: {run.duration} = {run_hours:.2f} h, {whole * run_hours:,.2f} USD"
+            text += f" ({nodes * run_hours:,.2f})"
+            if run is not first:
+                saved = (first.duration - run.duration).total_seconds() / 3600
+                ratio = run.duration / first.duration if first.duration else float("nan")
+                text += f"; {ratio:.2f} x the time of {first.name}, {whole * saved:+,.2f} USD saved"
+            lines.append(text)
+    return "\n".join(lines)
+
+
+def write_chart(costs: Sequence[StackCost], path: Path) -> None:
+    """A horizontal stacked bar per stack: its cost per hour by component (components without a price left out and
+    named in the legend)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        from matplotlib import pyplot
+    except ImportError as error:
+        raise CostError("--chart needs matplotlib (pip install -r requirements-dev.txt)") from error
+    components = list(dict.fromkeys(line.component for stack in costs for line in stack.lines))
+    figure, axes = pyplot.subplots(figsize=(10, 1.4 + 0.8 * len(costs)))
+    names = [f"{stack.name}\n({stack.region})" for stack in costs]
+    left = [0.0] * len(costs)
+    for component in components:
+        widths = []
+        for stack in costs:
+            priced = [line.usd_per_hour for line in stack.lines if line.component == component]
+            widths.append(sum(value for value in priced if value is not None))
+        unpriced = any(
+            line.usd_per_hour is None for stack in costs for line in stack.lines if line.component == component
+        )
+        axes.barh(names, widths, left=left, label=component + (" (some n/a)" if unpriced else ""))
+        left = [a + b for a, b in zip(left, widths, strict=True)]
+    for index, (value, stack) in enumerate(zip(left, costs, strict=True)):
+        lower = " or more (n/a left out)" if total(stack.lines).missing else ""
+        axes.text(value, index, f" {value:,.2f}{lower}", va="center", fontsize="small")
+    axes.set_xlabel("on-demand USD per hour (linear: the training nodes dominate)")
+    axes.set_xlim(0, max(left) * 1.35)
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize="small")
+    axes.set_title("What each stack costs per hour, by component")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    pyplot.close(figure)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m trainium_eks cost", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stack", action="append", default=[], help="a stack of the app (repeat); default: all")
+    parser.add_argument("-c", "--context", action="append", default=[], metavar="KEY=VALUE", help="as cdk synth -c")
+    parser.add_argument("--hours", type=float, help="also show the cost over this many hours")
+    parser.add_argument("--job-status", type=Path, action="append", default=[], help="a finished job's JSON (repeat)")
+    parser.add_argument("--duration", action="append", default=[], help="a run's duration, e.g. 1h20m (repeat)")
+    parser.add_argument("--chart", type=Path, help="write a bar chart of the cost per hour (PNG)")
+    parser.add_argument("--project", type=Path, default=Path.cwd(), help="the project directory (default: here)")
+    options = parser.parse_args(argv)
+    try:
+        if options.hours is not None and not options.hours > 0:
+            raise CostError(f"--hours {options.hours}: a positive number of hours")
+        runs = [run_of(json.loads(path.read_text())) for path in options.job_status]
+        runs += [Run(f"run {text}", parse_duration(text)) for text in options.duration]
+        costs = stack_costs(options.project, options.context, options.stack)
+        if runs and len(costs) != 1:
+            raise CostError("a run belongs to one stack: give --stack with --job-status or --duration")
+        print("\n\n".join(render(stack, hours=options.hours, runs=runs) for stack in costs))
+        if options.chart:
+            write_chart(costs, options.chart)
+            print(f"\nchart: {options.chart}")
+    except (CostError, OSError, json.JSONDecodeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
