@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Benchmark of the main job: `cdk synth` of the default app against the floor of an app with one empty stack.
+"""Benchmark of the main job: `cdk synth` of the default app (and of its seed stack alone) against the floor of
+an app with one empty stack.
 
-Both run through the same CDK CLI, Python, jsii and aws-cdk-lib, interleaved (default app, floor, default app, ...)
-so that both see the same machine noise. For every run it records the wall time, the CPU time of the whole process
-tree, the peak resident memory of the largest process of the tree (``ru_maxrss`` of the children, read by a fresh
-wrapper per run) and the peak of the whole tree's resident memory (sampled every 20 ms from /proc). It prints the
-medians, the ratios default / floor, and the template's size and resource count. Prints figures; asserts nothing.
+All run through the same CDK CLI, Python, jsii and aws-cdk-lib, interleaved (default app, seed stack, floor, default
+app, ...) so that all see the same machine noise. For every run it records the wall time, the CPU time of the whole
+process tree, the peak resident memory of the largest process of the tree (``ru_maxrss`` of the children, read by a
+fresh wrapper per run) and the peak of the whole tree's resident memory (sampled every 20 ms from /proc). It prints
+the medians, the ratios to the floor, and each template's size and resource count. Prints figures; asserts nothing.
 
     make bench            # or: python scripts/bench_synth.py [RUNS]   (default 7)
 """
@@ -25,12 +26,16 @@ from typing import Dict, List
 
 REPO = Path(__file__).resolve().parents[1]
 CDK = REPO / "node_modules" / ".bin" / "cdk"
-STACK = "TrainiumEks"
-FLOOR_APP = [sys.executable, str(REPO / "scripts" / "empty_app.py")]
+VARIANTS = {
+    "default app": [],
+    "TrainiumEks only": ["-c", "stacks=TrainiumEks"],
+    "empty stack": ["--app", f"{sys.executable} {REPO / 'scripts' / 'empty_app.py'}"],
+}
+"""What is synthesized, interleaved: the whole default app (three stacks), its seed stack alone, and the floor."""
 WRAPPER = (
     "import json, resource, subprocess, sys, time\n"
     "start = time.perf_counter()\n"
-    "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)\n"
+    "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
     "usage = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
     "print(json.dumps({'wall': time.perf_counter() - start, 'cpu': usage.ru_utime + usage.ru_stime,"
     " 'largest_mib': usage.ru_maxrss / 1024}))\n"
@@ -59,11 +64,9 @@ def tree_rss_mib(root: int) -> float:
 
 
 def run(app: List[str], out_dir: Path) -> Dict[str, float]:
-    """One `cdk synth` of ``app`` (None: the default app of cdk.json), measured."""
+    """One `cdk synth` with the extra CLI arguments ``app`` (none: the default app of cdk.json), measured."""
     env = {**os.environ, "AWS_EC2_METADATA_DISABLED": "true", "CDK_DISABLE_CLI_TELEMETRY": "true"}
-    command = [str(CDK), "synth", "--quiet", "--output", str(out_dir)]
-    if app:
-        command += ["--app", " ".join(app)]
+    command = [str(CDK), "synth", "--quiet", "--output", str(out_dir), *app]
     process = subprocess.Popen(
         [sys.executable, "-c", WRAPPER, *command], cwd=REPO, env=env, stdout=subprocess.PIPE, text=True
     )
@@ -92,29 +95,39 @@ def median(rows: List[Dict[str, float]], key: str) -> float:
 
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 7
-    default, floor = [], []
+    rows: Dict[str, List[Dict[str, float]]] = {name: [] for name in VARIANTS}
     with tempfile.TemporaryDirectory() as scratch:
         for index in range(runs):
-            default.append(run([], Path(scratch) / f"default{index}"))
-            floor.append(run(FLOOR_APP, Path(scratch) / f"floor{index}"))
-        template = Path(scratch) / f"default{runs - 1}" / f"{STACK}.template.json"
-        template_bytes = template.stat().st_size
-        resources = len(json.loads(template.read_text())["Resources"])
-    print(f"cdk synth, {runs} interleaved runs each, {os.cpu_count()} cores; medians")
-    print(f"  {'':24}{'default app':>14}{'empty stack':>14}{'ratio':>8}")
+            for number, (name, arguments) in enumerate(VARIANTS.items()):
+                rows[name].append(run(arguments, Path(scratch) / f"{number}-{index}"))
+        templates = {
+            path.name.split(".")[0]: (path.stat().st_size, len(json.loads(path.read_text())["Resources"]))
+            for path in sorted((Path(scratch) / f"0-{runs - 1}").glob("*.template.json"))
+        }
+    floor = rows["empty stack"]
+    print(f"cdk synth, {runs} interleaved runs each, {os.cpu_count()} cores; medians (ratio: / empty stack)")
+    print(
+        f"  {'':24}"
+        + "".join(f"{name:>18}{'ratio':>7}" for name in VARIANTS if name != "empty stack")
+        + f"{'empty stack':>16}"
+    )
     for key, label, unit in (
         ("wall", "wall time", "s"),
         ("cpu", "CPU time (tree)", "s"),
         ("largest_mib", "peak RSS, largest proc", "MiB"),
         ("tree_mib", "peak RSS, process tree", "MiB"),
     ):
-        mine, base = median(default, key), median(floor, key)
-        print(f"  {label:24}{mine:>10.2f} {unit:<3}{base:>10.2f} {unit:<3}{mine / base:>8.2f}")
-    print(
-        f"  wall time of the default app: min {min(r['wall'] for r in default):.2f} s, max "
-        f"{max(r['wall'] for r in default):.2f} s"
-    )
-    print(f"  template: {resources} resources, {template_bytes} bytes")
+        base = median(floor, key)
+        cells = "".join(
+            f"{median(rows[name], key):>14.2f} {unit:<3}{median(rows[name], key) / base:>7.2f}"
+            for name in VARIANTS
+            if name != "empty stack"
+        )
+        print(f"  {label:24}{cells}{base:>12.2f} {unit:<3}")
+    walls = [r["wall"] for r in rows["default app"]]
+    print(f"  wall time of the default app: min {min(walls):.2f} s, max {max(walls):.2f} s")
+    for name, (size, resources) in templates.items():
+        print(f"  template {name}: {resources} resources, {size} bytes")
 
 
 if __name__ == "__main__":
