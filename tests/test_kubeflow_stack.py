@@ -2,12 +2,15 @@
 
 import json
 
+import aws_cdk as cdk
 import pytest
+from aws_cdk import assertions
 
-from tests.conftest import KUBEFLOW_TRAINING, build_default_stack, only, resources_of, stack_template
+from tests.conftest import KUBEFLOW_TRAINING, build_default_stack, new_app, only, resources_of, stack_template
 from tests.job_helpers import MANIFEST, job_manifests, manifest_of
 from tests.k8s_validation import validate_objects
 from trainium_eks import cifar10_ddp, versions
+from trainium_eks.kubeflow_stack import KubeflowTrainingStack
 from trainium_eks.validation import ConfigurationError
 
 
@@ -157,3 +160,18 @@ def test_bad_settings_are_refused_naming_the_context_key(context, key, message):
         build_default_stack(KUBEFLOW_TRAINING, **context)
     (problem,) = [p for p in raised.value.problems if p.startswith(f"{key}=")]
     assert message in problem
+
+
+def file_system_conditions(tmpl):
+    (statement,) = only(tmpl, "AWS::EFS::FileSystem")["Properties"]["FileSystemPolicy"]["Statement"]
+    return statement["Condition"]["Bool"]
+
+
+def test_efs_admits_sagemakers_mount_without_tls_only_when_the_workflow_exists():
+    assert file_system_conditions(template()) == {"elasticfilesystem:AccessedViaMountTarget": "true"}
+    stack = KubeflowTrainingStack(new_app(), "NoImage", env=cdk.Environment(region="us-west-2"))
+    assert stack.hybrid_workflow is None
+    assert file_system_conditions(assertions.Template.from_stack(stack)) == {
+        "elasticfilesystem:AccessedViaMountTarget": "true",
+        "aws:SecureTransport": "true",
+    }

@@ -157,7 +157,7 @@ class KubeflowTrainingStack(TrainingSystemStack):
             # SageMaker mounts the file system for the hybrid workflow's jobs, and whether that mount uses TLS is not
             # documented: the policy admits mounts through the mount targets, TLS or not (the EFS CSI driver still
             # mounts with TLS, its default).
-            require_tls=not hybrid_workflow,
+            require_tls=not (hybrid_workflow and image_directory is not None),
         )
         self.trainer = KubeflowTrainer(self, "KubeflowTrainer", cluster=self.cluster.cluster)
         self.build_in_cluster(

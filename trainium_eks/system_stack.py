@@ -44,12 +44,14 @@ class TrainingSystemStack(Stack):
     training system per stack, built from the library's constructs with the same construct ids in each, so that a
     fix reaches every stack and no stack changes the logical IDs of another's resources.
 
-    A subclass checks all of its settings (:meth:`problems`, then ``raise_if_any``) before it builds anything, then
-    builds in this order: :meth:`build_network`, :meth:`build_cluster`, its node groups and storage,
-    :meth:`build_in_cluster` (pod identity, add-ons, image repository, job sequence), :meth:`build_outputs`.
+    A subclass checks all of its settings (:meth:`problems`, :meth:`check_system_props`, :meth:`check_node_group`,
+    then ``raise_if_any``) before it builds anything, then builds in this order: :meth:`build_network`,
+    :meth:`build_cluster`, its node groups (:meth:`build_node_group`), :meth:`build_pod_identity`, its storage,
+    :meth:`build_in_cluster` (add-ons, image repository, job sequence, dashboard), its jobs, :meth:`record_costs`,
+    :meth:`build_outputs`.
 
-    The stack registers :func:`~trainium_eks.template_limits.check_template_sizes` (CloudFormation's template and
-    output limits, checked at synth).
+    The stack registers :func:`~trainium_eks.template_limits.check_template_sizes` (CloudFormation's template size
+    limit, checked at synth).
 
     :param setting_names: Names of the settings in error messages (the default app passes its context keys).
         Default: the parameter names.
