@@ -6,8 +6,7 @@ from typing import Any, Callable, Dict, Optional
 
 from trainium_eks.conventions import DEFAULT_NAMESPACE
 from trainium_eks.manifests import job_naming
-from trainium_eks.manifests.distributed_workload import DistributedWorkload, NodeContract
-from trainium_eks.manifests.job_chart import JobChart, check_wait_stage, wait_references
+from trainium_eks.manifests.distributed_job_chart import PET_CONTRACT, DistributedJobChart
 from trainium_eks.manifests.volcano_queue import DEFAULT_QUEUE
 from trainium_eks.validation import Problems, check_dns_label, check_integer
 
@@ -15,25 +14,8 @@ PYTORCH_JOB_API_VERSION = "kubeflow.org/v1"
 CONTAINER = "pytorch"
 """The operator finds the training container by this name (training-operator v1 docs)."""
 
-PYTORCHJOB_CONTRACT = NodeContract(
-    node_index="${PET_NODE_RANK}",
-    master_addr="${PET_MASTER_ADDR}",
-    torchrun_args=(
-        "--node_rank",
-        "${PET_NODE_RANK}",
-        "--master_addr",
-        "${PET_MASTER_ADDR}",
-        "--master_port",
-        "${PET_MASTER_PORT}",
-    ),
-)
-"""What the v1 operator injects into every pod: ``MASTER_ADDR``/``PET_MASTER_ADDR`` (``<job>-master-0``),
-``MASTER_PORT``/``PET_MASTER_PORT``, ``WORLD_SIZE``, ``RANK`` and ``PET_NODE_RANK`` (master 0, worker i: i+1),
-``PET_NNODES``, ``PET_NPROC_PER_NODE`` when ``nprocPerNode`` is set. Source: kubeflow/trainer v1.9.4
-``pkg/controller.v1/pytorch/envvar.go``."""
 
-
-class PyTorchJobChart(JobChart):
+class PyTorchJobChart(DistributedJobChart):
     """A ``kubeflow.org/v1`` PyTorchJob as the Kubeflow workshop wrote it, from the same
     :class:`~trainium_eks.manifests.distributed_workload.DistributedWorkload` as the Volcano job and the TrainJob.
 
@@ -76,41 +58,38 @@ class PyTorchJobChart(JobChart):
             check_dns_label(problems, "queue", queue)
         if min_nodes is not None:
             check_integer(problems, "min_nodes", min_nodes, minimum=1, maximum=workload.get("nodes") or 450)
-        wait_for = workload.pop("wait_for", ())
-        check_wait_stage(problems, wait_for)
-        workload = DistributedWorkload.from_props(
-            problems, name=name, namespace=namespace, wait_for=wait_references(wait_for), **workload
-        )
-        super().__init__(name, namespace=namespace, wait_for=wait_for)
-        self.workload = workload
-        self.nodes = workload.nodes
+        super().__init__(problems, name=name, namespace=namespace, workload=workload)
 
-        pod = {**workload.pod_spec(CONTAINER, PYTORCHJOB_CONTRACT), "restartPolicy": "OnFailure"}
+        pod = {**self.workload.pod_spec(CONTAINER, PET_CONTRACT), "restartPolicy": "OnFailure"}
         template = {
             "metadata": {"labels": {**self.selector_labels(), "app.kubernetes.io/instance": job_naming.PLACEHOLDER}},
             "spec": pod,
         }
         replicas: Dict[str, Any] = {"Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": template}}
-        if workload.nodes > 1:
-            replicas["Worker"] = {"replicas": workload.nodes - 1, "restartPolicy": "OnFailure", "template": template}
-        scheduling: Dict[str, Any] = {"minAvailable": workload.nodes, "priorityClass": self.priority_class}
+        if self.workload.nodes > 1:
+            replicas["Worker"] = {
+                "replicas": self.workload.nodes - 1,
+                "restartPolicy": "OnFailure",
+                "template": template,
+            }
+        scheduling: Dict[str, Any] = {"minAvailable": self.workload.nodes, "priorityClass": self.priority_class}
         if queue is not None:
             scheduling["queue"] = queue
         spec: Dict[str, Any] = {
-            "nprocPerNode": str(workload.processes_per_node),
+            "nprocPerNode": str(self.workload.processes_per_node),
             "pytorchReplicaSpecs": replicas,
             "runPolicy": {
                 "cleanPodPolicy": "None",
-                "backoffLimit": workload.max_retries,
+                "backoffLimit": self.workload.max_retries,
                 "schedulingPolicy": scheduling,
             },
         }
         if min_nodes is not None:
             spec["elasticPolicy"] = {
                 "minReplicas": min_nodes,
-                "maxReplicas": workload.nodes,
+                "maxReplicas": self.workload.nodes,
                 "rdzvBackend": "c10d",
-                "nProcPerNode": workload.processes_per_node,
+                "nProcPerNode": self.workload.processes_per_node,
             }
         self.add_job(
             {

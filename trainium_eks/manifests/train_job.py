@@ -6,8 +6,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from trainium_eks.conventions import DEFAULT_NAMESPACE
 from trainium_eks.manifests import job_naming
-from trainium_eks.manifests.distributed_workload import DistributedWorkload, NodeContract
-from trainium_eks.manifests.job_chart import JobChart, check_wait_stage, wait_references
+from trainium_eks.manifests.distributed_job_chart import PET_CONTRACT, DistributedJobChart
 from trainium_eks.manifests.training_runtime import (
     DEFAULT_RUNTIME,
     NODE_JOB,
@@ -24,24 +23,8 @@ PATCH_MANAGER = "trainium-eks"
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 """The annotation through which a TrainJob names its Volcano queue (Kubeflow Trainer docs, job-scheduling/volcano)."""
 
-TRAINJOB_CONTRACT = NodeContract(
-    node_index="${PET_NODE_RANK}",
-    master_addr="${PET_MASTER_ADDR}",
-    torchrun_args=(
-        "--node_rank",
-        "${PET_NODE_RANK}",
-        "--master_addr",
-        "${PET_MASTER_ADDR}",
-        "--master_port",
-        "${PET_MASTER_PORT}",
-    ),
-)
-"""What the Trainer's torch plugin injects into every node: ``PET_NNODES``, ``PET_NPROC_PER_NODE``,
-``PET_NODE_RANK`` (the Job completion index), ``PET_MASTER_ADDR`` (``<job>-node-0-0.<job>``), ``PET_MASTER_PORT``
-(29500). Source: kubeflow/trainer v2.3.0 ``pkg/runtime/framework/plugins/torch/torch.go``."""
 
-
-class TrainJobChart(JobChart):
+class TrainJobChart(DistributedJobChart):
     """A TrainJob of Kubeflow Trainer v2 on a node group, from the same
     :class:`~trainium_eks.manifests.distributed_workload.DistributedWorkload` as the Volcano job.
 
@@ -86,15 +69,7 @@ class TrainJobChart(JobChart):
         check_dns_label(problems, "runtime", runtime)
         if queue is not None:
             check_dns_label(problems, "queue", queue)
-        wait_for = workload.pop("wait_for", ())
-        check_wait_stage(problems, wait_for)
-        workload = DistributedWorkload.from_props(
-            problems, name=name, namespace=namespace, wait_for=wait_references(wait_for), **workload
-        )
-        super().__init__(name, namespace=namespace, wait_for=wait_for)
-        self.workload = workload
-        self.nodes = workload.nodes
-        self.processes_per_node = workload.processes_per_node
+        super().__init__(problems, name=name, namespace=namespace, workload=workload)
 
         metadata: Dict[str, Any] = {
             "name": job_naming.PLACEHOLDER,
@@ -115,12 +90,12 @@ class TrainJobChart(JobChart):
                         "kind": "ClusterTrainingRuntime",
                     },
                     "trainer": {
-                        "image": workload.image,
-                        "command": ["bash", "-c", workload.launch_script(TRAINJOB_CONTRACT)],
-                        "numNodes": workload.nodes,
-                        "numProcPerNode": workload.processes_per_node,
-                        "resourcesPerNode": workload.resources(),
-                        "env": workload.environment(),
+                        "image": self.workload.image,
+                        "command": ["bash", "-c", self.workload.launch_script(PET_CONTRACT)],
+                        "numNodes": self.workload.nodes,
+                        "numProcPerNode": self.workload.processes_per_node,
+                        "resourcesPerNode": self.workload.resources(),
+                        "env": self.workload.environment(),
                     },
                     "runtimePatches": [{"manager": PATCH_MANAGER, "trainingRuntimeSpec": self._runtime_patch()}],
                 },

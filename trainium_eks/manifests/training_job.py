@@ -7,10 +7,10 @@ from typing import Any, Callable, Optional
 
 from trainium_eks.conventions import DEFAULT_NAMESPACE
 from trainium_eks.manifests import job_naming
-from trainium_eks.manifests.distributed_workload import MASTER_PORT, DistributedWorkload, NodeContract
+from trainium_eks.manifests.distributed_job_chart import DistributedJobChart
+from trainium_eks.manifests.distributed_workload import MASTER_PORT, NodeContract
 from trainium_eks.manifests.etcd import CLIENT_PORT
 from trainium_eks.manifests.etcd import SERVICE_NAME as ETCD_SERVICE
-from trainium_eks.manifests.job_chart import JobChart, check_wait_stage, wait_references
 from trainium_eks.manifests.volcano_queue import DEFAULT_QUEUE
 from trainium_eks.validation import Problems, check_dns_label, coerce_enum
 
@@ -31,7 +31,7 @@ class Rendezvous(Enum):
     C10D = "c10d"
 
 
-class TrainingJobChart(JobChart):
+class TrainingJobChart(DistributedJobChart):
     """A distributed PyTorch job: one Volcano Job of one task with a replica per node, a launcher in every pod.
 
     It renders the ``batch.volcano.sh/v1alpha1`` Job that TorchX's Kubernetes scheduler generates for the
@@ -83,15 +83,7 @@ class TrainingJobChart(JobChart):
         problems = Problems(f"training job {name!r}")
         chosen = coerce_enum(problems, "rendezvous", rendezvous, Rendezvous)
         check_dns_label(problems, "queue", queue)
-        wait_for = workload.pop("wait_for", ())
-        check_wait_stage(problems, wait_for)
-        workload = DistributedWorkload.from_props(
-            problems, name=name, namespace=namespace, wait_for=wait_references(wait_for), **workload
-        )
-        super().__init__(name, namespace=namespace, wait_for=wait_for)
-        self.workload = workload
-        self.nodes = self.workload.nodes
-        self.processes_per_node = self.workload.processes_per_node
+        super().__init__(problems, name=name, namespace=namespace, workload=workload)
 
         task = {
             "name": TASK,
