@@ -320,7 +320,7 @@ def test_a_vpc_that_is_not_one_is_refused_with_the_other_problems():
     stack = cdk.Stack(new_app(), "S", env=ENV)
     with pytest.raises(ConfigurationError) as error:
         EfsStorage(stack, "Efs", vpc="vpc-0123456789abcdef0", client_security_groups=[None])
-    assert [p.split("=")[0] for p in error.value.problems] == ["vpc", "client_security_groups"]
+    assert [p.split("=")[0] for p in error.value.problems] == ["vpc", "client_security_groups[0]"]
 
 
 @pytest.mark.parametrize(

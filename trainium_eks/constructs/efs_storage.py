@@ -11,7 +11,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from trainium_eks.constructs.security_group_rules import allow_ingress
+from trainium_eks.constructs.security_group_rules import allow_ingress, check_client_groups
 from trainium_eks.conventions import EfsVolumeSource
 from trainium_eks.cost import CostLine, priced, stack_region
 from trainium_eks.pricing import efs_standard_usd_per_hour
@@ -101,10 +101,7 @@ class EfsStorage(Construct):
         problems = Problems(self.node.path, setting_names=setting_names)
         if check_implements(problems, "vpc", vpc, ec2.IVpc, "an ec2.IVpc"):
             subnets = _check_subnets(problems, vpc, subnets)
-        if not isinstance(client_security_groups, (list, tuple)) or not all(
-            implements(group, ec2.ISecurityGroup) for group in client_security_groups
-        ):
-            problems.add("client_security_groups", client_security_groups, "a list of ec2.ISecurityGroup")
+        check_client_groups(problems, "client_security_groups", client_security_groups)
         if kms_key is not None:
             check_implements(problems, "kms_key", kms_key, kms.IKey, "a kms.IKey")
         if transition_to_ia is not None and not isinstance(transition_to_ia, efs.LifecyclePolicy):
@@ -180,9 +177,7 @@ class EfsStorage(Construct):
         (:func:`~trainium_eks.constructs.security_group_rules.allow_ingress`), so no stack refers to a later one.
         """
         problems = Problems(f"{self.node.path}.allow_clients")
-        for number, client in enumerate(security_groups):
-            if not implements(client, ec2.ISecurityGroup):
-                problems.add(f"security_groups[{number}]", client, "an ec2.ISecurityGroup")
+        check_client_groups(problems, "security_groups", security_groups)
         problems.raise_if_any()
         for client in security_groups:
             index = len(self._clients)

@@ -12,7 +12,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from trainium_eks.constructs.security_group_rules import allow_ingress
+from trainium_eks.constructs.security_group_rules import allow_ingress, check_client_groups
 from trainium_eks.conventions import LustreVolumeSource
 from trainium_eks.cost import CostLine, priced, stack_region
 from trainium_eks.pricing import lustre_usd_per_hour
@@ -21,7 +21,6 @@ from trainium_eks.validation import (
     check_absolute_path,
     check_implements,
     check_instance,
-    implements,
     is_concrete,
     is_integer,
 )
@@ -116,10 +115,7 @@ class LustreStorage(Construct):
         problems = Problems(self.node.path, setting_names=setting_names)
         check_implements(problems, "vpc", vpc, ec2.IVpc, "an ec2.IVpc")
         check_implements(problems, "subnet", subnet, ec2.ISubnet, "an ec2.ISubnet")
-        if not isinstance(client_security_groups, (list, tuple)) or not all(
-            implements(group, ec2.ISecurityGroup) for group in client_security_groups
-        ):
-            problems.add("client_security_groups", client_security_groups, "a list of ec2.ISecurityGroup")
+        check_client_groups(problems, "client_security_groups", client_security_groups)
         if data_bucket is not None:
             check_implements(problems, "data_bucket", data_bucket, s3.IBucket, "an s3.IBucket")
         if kms_key is not None:
@@ -223,8 +219,13 @@ class LustreStorage(Construct):
         The file system's group admits each client group, and each client group admits the file system's group: the
         FSx for Lustre user guide ("File system access control with Amazon VPC", Lustre client VPC security group
         rules) requires clients to allow inbound LNET traffic from the file system, whose servers open connections to
-        clients too. The rules are created in this construct (the storage's stack), whatever stack owns the groups.
+        clients too. The rules are created in this construct (the storage's stack) or, when a client group belongs to
+        a later stack, in that stack (:func:`~trainium_eks.constructs.security_group_rules.allow_ingress`), so no stack
+        refers to a later one.
         """
+        problems = Problems(f"{self.node.path}.allow_clients")
+        check_client_groups(problems, "security_groups", security_groups)
+        problems.raise_if_any()
         for client in security_groups:
             index = len(self._clients)
             self._clients.append(client)

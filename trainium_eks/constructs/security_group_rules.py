@@ -2,9 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
+
+from trainium_eks.validation import Problems, implements
+
+
+def check_client_groups(problems: Problems, setting: str, groups: Any) -> bool:
+    """``groups`` is a list (or tuple) of ``ec2.ISecurityGroup``, the clients of a file system; each other element is
+    named by its index."""
+    if not isinstance(groups, (list, tuple)):
+        problems.add(setting, groups, "a list of ec2.ISecurityGroup")
+        return False
+    wrong = [(index, group) for index, group in enumerate(groups) if not implements(group, ec2.ISecurityGroup)]
+    for index, group in wrong:
+        problems.add(f"{setting}[{index}]", group, "an ec2.ISecurityGroup")
+    return not wrong
 
 
 def allow_ingress(
