@@ -31,14 +31,12 @@ from cdk_nag import AwsSolutionsChecks
 from tests.conftest import REPO, new_app, only, resources_of
 from tests.k8s_validation import validate_objects
 from tests.test_composition import imported_cluster
-from trainium_eks.catalog import INSTANCE_CATALOG
+from trainium_eks.catalog import INSTANCE_CATALOG, SAGEMAKER_TRAINING_TYPES
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.efs_storage import EfsStorage
 from trainium_eks.constructs.hybrid_workflow import (
-    SAGEMAKER_INSTANCE_TYPES,
     SAGEMAKER_VPC_ACTIONS,
     HybridTrainingWorkflow,
-    sagemaker_instance_types,
 )
 from trainium_eks.constructs.image_repository import TrainingImageRepository
 from trainium_eks.constructs.network import TrainingNetwork
@@ -662,9 +660,8 @@ def test_sagemaker_types_are_sagemaker_training_types_of_the_catalog():
 
     model = botocore.session.get_session().get_service_model("sagemaker")
     training_types = set(model.shape_for("TrainingInstanceType").enum)
-    assert set(SAGEMAKER_INSTANCE_TYPES) <= training_types
-    assert all(name[3:] in INSTANCE_CATALOG for name in SAGEMAKER_INSTANCE_TYPES)
-    assert sagemaker_instance_types() == list(SAGEMAKER_INSTANCE_TYPES)
+    assert set(SAGEMAKER_TRAINING_TYPES) <= training_types
+    assert all(name[3:] in INSTANCE_CATALOG for name in SAGEMAKER_TRAINING_TYPES)
 
 
 # --- refusals ---------------------------------------------------------------------------------------------------

@@ -4,8 +4,7 @@ import math
 
 import pytest
 
-from trainium_eks.catalog import CATALOG_REGIONS, hourly_price
-from trainium_eks.constructs.hybrid_workflow import SAGEMAKER_INSTANCE_TYPES
+from trainium_eks.catalog import CATALOG_REGIONS, SAGEMAKER_TRAINING_TYPES, hourly_price
 from trainium_eks.pricing import (
     COMPONENTS,
     EFS_STANDARD,
@@ -125,7 +124,7 @@ def test_an_idle_default_cluster_in_us_east_1_adds_up():
 
 
 def test_sagemaker_training_prices_the_workflows_instance_types():
-    assert tuple(SAGEMAKER_TRAINING) == SAGEMAKER_INSTANCE_TYPES
+    assert tuple(SAGEMAKER_TRAINING) == SAGEMAKER_TRAINING_TYPES
 
 
 @pytest.mark.parametrize("instance_type", SAGEMAKER_TRAINING)

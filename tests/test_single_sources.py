@@ -6,7 +6,7 @@ from tests.conftest import CDK_JSON_CONTEXT, REPO
 from trainium_eks import composer_stack, kubeflow_stack, versions
 from trainium_eks.constructs.accelerated_node_group import DEFAULT_INSTANCE_TYPE, DEFAULT_NODE_COUNT
 from trainium_eks.constructs.lustre_storage import DEFAULT_STORAGE_CAPACITY_GIB
-from trainium_eks.training_stack import DEFAULT_ACCELERATED_AZ_ID
+from trainium_eks.system_stack import DEFAULT_AZ_ID
 
 README = (REPO / "README.md").read_text()
 
@@ -14,16 +14,16 @@ README = (REPO / "README.md").read_text()
 def test_cdk_json_defaults_are_the_library_defaults():
     assert CDK_JSON_CONTEXT["instanceType"] == DEFAULT_INSTANCE_TYPE
     assert CDK_JSON_CONTEXT["nodeCount"] == DEFAULT_NODE_COUNT
-    assert CDK_JSON_CONTEXT["trainiumAzId"] == DEFAULT_ACCELERATED_AZ_ID
+    assert CDK_JSON_CONTEXT["trainiumAzId"] == DEFAULT_AZ_ID
     assert CDK_JSON_CONTEXT["kubernetesVersion"] == versions.DEFAULT_KUBERNETES_VERSION
     assert CDK_JSON_CONTEXT["lustreStorageGiB"] == DEFAULT_STORAGE_CAPACITY_GIB
-    assert CDK_JSON_CONTEXT["kubeflowAzId"] == kubeflow_stack.DEFAULT_AZ_ID
+    assert CDK_JSON_CONTEXT["kubeflowAzId"] == DEFAULT_AZ_ID
     assert CDK_JSON_CONTEXT["kubeflowCpuNodes"] == kubeflow_stack.DEFAULT_CPU_NODE_COUNT
     assert CDK_JSON_CONTEXT["kubeflowAcceleratedType"] == ""  # no accelerated group by default
     assert CDK_JSON_CONTEXT["kubeflowAcceleratedNodes"] == kubeflow_stack.DEFAULT_ACCELERATED_NODE_COUNT
     assert CDK_JSON_CONTEXT["composerInstanceType"] == composer_stack.DEFAULT_INSTANCE_TYPE
     assert CDK_JSON_CONTEXT["composerNodeCount"] == composer_stack.DEFAULT_NODE_COUNT
-    assert CDK_JSON_CONTEXT["composerAzId"] == composer_stack.DEFAULT_AZ_ID
+    assert CDK_JSON_CONTEXT["composerAzId"] == DEFAULT_AZ_ID
     assert CDK_JSON_CONTEXT["stacks"] == ""  # every stack
 
 

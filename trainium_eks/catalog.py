@@ -573,3 +573,30 @@ def hourly_price(instance_type: str, region: str) -> Optional[float]:
     :data:`ON_DEMAND_USD_PER_HOUR_BY_REGION`; None when the catalog has no price for that type in that region (an
     unknown type or region, or a gap of :data:`PRICE_GAPS`)."""
     return ON_DEMAND_USD_PER_HOUR_BY_REGION.get(instance_type, {}).get(region)
+
+
+SAGEMAKER_TRAINING_TYPES: Tuple[str, ...] = (
+    "ml.m5.xlarge",
+    "ml.m6i.xlarge",
+    "ml.m7i.xlarge",
+    "ml.g5.xlarge",
+    "ml.g5.12xlarge",
+    "ml.g5.48xlarge",
+    "ml.g6.xlarge",
+    "ml.g6.12xlarge",
+    "ml.g6.48xlarge",
+    "ml.g6e.xlarge",
+    "ml.g6e.12xlarge",
+    "ml.g6e.48xlarge",
+    "ml.p4d.24xlarge",
+    "ml.p5.48xlarge",
+    "ml.trn1.2xlarge",
+    "ml.trn1.32xlarge",
+    "ml.trn1n.32xlarge",
+    "ml.trn2.48xlarge",
+)
+"""SageMaker training instance types of the catalog's EC2 types (what ``HybridTrainingWorkflow`` accepts and
+:data:`trainium_eks.pricing.SAGEMAKER_TRAINING` prices). Source: the ``TrainingInstanceType`` enum of the
+SageMaker API model (botocore 1.44.8, ``data/sagemaker/2017-07-24/service-2.json``); a test checks every entry
+against it and against :data:`INSTANCE_CATALOG`. The image must suit the type: the CIFAR-10
+image is a CUDA PyTorch image, which trains on the CPU of an ``ml.m*`` or ``ml.trn*`` instance."""

@@ -12,7 +12,7 @@ from trainium_eks.catalog import Accelerator
 from trainium_eks.composer_recipe import ComposerRecipe
 from trainium_eks.composer_resnet import DEFAULT_RECIPE, ComposerComparisonJobs, add_composer_jobs
 from trainium_eks.constructs.efs_storage import EfsStorage
-from trainium_eks.system_stack import EXPECTED_EFS_GB, TrainingSystemStack
+from trainium_eks.system_stack import DEFAULT_AZ_ID, EXPECTED_EFS_GB, TrainingSystemStack
 from trainium_eks.validation import check_instance
 
 DEFAULT_INSTANCE_TYPE = "g5.xlarge"
@@ -20,8 +20,6 @@ DEFAULT_INSTANCE_TYPE = "g5.xlarge"
 run; g6.xlarge (L4) is cheaper per hour and slower."""
 
 DEFAULT_NODE_COUNT = 1
-DEFAULT_AZ_ID = "usw2-az4"
-"""AZ ID of the GPU nodes (the catalog does not know which us-west-2 AZs offer the g types: synth warns)."""
 
 
 class ComposerTrainingStack(TrainingSystemStack):
@@ -36,7 +34,7 @@ class ComposerTrainingStack(TrainingSystemStack):
 
     :param instance_type: An NVIDIA GPU (or CPU) type of the catalog. Default: :data:`DEFAULT_INSTANCE_TYPE`.
     :param node_count: Default: 1 (types without EFA run one node only).
-    :param availability_zone_id: AZ ID of the nodes. Default: :data:`DEFAULT_AZ_ID`.
+    :param availability_zone_id: AZ ID of the nodes. Default: :data:`~trainium_eks.system_stack.DEFAULT_AZ_ID`.
     :param recipe: The Composer recipe of the second run. Default: :data:`~trainium_eks.composer_resnet.DEFAULT_RECIPE`.
     :param kubernetes_version: Default: :data:`trainium_eks.versions.DEFAULT_KUBERNETES_VERSION`.
     :param admin_role_arn: IAM role given cluster-admin. Default: none.

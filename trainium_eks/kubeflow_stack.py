@@ -15,11 +15,8 @@ from trainium_eks.constructs.accelerated_node_group import AcceleratedNodeGroup
 from trainium_eks.constructs.efs_storage import EfsStorage
 from trainium_eks.constructs.hybrid_workflow import HybridTrainingWorkflow
 from trainium_eks.constructs.kubeflow_trainer import KubeflowTrainer
-from trainium_eks.system_stack import EXPECTED_EFS_GB, TrainingSystemStack
+from trainium_eks.system_stack import DEFAULT_AZ_ID, EXPECTED_EFS_GB, TrainingSystemStack
 from trainium_eks.validation import check_bool
-
-DEFAULT_AZ_ID = "usw2-az4"
-"""AZ ID of the stack's node groups: the seed's Trainium AZ in us-west-2, so that an accelerated Trainium group fits."""
 
 DEFAULT_CPU_INSTANCE_TYPE = "m5.xlarge"
 DEFAULT_CPU_NODE_COUNT = 6
@@ -43,7 +40,7 @@ class KubeflowTrainingStack(TrainingSystemStack):
 
     Every setting is checked before anything is built, and all problems are reported in one error.
 
-    :param availability_zone_id: AZ ID of the node groups. Default: :data:`DEFAULT_AZ_ID`.
+    :param availability_zone_id: AZ ID of the node groups. Default: :data:`~trainium_eks.system_stack.DEFAULT_AZ_ID`.
     :param cpu_instance_type: A CPU type of the catalog. Default: ``m5.xlarge``.
     :param cpu_node_count: Default: 6.
     :param accelerated_instance_type: A Trainium or GPU type of the catalog for a second group, or None. Default: none.

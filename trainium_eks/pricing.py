@@ -300,7 +300,7 @@ SAGEMAKER_TRAINING: Mapping[str, Rate] = {
 }
 """On-demand SageMaker AI training instances (the Training component: usage type ``<region>-Train:<type>``), USD per
 instance-hour, for the SageMaker instance types of the hybrid workflow
-(:data:`trainium_eks.constructs.hybrid_workflow.SAGEMAKER_INSTANCE_TYPES`, a test keeps the two in step). Excluded:
+(:data:`trainium_eks.catalog.SAGEMAKER_TRAINING_TYPES`, a test keeps the two in step). Excluded:
 the ML storage volume, data transfer, managed spot training and Savings Plans. Sources: SM-USE1-CSV, SM-USE1-P4D and
 SM-USW2-PL of the module docstring; us-east-2 has no verified rate yet."""
 

@@ -34,6 +34,11 @@ from trainium_eks.validation import (
     check_string_map,
 )
 
+DEFAULT_AZ_ID = "usw2-az4"
+"""AZ ID of every stack's node subnet by default: the tutorial's Trainium AZ in us-west-2 (aws-neuron-eks-samples
+scripts/determine_eks_azs.sh), so that a Trainium group fits in any of the stacks. The catalog does not know which
+us-west-2 AZs offer the m and g types: synth warns for those."""
+
 EXPECTED_EFS_GB = 1.0
 """What the cost figures assume an EFS volume of the app's stacks holds: CIFAR-10 (0.18 GB extracted) with checkpoints
 and outputs, rounded up. EFS bills what is stored, not a size."""

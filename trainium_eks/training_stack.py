@@ -22,11 +22,8 @@ from trainium_eks.constructs.lustre_storage import (
     check_lustre_settings,
 )
 from trainium_eks.constructs.node_capacity import NodeCapacity
-from trainium_eks.system_stack import TrainingSystemStack
+from trainium_eks.system_stack import DEFAULT_AZ_ID, TrainingSystemStack
 from trainium_eks.validation import bucket_name_problem, coerce_enum
-
-DEFAULT_ACCELERATED_AZ_ID = "usw2-az4"
-"""The tutorial's Trainium AZ in us-west-2 (aws-neuron-eks-samples scripts/determine_eks_azs.sh)."""
 
 
 class TrainingStack(TrainingSystemStack):
@@ -64,7 +61,7 @@ class TrainingStack(TrainingSystemStack):
         *,
         instance_type: str = DEFAULT_INSTANCE_TYPE,
         node_count: int = DEFAULT_NODE_COUNT,
-        accelerated_az_id: str = DEFAULT_ACCELERATED_AZ_ID,
+        accelerated_az_id: str = DEFAULT_AZ_ID,
         kubernetes_version: str = versions.DEFAULT_KUBERNETES_VERSION,
         lustre_storage_gib: int = DEFAULT_STORAGE_CAPACITY_GIB,
         data_bucket_name: Optional[str] = None,

@@ -17,7 +17,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct, IConstruct
 
-from trainium_eks.catalog import INSTANCE_CATALOG
+from trainium_eks.catalog import SAGEMAKER_TRAINING_TYPES
 from trainium_eks.constructs.applied_chart import AppliedChart
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.efs_storage import EfsStorage
@@ -48,31 +48,6 @@ SAGEMAKER_TRAINING_SYNC = "arn:aws:states:::sagemaker:createTrainingJob.sync"
 EKS_CALL = "arn:aws:states:::eks:call"
 """The Step Functions integrations of the two branches. Source: Step Functions developer guide, connect-sagemaker.html
 and connect-eks.html."""
-
-SAGEMAKER_INSTANCE_TYPES: Tuple[str, ...] = (
-    "ml.m5.xlarge",
-    "ml.m6i.xlarge",
-    "ml.m7i.xlarge",
-    "ml.g5.xlarge",
-    "ml.g5.12xlarge",
-    "ml.g5.48xlarge",
-    "ml.g6.xlarge",
-    "ml.g6.12xlarge",
-    "ml.g6.48xlarge",
-    "ml.g6e.xlarge",
-    "ml.g6e.12xlarge",
-    "ml.g6e.48xlarge",
-    "ml.p4d.24xlarge",
-    "ml.p5.48xlarge",
-    "ml.trn1.2xlarge",
-    "ml.trn1.32xlarge",
-    "ml.trn1n.32xlarge",
-    "ml.trn2.48xlarge",
-)
-"""SageMaker training instance types of the catalog's EC2 types. Source: the ``TrainingInstanceType`` enum of the
-SageMaker API model (botocore 1.44.8, ``data/sagemaker/2017-07-24/service-2.json``); a test checks every entry
-against it and against :data:`trainium_eks.catalog.INSTANCE_CATALOG`. The image must suit the type: the CIFAR-10
-image is a CUDA PyTorch image, which trains on the CPU of an ``ml.m*`` or ``ml.trn*`` instance."""
 
 DEFAULT_SAGEMAKER_INSTANCE_TYPE = "ml.m5.xlarge"
 """4 vCPUs, 16 GiB, no accelerator: the CPU twin of the default Kubernetes node group of the Kubeflow system."""
@@ -180,12 +155,6 @@ def _quoted(text: str) -> str:
         else:
             escaped.append(char)
     return "'" + "".join(escaped) + "'"
-
-
-def sagemaker_instance_types() -> List[str]:
-    """The SageMaker instance types the workflow accepts: those of :data:`SAGEMAKER_INSTANCE_TYPES` whose EC2 type
-    the catalog knows."""
-    return [name for name in SAGEMAKER_INSTANCE_TYPES if name[len("ml.") :] in INSTANCE_CATALOG]
 
 
 class HybridTrainingWorkflow(Construct):
@@ -340,7 +309,7 @@ class HybridTrainingWorkflow(Construct):
                 "inside the VPC",
             )
         check_absolute_path(problems, "data_directory", data_directory)
-        allowed_types = sagemaker_instance_types()
+        allowed_types = list(SAGEMAKER_TRAINING_TYPES)
         if sagemaker_instance_type not in allowed_types:
             problems.add(
                 "sagemaker_instance_type",

@@ -121,13 +121,7 @@ class DatasetStagingChart(JobChart):
         resolve: Optional[Callable[[Any], Any]] = None,
     ) -> None:
         problems = Problems(f"dataset staging job {name!r}")
-        check_pattern(
-            problems,
-            "name",
-            name,
-            job_naming.BASE_NAME,
-            "a lowercase DNS label of at most 28 characters, starting with a letter",
-        )
+        job_naming.check_base_name(problems, name)
         https = isinstance(source, str) and source.startswith("https://")
         if https:
             check_pattern(problems, "source", source, _HTTPS_TARBALL, "an HTTPS URL of a .tar, .tar.gz or .tgz file")

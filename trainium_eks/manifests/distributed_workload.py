@@ -164,13 +164,7 @@ class DistributedWorkload:
         if not isinstance(node_group, NodeGroupTopology):
             problems.add("node_group", node_group, "a NodeGroupTopology (AcceleratedNodeGroup.topology)")
             node_group = None
-        check_pattern(
-            problems,
-            "name",
-            name,
-            job_naming.BASE_NAME,
-            "a lowercase DNS label of at most 28 characters, starting with a letter",
-        )
+        job_naming.check_base_name(problems, name)
         check_text(problems, "image", image, allowed="a container image reference, such as repo/image:tag")
         check_dns_label(problems, "namespace", namespace)
         check_dns_subdomain(problems, "service_account", service_account)

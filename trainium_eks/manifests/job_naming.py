@@ -7,9 +7,19 @@ import json
 import re
 from typing import Any, Callable, Optional
 
+from trainium_eks.validation import Problems, check_pattern
+
 BASE_NAME = re.compile(r"^[a-z]([a-z0-9-]{0,26}[a-z0-9])?$")
 """A job's base name: a DNS label of at most 28 characters, so that ``<base>-<hash>-node-<i>-0`` pod names stay under
 the 63 characters of a host name (Volcano's svc plugin makes them host names)."""
+
+
+def check_base_name(problems: Problems, name: Any) -> bool:
+    """``name`` is a job's base name (:data:`BASE_NAME`)."""
+    return check_pattern(
+        problems, "name", name, BASE_NAME, "a lowercase DNS label of at most 28 characters, starting with a letter"
+    )
+
 
 HASH_LENGTH = 10
 PLACEHOLDER = "__JOB_NAME__"

@@ -42,6 +42,9 @@ def _next_minor(pin: Any) -> Any:
     return dataclasses.replace(pin, version=f"{major}.{int(minor) + 1}.0")
 
 
+WITHOUT_CLUSTER = tuple(p for p in ALL_PROMISES if p is not NAMESPACE_VOLUME_CLAIM_SURVIVE)
+"""The promises of ``cdk destroy``: it deletes the cluster, and everything in it with it (README: Deploy behaviour)."""
+
 DEFAULT = Variant("default settings")
 NODE_COUNT_4 = Variant("nodeCount=4", context=(("nodeCount", "4"),))
 TRN1N = Variant("instanceType=trn1n.32xlarge", context=(("instanceType", "trn1n.32xlarge"),))
@@ -62,7 +65,6 @@ NEWER_VOLCANO = Variant(
 
 def trainium_eks_scenarios(stack: str = TRAINIUM_EKS) -> Tuple[Scenario, ...]:
     """The scenarios of the default app's stack."""
-    without_cluster = tuple(p for p in ALL_PROMISES if p is not NAMESPACE_VOLUME_CLAIM_SURVIVE)
     return (
         Scenario("fresh deploy", stack, None, DEFAULT, ALL_PROMISES),
         Scenario("nodeCount 2 -> 4", stack, DEFAULT, NODE_COUNT_4, ALL_PROMISES),
@@ -71,8 +73,7 @@ def trainium_eks_scenarios(stack: str = TRAINIUM_EKS) -> Tuple[Scenario, ...]:
         Scenario("the seed jobs removed from the app", stack, DEFAULT, NO_SEED_JOBS, ALL_PROMISES),
         Scenario("a new Volcano chart version", stack, DEFAULT, NEWER_VOLCANO, ALL_PROMISES),
         Scenario("kubernetesVersion 1.35 -> 1.36", stack, KUBERNETES_1_35, DEFAULT, ALL_PROMISES),
-        # cdk destroy deletes the cluster, and everything in it with it (README: teardown).
-        Scenario("cdk destroy", stack, DEFAULT, None, without_cluster),
+        Scenario("cdk destroy", stack, DEFAULT, None, WITHOUT_CLUSTER),
     )
 
 
@@ -107,25 +108,23 @@ OTHER_RECIPE = Variant(
 
 def kubeflow_training_scenarios(stack: str = KUBEFLOW_TRAINING) -> Tuple[Scenario, ...]:
     """The scenarios of the KubeflowTraining stack."""
-    without_cluster = tuple(p for p in ALL_PROMISES if p is not NAMESPACE_VOLUME_CLAIM_SURVIVE)
     return (
         Scenario("fresh deploy", stack, None, DEFAULT, ALL_PROMISES),
         Scenario("kubeflowCpuNodes 6 -> 3", stack, DEFAULT, CPU_NODES_3, ALL_PROMISES),
         Scenario("a GPU group added", stack, DEFAULT, GPU_GROUP, ALL_PROMISES),
         Scenario("a changed training argument", stack, DEFAULT, FEWER_EPOCHS, ALL_PROMISES),
         Scenario("a new Kubeflow Trainer chart version", stack, DEFAULT, NEWER_TRAINER, ALL_PROMISES),
-        Scenario("cdk destroy", stack, DEFAULT, None, without_cluster),
+        Scenario("cdk destroy", stack, DEFAULT, None, WITHOUT_CLUSTER),
     )
 
 
 def composer_training_scenarios(stack: str = COMPOSER_TRAINING) -> Tuple[Scenario, ...]:
     """The scenarios of the ComposerTraining stack."""
-    without_cluster = tuple(p for p in ALL_PROMISES if p is not NAMESPACE_VOLUME_CLAIM_SURVIVE)
     return (
         Scenario("fresh deploy", stack, None, DEFAULT, ALL_PROMISES),
         Scenario("composerInstanceType g5 -> g6", stack, DEFAULT, G6, ALL_PROMISES),
         Scenario("another recipe", stack, DEFAULT, OTHER_RECIPE, ALL_PROMISES),
-        Scenario("cdk destroy", stack, DEFAULT, None, without_cluster),
+        Scenario("cdk destroy", stack, DEFAULT, None, WITHOUT_CLUSTER),
     )
 
 
