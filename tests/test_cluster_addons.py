@@ -9,11 +9,20 @@ import pytest
 import yaml
 from aws_cdk import assertions
 
-from tests.conftest import SHARED, build_default_app, default_template, new_app, resources_of
+from tests.conftest import (
+    KUBEFLOW_TRAINING,
+    SHARED,
+    TRAINIUM_EKS,
+    build_default_app,
+    default_template,
+    new_app,
+    resources_of,
+    stack_template,
+)
 from tests.k8s_validation import validate_objects
 from trainium_eks import versions
 from trainium_eks.constructs.cluster import TrainingCluster
-from trainium_eks.constructs.cluster_addons import KUBECTL_HANDLER_TIMEOUT, ClusterAddons
+from trainium_eks.constructs.cluster_addons import KUBECTL_HANDLER_TIMEOUT, ClusterAddons, helm_timeout
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.conventions import LustreVolumeSource
 
@@ -119,13 +128,27 @@ def lambda_timeout_seconds(template, function_prefix):
     return function["Properties"]["Timeout"]
 
 
-def test_every_helm_wait_ends_clearly_before_the_kubectl_handler_lambda_is_killed(template):
+PINS_BY_CHART = {pin.chart: pin for pin in (versions.VOLCANO, versions.KUBEFLOW_TRAINER)}
+
+
+@pytest.mark.parametrize("stack", [TRAINIUM_EKS, KUBEFLOW_TRAINING])
+def test_every_helm_command_ends_clearly_before_the_kubectl_handler_lambda_is_killed(stack):
+    """Helm gives the wait and each hook phase the whole --timeout: their sum stays within the budget."""
+    template = stack_template(stack)
     handler = lambda_timeout_seconds(template, "ClusterKubectlProviderHandler")
     assert handler == KUBECTL_HANDLER_TIMEOUT.to_seconds() == 900, "aws-eks-v2 runs helm in a 15-minute Lambda"
-    for key, helm in resources_of(template, HELM).items():
+    releases = resources_of(template, HELM)
+    assert releases
+    for key, helm in releases.items():
+        pin = PINS_BY_CHART[helm["Properties"]["Chart"]]
         timeout = helm["Properties"]["Timeout"]
         assert timeout.endswith("s"), timeout
-        assert int(timeout[:-1]) <= handler - 240, f"{key}: leave the handler minutes to report Helm's error"
+        assert int(timeout[:-1]) * (1 + pin.hook_phases) <= handler - 240, f"{key}: leave minutes to report"
+
+
+def test_volcanos_hook_and_wait_share_the_budget():
+    assert helm_timeout(versions.VOLCANO).to_seconds() == 330, "a pre-install hook and the wait: 11 min / 2"
+    assert helm_timeout(versions.KUBEFLOW_TRAINER).to_seconds() == 660
 
 
 def depends_on(template, prefix):
@@ -152,14 +175,14 @@ def test_ordering_is_expressed_as_stack_dependencies(template):
         assert {namespace, account, claim, logical_id(template, "AddonsVolcanoQueue")} <= depends_on(template, job)
 
 
-def test_volcano_starts_with_the_cluster_and_waits_for_the_system_nodes_inside_helm(template):
-    """Nothing in CloudFormation serializes Volcano behind the system node group: its Helm wait covers it."""
+def test_volcano_is_installed_once_the_system_nodes_exist(template):
+    """Its pre-install hook Job and its pods run on the system nodes; with the nodes there, neither waits for them."""
     system_nodes = next(
         k
         for k, v in resources_of(template, "AWS::EKS::Nodegroup").items()
         if v["Properties"]["AmiType"] == "AL2023_x86_64_STANDARD"
     )
-    assert system_nodes not in depends_on(template, "AddonsVolcano3")
+    assert system_nodes in depends_on(template, "AddonsVolcano3")
 
 
 def test_efa_image_comes_from_the_eks_registry_of_the_stack_region():

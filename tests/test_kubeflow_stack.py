@@ -87,6 +87,9 @@ def test_kubeflow_trainer_is_installed_from_its_pinned_oci_chart_with_jobset():
     assert release["Repository"] == versions.KUBEFLOW_TRAINER.repository
     assert release["Version"] == versions.KUBEFLOW_TRAINER.version
     assert json.loads(release["Values"])["jobset"] == {"install": True}
+    assert (release["Release"], release["Namespace"]) == ("kubeflow-trainer", versions.KUBEFLOW_TRAINER_NAMESPACE)
+    assert release["Wait"] is True and release["Timeout"] == "660s", "the controller and its webhook, within budget"
+    assert json.loads(release["Values"])["runtimes"] == {"defaultEnabled": False}, "no hook Job that needs internet"
 
 
 def test_cifar10_is_staged_once_then_trained_as_a_trainjob_on_the_cpu_group(tmp_path):

@@ -117,6 +117,8 @@ class KubeflowTrainingStack(TrainingSystemStack):
         problems.raise_if_any()
         assert cpu is not None
 
+        # The workflow needs the image: SageMaker runs the one the stack builds.
+        with_workflow = hybrid_workflow and image_directory is not None
         vpc, node_subnet = self.build_network(node_az_id=availability_zone_id, vpc=vpc, subnet=node_subnet)
         self.build_cluster(
             vpc=vpc, kubernetes_version=kubernetes_version, admin_role_arn=admin_role_arn, efs_csi_driver=True
@@ -154,7 +156,7 @@ class KubeflowTrainingStack(TrainingSystemStack):
             # SageMaker mounts the file system for the hybrid workflow's jobs, and whether that mount uses TLS is not
             # documented: the policy admits mounts through the mount targets, TLS or not (the EFS CSI driver still
             # mounts with TLS, its default).
-            require_tls=not (hybrid_workflow and image_directory is not None),
+            require_tls=not with_workflow,
         )
         self.trainer = KubeflowTrainer(self, "KubeflowTrainer", cluster=self.cluster.cluster)
         self.build_in_cluster(
@@ -172,7 +174,7 @@ class KubeflowTrainingStack(TrainingSystemStack):
                 self.jobs, image=self.images.image_uri, node_group=self.cpu_nodes.topology
             )
         self.hybrid_workflow: Optional[HybridTrainingWorkflow] = None
-        if hybrid_workflow and self.images.image_asset is not None:
+        if with_workflow and self.images.image_asset is not None:
             self.hybrid_workflow = HybridTrainingWorkflow(
                 self,
                 "HybridWorkflow",

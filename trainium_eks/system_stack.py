@@ -225,6 +225,7 @@ class TrainingSystemStack(Stack):
             namespace=self.training_identity.namespace,
             service_account=self.training_identity.service_account,
             nvidia_device_plugin=nvidia_device_plugin,
+            after_nodes=[self.cluster.system_nodegroup],
         )
         self.images = TrainingImageRepository(
             self, "Images", image_directory=image_directory, build_args=image_build_args
@@ -254,7 +255,8 @@ class TrainingSystemStack(Stack):
             self,
             "UpdateKubeconfigCommand",
             value=f"aws eks update-kubeconfig --name {cluster_name} --region {self.region}",
-            description="Run it to point kubectl at the cluster (as adminRoleArn, or as the deploying role)",
+            description="Run it with adminRoleArn's credentials: EKS makes only that role and the CloudFormation role "
+            "that created the cluster cluster-admin",
         )
         CfnOutput(self, "DashboardName", value=self.dashboard.dashboard.dashboard_name)
         CfnOutput(self, "ImageRepositoryUri", value=self.images.repository.repository_uri)

@@ -226,6 +226,10 @@ class HelmChartPin:
     version: str
     source: str
     checked: str
+    hook_phases: int = 0
+    """Phases of ``helm upgrade --install`` that run hook Jobs with the library's values (pre-install, post-install):
+    Helm gives each of them, and the wait for the release's resources, the whole ``--timeout`` (Helm 4
+    ``pkg/action/install.go``)."""
 
 
 NEURON_DEVICE_PLUGIN = ImagePin(
@@ -249,8 +253,10 @@ VOLCANO = HelmChartPin(
     version="1.15.1",
     source="volcano-sh/helm-charts issue #11 (2026-08-19) confirms chart 1.15.1 published (images "
     "docker.io/volcanosh/vc-*:v1.15.1); 1.15.2 was tagged 2026-08-26 but its presence in the chart index could not "
-    "be confirmed offline",
+    "be confirmed offline. Hooks: installer/helm/chart/volcano/templates/admission-init.yaml at v1.15.1 is a "
+    "pre-install,pre-upgrade hook Job (the admission webhook's certificate) on the system nodes",
     checked="2026-11-30",
+    hook_phases=1,
 )
 
 ETCD = ImagePin(
@@ -296,7 +302,9 @@ KUBEFLOW_TRAINER = HelmChartPin(
     "charts/kubeflow-trainer/Chart.yaml version 2.3.0, depends on jobset 0.12.0 (oci://registry.k8s.io/jobset/charts, "
     "condition jobset.install); published to oci://ghcr.io/kubeflow/charts by its release workflow. Its CRDs are "
     "templates (2.4 MB), which Helm applies server-side; client-side kubectl apply would exceed the 262,144-byte "
-    "annotation limit. Needs Kubernetes 1.31 or newer (Kubeflow Trainer installation guide)",
+    "annotation limit. Needs Kubernetes 1.31 or newer (Kubeflow Trainer installation guide). Hooks: the runtime "
+    "installer (post-install) and cleanup (pre-delete) Jobs of templates/runtimes/ render only with runtimes "
+    "enabled, which the library turns off",
     checked="2026-12-01",
 )
 """Kubeflow Trainer v2 (TrainJob, ClusterTrainingRuntime; JobSet), installed from its official OCI Helm chart."""

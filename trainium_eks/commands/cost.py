@@ -70,7 +70,8 @@ def _time(text: Any, where: str) -> datetime:
 
 def run_of(job: Mapping[str, Any]) -> Run:
     """The duration of a finished job from its status: a Volcano Job (from its ``Running`` condition, when its pods
-    had passed their start gate, to its last transition to ``Completed``) or a batch/v1 Job (``startTime`` to
+    had passed their start gate, to its last transition to ``Completed``; Volcano keeps one condition per status, so
+    after a restart the run counts from the last ``Running``) or a batch/v1 Job (``startTime`` to
     ``completionTime``). A job that has not finished is refused."""
     kind = job.get("kind")
     name = job.get("metadata", {}).get("name", "?")

@@ -36,6 +36,7 @@ from trainium_eks.validation import (
     check_dns_label,
     check_dns_subdomain,
     check_instance,
+    implements,
 )
 
 VOLCANO_NAMESPACE = "volcano-system"
@@ -47,10 +48,17 @@ KUBECTL_HANDLER_TIMEOUT = Duration.minutes(15)
 stack (aws-cdk ``packages/aws-cdk-lib/aws-eks-v2/lib/kubectl-provider.ts``: ``timeout: Duration.minutes(15)``; no
 isComplete step, so a command must end within one invocation)."""
 
-HELM_WAIT_TIMEOUT = Duration.minutes(11)
-"""How long ``helm upgrade --install --wait`` may wait for a release's pods: clearly below
-:data:`KUBECTL_HANDLER_TIMEOUT`, so that a slow install ends with Helm's own error (which pods are not ready) and
-the handler still has minutes to pull the chart and report, instead of the Lambda being killed."""
+HELM_BUDGET = Duration.minutes(11)
+"""How long one ``helm upgrade --install`` may take in all: clearly below :data:`KUBECTL_HANDLER_TIMEOUT`, so that a
+slow install ends with Helm's own error (which pods or hooks are not ready) and the handler still has minutes to pull
+the chart and report, instead of the Lambda being killed."""
+
+
+def helm_timeout(pin: versions.HelmChartPin) -> Duration:
+    """The ``--timeout`` of a release of ``pin``: :data:`HELM_BUDGET` shared by the wait for its resources and each
+    of its hook phases (:attr:`~trainium_eks.versions.HelmChartPin.hook_phases`), which Helm gives the whole timeout
+    each."""
+    return Duration.seconds(int(HELM_BUDGET.to_seconds()) // (1 + pin.hook_phases))
 
 
 class ClusterAddons(Construct):
@@ -69,9 +77,10 @@ class ClusterAddons(Construct):
 
     Order, as stack dependencies: the namespace before everything namespaced in it (service account, role, claim,
     etcd, TensorBoard); in each chart, accounts, roles and services before workloads; Volcano (which installs its
-    CRDs and admission webhook) before the queue. Volcano's Helm release starts as soon as the cluster exists:
-    ``helm --wait`` (at most :data:`HELM_WAIT_TIMEOUT`) waits for its pods, the admission webhook among them, which
-    run on the system nodes once the system node group has joined. Jobs come after :attr:`job_prerequisites`.
+    CRDs and admission webhook) before the queue; Volcano after ``after_nodes`` (the system node group), because its
+    pre-install hook Job and its pods run there and Helm gives the hook and the wait the whole timeout each
+    (:func:`helm_timeout`). ``helm --wait`` waits until its pods are ready; the admission Deployment has no readiness
+    probe, so ready means started. Jobs come after :attr:`job_prerequisites`.
 
     :param cluster: Required.
     :param volume: The shared file system: ``LustreStorage.volume_source`` (the static volume ``fsx-pv`` and claim
@@ -84,6 +93,8 @@ class ClusterAddons(Construct):
         only), without which no pod gets an ``nvidia.com/gpu``: a cluster with an NVIDIA node group needs it. The
         Neuron and EFA device plugins are always installed (they run only on nodes of their instance types).
         Default: false.
+    :param after_nodes: What the Volcano release is installed after: the nodes its hook Job and pods run on (the
+        system node group of a cluster built in the same app). Default: nothing (an existing cluster's nodes).
     """
 
     def __init__(
@@ -97,6 +108,7 @@ class ClusterAddons(Construct):
         service_account: str = DEFAULT_SERVICE_ACCOUNT,
         queue: str = DEFAULT_QUEUE,
         nvidia_device_plugin: bool = False,
+        after_nodes: Sequence[IConstruct] = (),
     ) -> None:
         super().__init__(scope, id_)
         problems = Problems(self.node.path)
@@ -112,6 +124,8 @@ class ClusterAddons(Construct):
         check_dns_subdomain(problems, "service_account", service_account)
         check_dns_label(problems, "queue", queue)
         check_bool(problems, "nvidia_device_plugin", nvidia_device_plugin)
+        if not isinstance(after_nodes, (list, tuple)) or not all(implements(n, IConstruct) for n in after_nodes):
+            problems.add("after_nodes", after_nodes, "a list of constructs (the system node group)")
         problems.raise_if_any()
         self.cluster = cluster
         self.namespace = namespace
@@ -152,9 +166,11 @@ class ClusterAddons(Construct):
             namespace=VOLCANO_NAMESPACE,
             create_namespace=True,
             wait=True,
-            timeout=HELM_WAIT_TIMEOUT,
+            timeout=helm_timeout(versions.VOLCANO),
             values={"custom": {"default_ns": dict(SYSTEM_NODE_LABELS)}},
         )
+        for nodes in after_nodes:
+            self.volcano.node.add_dependency(nodes)
         self.volcano_queue = self._apply("VolcanoQueue", VolcanoQueueChart(name=queue), after=[self.volcano])
 
         self.job_prerequisites: List[IConstruct] = [

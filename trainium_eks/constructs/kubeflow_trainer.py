@@ -9,7 +9,7 @@ from constructs import Construct, IConstruct
 
 from trainium_eks import versions
 from trainium_eks.constructs.applied_chart import AppliedChart
-from trainium_eks.constructs.cluster_addons import HELM_WAIT_TIMEOUT
+from trainium_eks.constructs.cluster_addons import helm_timeout
 from trainium_eks.conventions import SYSTEM_NODE_LABELS
 from trainium_eks.manifests.training_runtime import DEFAULT_RUNTIME, TrainingRuntimeChart
 from trainium_eks.validation import Problems, check_bool, check_cluster, check_dns_label
@@ -26,11 +26,14 @@ class KubeflowTrainer(Construct):
 
     - Helm, not ``kubectl apply``: the Trainer's CRDs (2.4 MB) are far over the 262,144 bytes the last-applied
       annotation of the aws-eks-v2 handler's client-side ``kubectl apply`` can hold; Helm 4 applies them server-side.
+      JobSet's CRD comes from its subchart's ``crds/`` folder: Helm installs it once and never upgrades it.
     - The chart's own runtimes are off (``runtimes.defaultEnabled: false``): they are installed by a post-install
       hook Job that pulls an Alpine image and ``apk add``s kubectl from the internet at install time; the library's
       runtime is applied by CloudFormation instead.
-    - ``helm --wait`` (at most ``HELM_WAIT_TIMEOUT``, below the handler Lambda's 15 minutes) waits for the controller
-      and JobSet, which need the system nodes.
+    - ``helm --wait`` (:func:`~trainium_eks.constructs.cluster_addons.helm_timeout`: 11 minutes, as the chart runs
+      no hook with these values) waits for the controller and JobSet, which need the system nodes; the controller
+      reports ready once its webhook server has started (kubeflow/trainer v2.3.0
+      ``cmd/trainer-controller-manager/main.go``).
 
     :param cluster: Required (with a kubectl provider).
     :param runtime_name: Name of the library's ClusterTrainingRuntime. Default: ``trainium-eks-torch``.
@@ -65,7 +68,7 @@ class KubeflowTrainer(Construct):
             namespace=versions.KUBEFLOW_TRAINER_NAMESPACE,
             create_namespace=True,
             wait=True,
-            timeout=HELM_WAIT_TIMEOUT,
+            timeout=helm_timeout(pin),
             values={
                 "manager": {"nodeSelector": dict(SYSTEM_NODE_LABELS)},
                 "runtimes": {"defaultEnabled": False},
