@@ -105,5 +105,5 @@ def test_a_role_that_cannot_be_read_says_how_to_pass_it_by_hand(tmp_path, capsys
 
 @pytest.mark.parametrize("arn", ["arn:aws:sts::123456789012:federated-user/bob", "not-an-arn"])
 def test_unknown_caller_forms_are_refused(arn):
-    with pytest.raises(admin_role.IdentityError):
+    with pytest.raises(admin_role.IdentityError, match="is neither an assumed role, an IAM role nor an IAM user"):
         admin_role.principal_arn(arn, iam=None)

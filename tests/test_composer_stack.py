@@ -1,7 +1,5 @@
 """The ComposerTraining stack of the default app: GPU nodes that schedule, the baseline and recipe runs, the cost."""
 
-import json
-
 import aws_cdk as cdk
 import pytest
 from aws_cdk import assertions
@@ -13,6 +11,7 @@ from tests.test_kubeflow_stack import applied_objects, nodegroups
 from trainium_eks import composer_resnet, versions
 from trainium_eks.composer_recipe import ComposerRecipe
 from trainium_eks.composer_stack import ComposerTrainingStack
+from trainium_eks.manifests.nvidia_device_plugin import nvidia_instance_types
 from trainium_eks.validation import ConfigurationError
 
 
@@ -33,8 +32,11 @@ def test_the_nvidia_device_plugin_runs_on_gpu_nodes_and_tolerates_their_taint():
     pod = plugin["spec"]["template"]["spec"]
     assert pod["containers"][0]["image"] == versions.NVIDIA_DEVICE_PLUGIN.image
     assert any(t.get("key") == "nvidia.com/gpu" for t in pod["tolerations"])
-    terms = json.dumps(pod["affinity"]["nodeAffinity"])
-    assert "g5.xlarge" in terms and "trn1.32xlarge" not in terms
+    (term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    (expression,) = [e for e in term["matchExpressions"] if e["key"] == "node.kubernetes.io/instance-type"]
+    assert expression["operator"] == "In"
+    assert set(expression["values"]) == set(nvidia_instance_types()), "every NVIDIA type of the catalog, no other"
+    assert "g5.xlarge" in expression["values"], "the stack's GPU group among them"
 
 
 def test_baseline_then_recipe_on_the_same_gpu_nodes_each_with_composers_launcher(tmp_path):
@@ -60,7 +62,7 @@ def test_every_applied_object_validates_strictly(version, tmp_path):
     validate_objects(list(applied_objects(template(kubernetesVersion=version)).values()), tmp_path, k8s_version=version)
 
 
-def test_an_efa_gpu_type_gets_its_interfaces_and_several_nodes():
+def test_an_efa_gpu_type_gets_its_interfaces_and_several_nodes(tmp_path):
     tmpl = template(composerInstanceType="g6e.48xlarge", composerNodeCount="2")
     (data,) = [
         r["Properties"]["LaunchTemplateData"]
@@ -69,6 +71,12 @@ def test_an_efa_gpu_type_gets_its_interfaces_and_several_nodes():
     ]
     assert len(data["NetworkInterfaces"]) == 4, "one EFA interface per network card"
     assert len(resources_of(tmpl, "AWS::EC2::PlacementGroup")) == 1
+    assert nodegroups(tmpl)["nvidia"]["ScalingConfig"] == {"MinSize": 2, "DesiredSize": 2, "MaxSize": 2}
+    for name in ("Baseline", "Recipe"):
+        job = job_manifests(tmpl)[name]
+        assert job["spec"]["minAvailable"] == 2 and job["spec"]["tasks"][0]["replicas"] == 2
+        started = volcano_launch(job, tmp_path, 1)
+        assert flag(started["argv"], "--world_size") == "16" and flag(started["argv"], "-n") == "8", "2 x 8 GPUs"
 
 
 def test_a_recipe_of_the_stack_reaches_the_recipe_run_and_only_it(tmp_path):

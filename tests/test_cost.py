@@ -123,6 +123,20 @@ def test_stack_outputs_are_the_sums_of_its_cost_lines_and_list_every_line():
     for line in idle:
         assert line.component in outputs["IdleClusterUsdPerHour"]["Description"]
     assert "Lower bound" not in outputs["IdleClusterUsdPerHour"]["Description"]
+    gp3 = 0.08 / 730
+    expected_idle = 0.10 + 2 * 0.045 + 2 * (0.2016 + 100 * gp3) + 0.30 / 730
+    assert float(outputs["IdleClusterUsdPerHour"]["Value"]) == pytest.approx(expected_idle, abs=0.005)
+    assert float(outputs["TrainingNodesUsdPerHour"]["Value"]) == pytest.approx(1.006 + 500 * gp3, abs=0.005)
+
+
+def test_the_seed_stack_in_us_east_1_splits_idle_and_training_cost():
+    _, stack = build_default_stack(TRAINIUM_EKS, region="us-east-1", trainiumAzId="use1-az6")
+    outputs = assertions.Template.from_stack(stack).to_json()["Outputs"]
+    gp3 = 0.08 / 730
+    lustre = 1200 * 0.21 / 730  # PERSISTENT_2 at 250 MB/s/TiB
+    idle = 0.10 + 2 * 0.045 + 2 * (0.2016 + 100 * gp3) + lustre
+    assert float(outputs["IdleClusterUsdPerHour"]["Value"]) == pytest.approx(idle, abs=0.005)
+    assert float(outputs["TrainingNodesUsdPerHour"]["Value"]) == pytest.approx(2 * (21.50 + 500 * gp3), abs=0.005)
 
 
 def test_a_missing_price_makes_the_output_a_stated_lower_bound():

@@ -46,6 +46,12 @@ def test_cpu_group_is_the_workshops_six_m5_xlarge_in_the_node_subnet():
     assert sum(data.get("InstanceType") == "m5.xlarge" for data in launch_templates) == 1
 
 
+def test_the_cpu_node_count_reaches_the_node_group_and_the_trainjob():
+    tmpl = template(kubeflowCpuNodes="3")
+    assert nodegroups(tmpl)["none"]["ScalingConfig"] == {"MinSize": 3, "DesiredSize": 3, "MaxSize": 3}
+    assert job_manifests(tmpl)["Training"]["spec"]["trainer"]["numNodes"] == 3
+
+
 def test_efs_admits_nfs_from_the_node_groups_the_cluster_and_the_sagemaker_jobs_only():
     tmpl = template()
     file_system = only(tmpl, "AWS::EFS::FileSystem")
@@ -132,8 +138,12 @@ def test_an_accelerated_group_gets_its_ami_the_shared_volume_and_its_device_plug
     groups = nodegroups(tmpl)
     accelerated = groups["neuron" if plugin is None else "nvidia"]
     assert accelerated["AmiType"] == ami_type and accelerated["ScalingConfig"]["DesiredSize"] == 2
-    daemon_sets = {name for kind, name in applied_objects(tmpl) if kind == "DaemonSet"}
+    objects = applied_objects(tmpl)
+    daemon_sets = {name for kind, name in objects if kind == "DaemonSet"}
     assert ("nvidia-device-plugin" in daemon_sets) is (plugin == "nvidia")
+    serving = "nvidia-device-plugin" if plugin == "nvidia" else "neuron-device-plugin"
+    affinity = json.dumps(objects["DaemonSet", serving]["spec"]["template"]["spec"]["affinity"])
+    assert f'"{instance_type}"' in affinity, "the group's devices are advertised by a plugin that runs on it"
     efs_ingress = [
         r["Properties"]
         for r in resources_of(tmpl, "AWS::EC2::SecurityGroupIngress").values()
@@ -142,11 +152,15 @@ def test_an_accelerated_group_gets_its_ami_the_shared_volume_and_its_device_plug
     assert any("AcceleratedNodes" in json.dumps(rule["SourceSecurityGroupId"]) for rule in efs_ingress)
 
 
-def test_cost_outputs_name_every_component():
-    outputs = template().to_json()["Outputs"]
-    assert "EKS control plane" in outputs["IdleClusterUsdPerHour"]["Description"]
-    assert "Amazon EFS" in outputs["IdleClusterUsdPerHour"]["Description"]
-    assert "6 x m5.xlarge" in outputs["TrainingNodesUsdPerHour"]["Description"]
+def test_cost_outputs_add_up_the_components_at_their_list_prices():
+    outputs = template(region="us-east-1", kubeflowAzId="use1-az6").to_json()["Outputs"]
+    gp3 = 0.08 / 730  # USD per GiB-hour
+    idle = 0.10 + 2 * 0.045 + 2 * (0.2016 + 100 * gp3) + 1.0 * 0.30 / 730  # control plane, NAT, system nodes, EFS
+    assert float(outputs["IdleClusterUsdPerHour"]["Value"]) == pytest.approx(idle, abs=0.005)
+    assert float(outputs["TrainingNodesUsdPerHour"]["Value"]) == pytest.approx(6 * (0.192 + 100 * gp3), abs=0.005)
+    assert "CPU nodes (6 x m5.xlarge, 100 GiB gp3 each)" in outputs["TrainingNodesUsdPerHour"]["Description"]
+    for component in ("EKS control plane", "System nodes", "NAT gateways", "Amazon EFS"):
+        assert f"{component} (" in outputs["IdleClusterUsdPerHour"]["Description"]
 
 
 @pytest.mark.parametrize(

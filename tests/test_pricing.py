@@ -108,21 +108,6 @@ def test_a_quantity_must_be_a_finite_number_of_at_least_zero(quantity):
         usd_per_hour("ebs-gp3", "us-east-1", quantity)
 
 
-def test_an_idle_default_cluster_in_us_east_1_adds_up():
-    """The default app's idle bill in us-east-1: control plane, two NAT gateways, two m7i.xlarge system nodes, two
-    trn1.32xlarge nodes with their 500 GiB root volumes, and the 1200 GiB Lustre file system at 250 MB/s/TiB."""
-    parts = [
-        eks_control_plane_usd_per_hour("us-east-1"),
-        nat_gateways_usd_per_hour("us-east-1", 2),
-        2 * hourly_price("m7i.xlarge", "us-east-1"),
-        2 * hourly_price("trn1.32xlarge", "us-east-1"),
-        gp3_usd_per_hour("us-east-1", 2 * 500),
-        lustre_usd_per_hour("us-east-1", 1200, 250),
-    ]
-    assert None not in parts
-    assert sum(parts) == pytest.approx(0.10 + 0.09 + 0.4032 + 43.0 + 80 / 730 + 252 / 730)
-
-
 def test_sagemaker_training_prices_the_workflows_instance_types():
     assert tuple(SAGEMAKER_TRAINING) == SAGEMAKER_TRAINING_TYPES
 

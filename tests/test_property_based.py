@@ -4,6 +4,8 @@ gives a consistent stack, or refused with the library's own ConfigurationError; 
 from __future__ import annotations
 
 import functools
+import inspect
+import json
 from typing import Any, Callable, Dict
 
 import aws_cdk as cdk
@@ -20,7 +22,7 @@ from trainium_eks import versions
 from trainium_eks.app_context import KNOWN_KEYS, STACK_KEYS, STACKS
 from trainium_eks.catalog import INSTANCE_CATALOG, Accelerator
 from trainium_eks.constructs.accelerated_node_group import AcceleratedNodeGroup
-from trainium_eks.constructs.cluster import TrainingCluster
+from trainium_eks.constructs.cluster import ADMIN_PRINCIPAL_ARN, TrainingCluster
 from trainium_eks.constructs.cluster_addons import ClusterAddons
 from trainium_eks.constructs.efs_storage import EfsStorage
 from trainium_eks.constructs.hybrid_workflow import HybridTrainingWorkflow
@@ -33,6 +35,7 @@ from trainium_eks.constructs.training_dashboard import TrainingDashboard
 from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
 from trainium_eks.conventions import EfsVolumeSource, LustreVolumeSource, Taint
 from trainium_eks.manifests.dataset_staging import DatasetStagingChart
+from trainium_eks.manifests.distributed_workload import DistributedWorkload
 from trainium_eks.manifests.efa_device_plugin import EfaDevicePluginChart
 from trainium_eks.manifests.efs_volume import EfsVolumeChart
 from trainium_eks.manifests.etcd import EtcdChart
@@ -48,7 +51,7 @@ from trainium_eks.manifests.training_namespace import TrainingNamespaceChart
 from trainium_eks.manifests.training_runtime import TrainingRuntimeChart
 from trainium_eks.manifests.volcano_queue import VolcanoQueueChart
 from trainium_eks.manifests.workflow_access import WorkflowAccessChart
-from trainium_eks.regions import AZ_IDS_BY_REGION
+from trainium_eks.regions import AZ_IDS_BY_REGION, partition_of
 from trainium_eks.validation import ConfigurationError, bucket_name_problem
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -134,6 +137,9 @@ def check_accepted_settings(stacks: Dict[str, Any], key: str, value: Any) -> Non
             assert bucket_name_problem(value) is None
         if key == "account" and value:
             assert isinstance(value, str) and len(value) == 12 and value.isdigit()
+        if key == "adminRoleArn" and value:
+            match = ADMIN_PRINCIPAL_ARN.fullmatch(value)
+            assert match is not None and match.group("partition") == partition_of(stack.region)
         if key == "lustreStorageGiB":
             assert (
                 stack.storage.volume_source.storage_gib in (1200, 2400)
@@ -338,6 +344,8 @@ PROPS = {
         "client_security_groups",
         "kms_key",
         "data_bucket",
+        "vpc",
+        "subnet",
     ],
     "TrainingNetwork": ["accelerated_az_id", "availability_zone_ids", "cidr", "flow_log_retention"],
     "ClusterAddons": [
@@ -365,6 +373,7 @@ PROPS = {
         "secrets_key",
         "node_role",
         "vpc",
+        "efs_csi_driver",
     ],
     "JobSequence": ["cluster", "prerequisites"],
     "TrainingJobChart": [
@@ -396,6 +405,7 @@ PROPS = {
     "DatasetStagingChart": [
         "name",
         "source",
+        "sha256",
         "directory",
         "image",
         "node_group",
@@ -430,9 +440,38 @@ PROPS = {
         "namespace",
         "network_isolation",
         "kubernetes_group",
+        "cluster",
+        "endpoint_access",
+        "image_repository",
+        "vpc",
+        "output_bucket",
+        "server_access_logs_bucket",
+        "inter_container_encryption",
+        "apply_after",
     ],
-    "TrainJobChart": ["name", "runtime", "queue", "nodes", "processes_per_node", "launcher", "args", "env", "wait_for"],
-    "PyTorchJobChart": ["name", "queue", "min_nodes", "nodes", "processes_per_node", "args", "env"],
+    "TrainJobChart": [
+        "name",
+        "runtime",
+        "namespace",
+        "queue",
+        "nodes",
+        "processes_per_node",
+        "launcher",
+        "args",
+        "env",
+        "wait_for",
+    ],
+    "PyTorchJobChart": [
+        "name",
+        "namespace",
+        "queue",
+        "min_nodes",
+        "nodes",
+        "processes_per_node",
+        "args",
+        "env",
+        "wait_for",
+    ],
     "TrainingRuntimeChart": ["name", "volcano", "gate_image"],
     "EfsVolumeChart": ["volume", "namespace", "storage_class_name", "volume_name", "claim_name"],
     "NvidiaDevicePluginChart": ["image", "instance_types", "fail_on_init_error"],
@@ -443,9 +482,10 @@ CASES = [(name, prop) for name, props in PROPS.items() for prop in props]
 
 
 def render(built: Any) -> None:
-    """Render what was built: a chart's manifests, or a construct's stack template."""
+    """Render what was built: a chart's manifests, which must be plain JSON (no object, function, NaN or infinity
+    reaches a manifest), or a construct's stack template."""
     if hasattr(built, "manifests") and callable(built.manifests):
-        built.manifests()
+        json.dumps(built.manifests(), allow_nan=False)
     else:
         cdk.assertions.Template.from_stack(cdk.Stack.of(built))
 
@@ -465,6 +505,21 @@ def test_any_value_of_any_prop_is_accepted_or_refused_by_the_library(factory, pr
         return
     SCENES.clear()  # rendering synthesizes the scene's app: the next example needs a new one
     render(built)
+
+
+WORKLOAD_PROPS = frozenset(inspect.signature(DistributedWorkload.__init__).parameters) - {"self", "problems"}
+"""Props of every distributed job chart, fuzzed once through ``TrainingJobChart``."""
+
+
+@pytest.mark.parametrize("name", sorted(PROPS))
+def test_the_property_tests_fuzz_every_prop(name):
+    signature = inspect.signature(globals()[name].__init__).parameters.values()
+    props = {p.name for p in signature if p.kind == p.KEYWORD_ONLY} - {"setting_names", "resolve"}
+    if any(p.kind == p.VAR_KEYWORD for p in signature) and name != "TrainingJobChart":
+        props |= {"namespace", "wait_for"} & set(WORKLOAD_PROPS)
+    elif name == "TrainingJobChart":
+        props |= WORKLOAD_PROPS - {"name"}
+    assert props - set(PROPS[name]) == set(), f"add the props of {name} to PROPS"
 
 
 def test_the_property_tests_cover_every_public_construct_and_chart():

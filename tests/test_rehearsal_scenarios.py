@@ -165,3 +165,25 @@ def test_destroy_keeps_the_efs_data(rehearsal, stack):
     assert {"AWS::EFS::FileSystem", "AWS::ECR::Repository"} <= retained
     if stack == KUBEFLOW_TRAINING:
         assert "AWS::S3::Bucket" in retained, "the SageMaker runs' models"
+
+
+def test_fewer_cpu_nodes_update_the_node_group_and_rename_the_trainjob(rehearsal):
+    before = job_names(rehearsal.deployed(KUBEFLOW_TRAINING, SCENARIOS["KubeflowTraining: fresh deploy"].new))
+    result = run(rehearsal, "kubeflowCpuNodes 6 -> 3", KUBEFLOW_TRAINING)
+    assert actions_of(result, "AWS::EKS::Nodegroup") == [Action.UPDATE]
+    after = job_names(result)
+    renamed = set(after) - set(before)
+    assert len(after) == 2 and len(renamed) == 1 and next(iter(renamed)).startswith("cifar10-ddp-")
+
+
+def test_a_gpu_group_added_creates_its_node_group_and_the_nvidia_plugin(rehearsal):
+    result = run(rehearsal, "a GPU group added", KUBEFLOW_TRAINING)
+    assert actions_of(result, "AWS::EKS::Nodegroup") == [Action.CREATE]
+    (cluster,) = result.cluster_after.clusters.values()
+    assert cluster.find("DaemonSet", "nvidia-device-plugin", "kube-system") is not None
+
+
+def test_another_gpu_type_updates_the_launch_template_in_place(rehearsal):
+    result = run(rehearsal, "composerInstanceType g5 -> g6", COMPOSER_TRAINING)
+    assert Action.UPDATE in actions_of(result, "AWS::EC2::LaunchTemplate")
+    assert Action.REPLACE not in actions_of(result, "AWS::EC2::LaunchTemplate")

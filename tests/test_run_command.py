@@ -260,7 +260,13 @@ def test_an_execution_that_cannot_start_is_a_clear_error(capsys):
     ],
 )
 def test_requests_that_cannot_run_are_refused_before_any_call(argv, message, capsys):
-    assert run.main([*argv, "--dry-run"]) == 2
+    class NoSession:
+        region_name = REGION
+
+        def client(self, name: str) -> Any:
+            raise AssertionError(f"a refused request must not create a {name} client")
+
+    assert run.main(argv, session=NoSession()) == 2
     assert message in capsys.readouterr().err
 
 
