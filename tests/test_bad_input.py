@@ -1,8 +1,10 @@
 """Every bad setting of the default app stops synth with one error naming the setting, the value and what is allowed."""
 
+import aws_cdk as cdk
 import pytest
 
-from tests.conftest import build_default_app
+from tests.conftest import REPO, build_default_app, new_app
+from trainium_eks.training_stack import TrainingStack
 from trainium_eks.validation import ConfigurationError
 
 
@@ -260,3 +262,25 @@ def test_every_instance_type_synthesizes_or_is_refused_naming_instance_type(inst
         keys = {problem.split("=")[0] for problem in error.problems}
         assert keys <= {"instanceType", "nodeCount", "trainiumAzId"}, error.problems
         assert "precompile" not in str(error) and "processes_per_node" not in str(error)
+
+
+def test_the_training_stack_itself_refuses_a_gpu_type_for_its_neuron_seed_run_and_takes_it_without():
+    images = str(REPO / "images" / "bert-pretrain")
+    env = cdk.Environment(region="us-east-1")
+    with pytest.raises(ConfigurationError) as raised:
+        TrainingStack(
+            new_app(),
+            "Seed",
+            env=env,
+            instance_type="p5.48xlarge",
+            accelerated_az_id="use1-az6",
+            image_directory=images,
+        )
+    (problem,) = raised.value.problems
+    assert problem.startswith(
+        "instance_type='p5.48xlarge': the seed jobs pre-compile and train BERT with the Neuron SDK"
+    )
+    stack = TrainingStack(
+        new_app(), "Own", env=env, instance_type="p5.48xlarge", accelerated_az_id="use1-az6", seed_jobs=False
+    )
+    assert stack.accelerated_nodes.instance.name == "p5.48xlarge"

@@ -16,9 +16,13 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 from aws_cdk import Environment
 from constructs import Node
 
-from trainium_eks.catalog import INSTANCE_CATALOG, Accelerator
+from trainium_eks.catalog import INSTANCE_CATALOG
+from trainium_eks.composer_stack import NODE_TYPES as COMPOSER_NODE_TYPES
 from trainium_eks.constructs.cluster import ADMIN_PRINCIPAL_ARN
+from trainium_eks.kubeflow_stack import ACCELERATED_NODE_TYPES
 from trainium_eks.regions import AZ_IDS_BY_REGION, partition_of
+from trainium_eks.system_stack import NodeTypes
+from trainium_eks.training_stack import SEED_NODE_TYPES
 from trainium_eks.validation import Problems, bucket_name_problem, is_integer
 
 STACKS = ("TrainiumEks", "KubeflowTraining", "ComposerTraining")
@@ -64,19 +68,12 @@ _WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
 _OPTIONAL_KEYS = ("account", "dataBucketName", "adminRoleArn", "kubeflowAcceleratedType")
 """Keys where an empty string means "not set"."""
 
-_ACCELERATORS_BY_KEY: Mapping[str, Tuple[Accelerator, ...]] = {
-    "instanceType": (Accelerator.NEURON,),
-    "kubeflowAcceleratedType": (Accelerator.NEURON, Accelerator.NVIDIA),
-    "composerInstanceType": (Accelerator.NVIDIA, Accelerator.NONE),
+_NODE_TYPES_BY_KEY: Mapping[str, NodeTypes] = {
+    "instanceType": SEED_NODE_TYPES,
+    "kubeflowAcceleratedType": ACCELERATED_NODE_TYPES,
+    "composerInstanceType": COMPOSER_NODE_TYPES,
 }
-_WHY_NOT: Mapping[str, str] = {
-    "instanceType": "the TrainiumEks stack pre-compiles and trains BERT with the Neuron SDK, so it needs a Trainium "
-    "type; GPU and CPU types belong to the KubeflowTraining and ComposerTraining stacks",
-    "kubeflowAcceleratedType": "the KubeflowTraining stack's CPU group is kubeflowCpuNodes; this optional group is "
-    "accelerated (Trainium or GPU)",
-    "composerInstanceType": "Composer's Neuron support is experimental and untested upstream, so the ComposerTraining "
-    "stack runs on GPU (or CPU) nodes",
-}
+"""The stacks' own rules for the instance-type keys, checked with every other key so that one message lists all."""
 
 
 @dataclass(frozen=True)
@@ -178,11 +175,8 @@ def _parse(problems: Problems, key: str, value: Any, region: Optional[str]) -> A
     if not isinstance(value, str) or not value or value != value.strip():
         problems.add(key, value, f"a string without surrounding spaces{_example(key)}")
         return None
-    if key in _ACCELERATORS_BY_KEY and value in INSTANCE_CATALOG:
-        allowed = _ACCELERATORS_BY_KEY[key]
-        if INSTANCE_CATALOG[value].accelerator not in allowed:
-            names = [name for name, facts in INSTANCE_CATALOG.items() if facts.accelerator in allowed]
-            problems.add(key, value, f"{_WHY_NOT[key]}: {', '.join(names)}")
+    if key in _NODE_TYPES_BY_KEY and value in INSTANCE_CATALOG:
+        if not _NODE_TYPES_BY_KEY[key].refuse(problems, key, INSTANCE_CATALOG[value]):
             return None
     if key == "dataBucketName":
         reason = bucket_name_problem(value)

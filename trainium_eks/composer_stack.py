@@ -12,7 +12,7 @@ from trainium_eks.catalog import Accelerator
 from trainium_eks.composer_recipe import ComposerRecipe
 from trainium_eks.composer_resnet import DEFAULT_RECIPE, ComposerComparisonJobs, add_composer_jobs
 from trainium_eks.constructs.efs_storage import EfsStorage
-from trainium_eks.system_stack import DEFAULT_AZ_ID, EXPECTED_EFS_GB, TrainingSystemStack
+from trainium_eks.system_stack import DEFAULT_AZ_ID, EXPECTED_EFS_GB, NodeTypes, TrainingSystemStack
 from trainium_eks.validation import check_instance
 
 DEFAULT_INSTANCE_TYPE = "g5.xlarge"
@@ -20,6 +20,12 @@ DEFAULT_INSTANCE_TYPE = "g5.xlarge"
 run; g6.xlarge (L4) is cheaper per hour and slower."""
 
 DEFAULT_NODE_COUNT = 1
+
+NODE_TYPES = NodeTypes(
+    (Accelerator.NVIDIA, Accelerator.NONE),
+    "Composer's Neuron support is experimental and untested upstream, so the ComposerTraining stack runs on GPU (or "
+    "CPU) nodes",
+)
 
 
 class ComposerTrainingStack(TrainingSystemStack):
@@ -73,8 +79,7 @@ class ComposerTrainingStack(TrainingSystemStack):
             instance_type=instance_type,
             node_count=node_count,
             availability_zone_id=availability_zone_id,
-            accelerators=(Accelerator.NVIDIA, Accelerator.NONE),
-            why="Composer's Neuron support is experimental and untested upstream, so it runs on GPU (or CPU) nodes",
+            types=NODE_TYPES,
         )
         check_instance(problems, "recipe", recipe, ComposerRecipe, "a ComposerRecipe")
         self.check_system_props(

@@ -15,7 +15,7 @@ from trainium_eks.constructs.accelerated_node_group import AcceleratedNodeGroup
 from trainium_eks.constructs.efs_storage import EfsStorage
 from trainium_eks.constructs.hybrid_workflow import HybridTrainingWorkflow
 from trainium_eks.constructs.kubeflow_trainer import KubeflowTrainer
-from trainium_eks.system_stack import DEFAULT_AZ_ID, EXPECTED_EFS_GB, TrainingSystemStack
+from trainium_eks.system_stack import DEFAULT_AZ_ID, EXPECTED_EFS_GB, NodeTypes, TrainingSystemStack
 from trainium_eks.validation import check_bool
 
 DEFAULT_CPU_INSTANCE_TYPE = "m5.xlarge"
@@ -23,6 +23,15 @@ DEFAULT_CPU_NODE_COUNT = 6
 """The seed's Kubeflow workshop cluster: 6 x m5.xlarge, where the CIFAR-10 DDP job runs one process per node."""
 
 DEFAULT_ACCELERATED_NODE_COUNT = 1
+
+CPU_NODE_TYPES = NodeTypes(
+    (Accelerator.NONE,),
+    "the CPU group runs the CIFAR-10 job with gloo; add accelerated nodes with accelerated_instance_type",
+)
+ACCELERATED_NODE_TYPES = NodeTypes(
+    (Accelerator.NEURON, Accelerator.NVIDIA),
+    "the CPU nodes are a group of their own; this optional group is accelerated (Trainium or GPU)",
+)
 
 CPU_ROOT_VOLUME_GIB = 100
 """Root volume of a CPU node, GiB: the CIFAR-10 image (a PyTorch runtime image of about 3 GB compressed) and the system
@@ -87,8 +96,7 @@ class KubeflowTrainingStack(TrainingSystemStack):
             instance_type=cpu_instance_type,
             node_count=cpu_node_count,
             availability_zone_id=availability_zone_id,
-            accelerators=(Accelerator.NONE,),
-            why="the CPU group runs the CIFAR-10 job with gloo; add accelerated nodes with accelerated_instance_type",
+            types=CPU_NODE_TYPES,
             prefix="cpu_",
         )
         accelerated = None
@@ -98,8 +106,7 @@ class KubeflowTrainingStack(TrainingSystemStack):
                 instance_type=accelerated_instance_type,
                 node_count=accelerated_node_count,
                 availability_zone_id=availability_zone_id,
-                accelerators=(Accelerator.NEURON, Accelerator.NVIDIA),
-                why="this optional group is accelerated; the CPU group is cpu_instance_type",
+                types=ACCELERATED_NODE_TYPES,
                 prefix="accelerated_",
             )
         self.check_system_props(

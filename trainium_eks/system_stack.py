@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from aws_cdk import CfnOutput, Stack
@@ -33,6 +34,27 @@ from trainium_eks.validation import (
     check_stack_props,
     check_string_map,
 )
+
+
+@dataclass(frozen=True)
+class NodeTypes:
+    """The instance types a node group of a stack takes: those of the catalog with one of ``accelerators``; ``why``
+    tells the user why another is refused (the message lists the allowed types after it)."""
+
+    accelerators: Tuple[Accelerator, ...]
+    why: str
+
+    def allowed(self) -> List[str]:
+        """The catalog's types with one of :attr:`accelerators`."""
+        return [name for name, facts in INSTANCE_CATALOG.items() if facts.accelerator in self.accelerators]
+
+    def refuse(self, problems: Problems, setting: str, instance: InstanceFacts) -> bool:
+        """Record a problem when ``instance`` is not of these types; True when it is."""
+        if instance.accelerator in self.accelerators:
+            return True
+        problems.add(setting, instance.name, f"{self.why}: {', '.join(self.allowed())}")
+        return False
+
 
 DEFAULT_AZ_ID = "usw2-az4"
 """AZ ID of every stack's node subnet by default: the tutorial's Trainium AZ in us-west-2 (aws-neuron-eks-samples
@@ -121,20 +143,16 @@ class TrainingSystemStack(Stack):
         instance_type: Any,
         node_count: Any,
         availability_zone_id: Any,
-        accelerators: Sequence[Accelerator],
-        why: str,
+        types: Optional[NodeTypes],
         prefix: str = "",
+        **settings: Any,
     ) -> Optional[InstanceFacts]:
-        """Check the settings of one of the stack's node groups (props ``<prefix>instance_type`` and
-        ``<prefix>node_count``): the type is in the catalog with one of ``accelerators`` (else ``why`` explains), the
-        count fits it, ``availability_zone_id`` offers it. Return the instance facts when usable."""
+        """Check the settings of one of the stack's node groups (props ``<prefix>instance_type``,
+        ``<prefix>node_count`` and ``settings`` such as ``capacity``): the type is in the catalog and of ``types``
+        (None: any), the count fits it, ``availability_zone_id`` offers it. Return the instance facts when usable."""
         named = problems.renamed(self.node_group_names(prefix))
-        instance = check_node_group_settings(named, instance_type=instance_type, node_count=node_count)
-        if instance is None:
-            return None
-        if instance.accelerator not in accelerators:
-            allowed = [name for name, facts in INSTANCE_CATALOG.items() if facts.accelerator in accelerators]
-            named.add("instance_type", instance_type, f"{why}: {', '.join(allowed)}")
+        instance = check_node_group_settings(named, instance_type=instance_type, node_count=node_count, **settings)
+        if instance is None or (types is not None and not types.refuse(named, "instance_type", instance)):
             return None
         check_offering(named, self, instance, availability_zone_id, warn=False)
         return instance

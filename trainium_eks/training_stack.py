@@ -9,11 +9,10 @@ from constructs import Construct
 
 from trainium_eks import versions
 from trainium_eks.bert_phase1 import BertPhase1Jobs, add_bert_phase1_jobs
+from trainium_eks.catalog import Accelerator
 from trainium_eks.constructs.accelerated_node_group import (
     DEFAULT_INSTANCE_TYPE,
     DEFAULT_NODE_COUNT,
-    check_node_group_settings,
-    check_offering,
 )
 from trainium_eks.constructs.efa_layout import EfaLayout
 from trainium_eks.constructs.lustre_storage import (
@@ -22,8 +21,15 @@ from trainium_eks.constructs.lustre_storage import (
     check_lustre_settings,
 )
 from trainium_eks.constructs.node_capacity import NodeCapacity
-from trainium_eks.system_stack import DEFAULT_AZ_ID, TrainingSystemStack
+from trainium_eks.system_stack import DEFAULT_AZ_ID, NodeTypes, TrainingSystemStack
 from trainium_eks.validation import bucket_name_problem, coerce_enum
+
+SEED_NODE_TYPES = NodeTypes(
+    (Accelerator.NEURON,),
+    "the seed jobs pre-compile and train BERT with the Neuron SDK, so they need a Trainium type (GPU and CPU types "
+    "belong to the KubeflowTraining and ComposerTraining stacks, or to this stack with seed_jobs=False)",
+)
+"""The node types of the seed run (``seed_jobs`` with ``image_directory``); without it, any type of the catalog."""
 
 
 class TrainingStack(TrainingSystemStack):
@@ -82,8 +88,13 @@ class TrainingStack(TrainingSystemStack):
         setting_names.setdefault("availability_zone_id", setting_names.get("accelerated_az_id", "accelerated_az_id"))
         super().__init__(scope, id_, setting_names=setting_names, **stack_props)
         problems = self.problems()
-        instance = check_node_group_settings(
-            problems, instance_type=instance_type, node_count=node_count, capacity=capacity
+        self.check_node_group(
+            problems,
+            instance_type=instance_type,
+            node_count=node_count,
+            availability_zone_id=accelerated_az_id,
+            types=SEED_NODE_TYPES if seed_jobs is True and image_directory is not None else None,
+            capacity=capacity,
         )
         self.check_system_props(
             problems,
@@ -97,8 +108,6 @@ class TrainingStack(TrainingSystemStack):
             subnet_name="accelerated_subnet",
         )
         check_lustre_settings(problems, storage_capacity_gib=lustre_storage_gib)
-        if instance is not None:
-            check_offering(problems, self, instance, accelerated_az_id, warn=False)
         coerce_enum(problems, "efa_layout", efa_layout, EfaLayout)
         if data_bucket_name is not None and bucket_name_problem(data_bucket_name):
             problems.add(
