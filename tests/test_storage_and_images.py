@@ -71,6 +71,25 @@ def test_lustre_security_group_allows_988_and_1018_to_1023_from_itself_and_both_
     assert all(r["IpProtocol"] == "tcp" for r in rules)
 
 
+def test_the_file_system_is_created_after_its_self_rule_and_not_after_the_clients_rules(template):
+    """FSx refuses CreateFileSystem unless the group admits LNET from itself (InvalidNetworkSettings); the clients'
+    rules need not exist yet, and waiting for the cluster's would hold the file system back until the cluster is up."""
+    fsx_sg, _ = lustre_rules(template)
+    ingress = resources_of(template, "AWS::EC2::SecurityGroupIngress")
+    own = {
+        logical_id
+        for logical_id, rule in ingress.items()
+        if rule["Properties"]["GroupId"]
+        == rule["Properties"].get("SourceSecurityGroupId")
+        == {"Fn::GetAtt": [fsx_sg, "GroupId"]}
+    }
+    assert len(own) == 1
+    depends = set(only(template, "AWS::FSx::FileSystem").get("DependsOn", []))
+    assert own <= depends
+    assert not (depends & (set(ingress) - own)), "no client rule holds the file system back"
+    assert not any("Cluster" in d for d in depends)
+
+
 def test_no_data_repository_association_without_a_bucket(template):
     template.resource_count_is("AWS::FSx::DataRepositoryAssociation", 0)
 
@@ -145,6 +164,7 @@ def test_node_role_has_the_eks_node_policies_and_ssm(template):
     assert len(arns) == len(NODE_MANAGED_POLICIES)
     for name in NODE_MANAGED_POLICIES:
         assert any(f"policy/{name}" in a for a in arns), name
+    assert "AmazonElasticContainerRegistryPublicReadOnly" in NODE_MANAGED_POLICIES, "public.ecr.aws pulls, signed"
 
 
 def test_training_role_trusts_pod_identity_and_is_bound_to_the_training_service_account(template):

@@ -161,6 +161,7 @@ class LustreStorage(Construct):
                 copy_tags_to_backups=None if scratch else True,
             ),
         )
+        self._create_after_own_rules()
         self.file_system_id = self.file_system.file_system_id
         self.volume_source = LustreVolumeSource(
             file_system_id=self.file_system_id,
@@ -201,6 +202,27 @@ class LustreStorage(Construct):
         )
         """USD per hour of the storage (throughput included; backups not), or None where the library has no
         verified price (scratch file systems have none)."""
+
+    def _create_after_own_rules(self) -> None:
+        """Create the file system only after the ingress rules of its security group from the group itself.
+
+        FSx checks at ``CreateFileSystem`` that the file system's security groups admit LNET (TCP 988 and 1018-1023)
+        from themselves (the file servers talk to each other) and fails with ``InvalidNetworkSettings`` otherwise
+        (FSx for Lustre user guide, limit-access-security-groups.html and cannot-create-fs.html;
+        aws-parallelcluster#6181). ``LustreFileSystem`` makes that self rule a separate
+        ``AWS::EC2::SecurityGroupIngress``, which CloudFormation would otherwise create in parallel with the file
+        system. The clients' rules are not checked then, and the file system does not wait for them (one refers to
+        the cluster's security group, which would hold the file system back until the control plane exists).
+        """
+        stack = Stack.of(self)
+        own = stack.resolve(self.security_group.security_group_id)
+        for child in self.security_group.node.find_all():
+            if (
+                isinstance(child, ec2.CfnSecurityGroupIngress)
+                and stack.resolve(child.group_id) == own
+                and stack.resolve(child.source_security_group_id) == own
+            ):
+                self.file_system.node.add_dependency(child)
 
     @property
     def cost_line(self) -> CostLine:

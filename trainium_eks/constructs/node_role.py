@@ -11,12 +11,14 @@ NODE_MANAGED_POLICIES = (
     "AmazonEKSWorkerNodePolicy",
     "AmazonEKS_CNI_Policy",
     "AmazonEC2ContainerRegistryReadOnly",
+    "AmazonElasticContainerRegistryPublicReadOnly",
     "AmazonSSMManagedInstanceCore",
 )
-"""AWS managed policies of the node role: what the kubelet, the VPC CNI and image pulls need, plus SSM Session
-Manager instead of SSH. Source: Amazon EKS user guide, "Amazon EKS node IAM role"
+"""AWS managed policies of the node role: what the kubelet, the VPC CNI and image pulls need (private ECR, and
+public.ecr.aws with the account's higher pull limits: the Neuron device plugin and training DLC come from there),
+plus SSM Session Manager instead of SSH. Source: Amazon EKS user guide, "Amazon EKS node IAM role"
 (https://docs.aws.amazon.com/eks/latest/userguide/create-node-role.html); aws-neuron-eks-samples
-cfn/eks_trn1_ng_stack.yaml NodeInstanceRole."""
+cfn/eks_trn1_ng_stack.yaml NodeInstanceRole (AmazonElasticContainerRegistryPublicReadOnly since commit b404b3f)."""
 
 
 class NodeRole(Construct):
@@ -42,7 +44,8 @@ class NodeRole(Construct):
             self.role,
             "AwsSolutions-IAM4",
             "EKS nodes need the AWS managed node policies (AmazonEKSWorkerNodePolicy, AmazonEKS_CNI_Policy, "
-            "AmazonEC2ContainerRegistryReadOnly), which AWS keeps current with the EKS, CNI and ECR APIs; "
+            "AmazonEC2ContainerRegistryReadOnly, AmazonElasticContainerRegistryPublicReadOnly), which AWS keeps "
+            "current with the EKS, CNI and ECR APIs; "
             "AmazonSSMManagedInstanceCore replaces SSH with Session Manager.",
             *managed_policy_findings(NODE_MANAGED_POLICIES),
         )
