@@ -31,7 +31,7 @@ from trainium_eks.rehearsal.intrinsics import (
 )
 from trainium_eks.rehearsal.kubectl_probe import can_run_layer_binaries, kubectl_version, layer_kubectl, observe_prune
 from trainium_eks.rehearsal.kubectl_prune import KUBECTL_DEFAULT_PRUNE_ALLOWLIST
-from trainium_eks.rehearsal.promises import ALL_PROMISES, one_copy_of_each_job
+from trainium_eks.rehearsal.promises import DEPLOY_PROMISES, one_copy_of_each_job
 from trainium_eks.rehearsal.scenario import Rehearsal, Scenario, Variant, custom_resource_event
 
 IDENTITY = StackIdentity("Rehearsal", "us-west-2")
@@ -263,8 +263,13 @@ def test_create_fails_on_an_existing_object_and_creates_the_rest():
     assert cluster.find("ConfigMap", "b", "training") is not None
 
 
+VOLCANO_TASKS = [{"name": "t", "replicas": 1, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}]
+"""The least a Volcano Job needs to pass Volcano's webhook (a task, with a pod template)."""
+
+
 def test_prune_deletes_only_labelled_objects_of_allow_listed_kinds_in_visited_namespaces():
     volcano_job = obj("Job", "old-vcjob", api="batch.volcano.sh/v1alpha1", **{PRUNE: ""})
+    volcano_job["spec"] = {"tasks": VOLCANO_TASKS}
     cluster = cluster_with(
         obj("ConfigMap", "old", **{PRUNE: ""}),
         obj("ConfigMap", "unlabelled"),
@@ -329,7 +334,7 @@ def test_the_api_server_needs_namespaces_definitions_and_queues():
     outcome = cluster.apply([obj("ConfigMap", "a")], selector=None, file_name="m")
     assert 'namespaces "training" not found' in outcome.errors[0]
     vcjob = obj("Job", "j", api="batch.volcano.sh/v1alpha1")
-    vcjob["spec"] = {"queue": "training", "tasks": []}
+    vcjob["spec"] = {"queue": "training", "tasks": VOLCANO_TASKS}
     cluster.apply([NAMESPACE], selector=None, file_name="m")
     assert "ensure CRDs are installed first" in cluster.apply([vcjob], selector=None, file_name="m").errors[0]
     install = cluster.helm_upgrade_install(
@@ -340,6 +345,9 @@ def test_the_api_server_needs_namespaces_definitions_and_queues():
         "volcano", namespace="vs", chart="volcano", version="1", values="", create_namespace=True
     )
     assert "unable to find job queue" in cluster.apply([vcjob], selector=None, file_name="m").errors[0]
+    no_task = json.loads(json.dumps(vcjob))
+    no_task["spec"]["tasks"] = []
+    assert "No task specified" in cluster.apply([no_task], selector=None, file_name="m").errors[0]
     cluster.apply([obj("Queue", "training", None, api="scheduling.volcano.sh/v1beta1")], selector=None, file_name="m")
     assert cluster.apply([vcjob], selector=None, file_name="m").exit_code == 0
     changed = json.loads(json.dumps(vcjob))
@@ -619,7 +627,7 @@ def test_a_job_updated_in_place_with_prune_leaves_the_old_volcano_job_behind():
     """The defect of a job manifest that keeps its logical id: the handler's ``kubectl apply --prune`` never
     deletes a Volcano Job (outside kubectl's allow-list)."""
     with hand_written(prune=True) as rehearsal:
-        result = rehearsal.run(Scenario("changed job", "Hand", Variant("old"), Variant("new"), ALL_PROMISES))
+        result = rehearsal.run(Scenario("changed job", "Hand", Variant("old"), Variant("new"), DEPLOY_PROMISES))
     assert [s.operation for s in result.plan.steps] == ["Update"]
     assert result.failed_promises() == {
         "exactly one copy of each job, none of an old spec": [
@@ -630,8 +638,8 @@ def test_a_job_updated_in_place_with_prune_leaves_the_old_volcano_job_behind():
 
 def test_a_job_keyed_by_its_name_is_created_then_the_old_one_deleted():
     with hand_written(prune=False) as rehearsal:
-        result = rehearsal.run(Scenario("changed job", "Hand", Variant("old"), Variant("new"), ALL_PROMISES))
-        destroyed = rehearsal.run(Scenario("destroy", "Hand", Variant("old"), None, ALL_PROMISES[:2]))
+        result = rehearsal.run(Scenario("changed job", "Hand", Variant("old"), Variant("new"), DEPLOY_PROMISES))
+        destroyed = rehearsal.run(Scenario("destroy", "Hand", Variant("old"), None, DEPLOY_PROMISES[:2]))
     assert [(s.phase, s.operation) for s in result.plan.steps] == [("update", "Create"), ("cleanup", "Delete")]
     assert result.failed_promises() == {}
     assert one_copy_of_each_job(result) == []

@@ -138,9 +138,12 @@ def test_a_fresh_kubeflow_deploy_installs_the_trainer_and_creates_the_trainjob_a
     assert cluster.find("PersistentVolumeClaim", "efs-sc-claim", "training") is not None
     order = [run.step.logical_id for run in result.runs]
     (runtime,) = [i for i, logical_id in enumerate(order) if logical_id.startswith("KubeflowTrainerRuntime")]
-    (trainjob,) = [i for i, logical_id in enumerate(order) if logical_id.startswith("JobsTrainingTrainJob")]
-    assert runtime < trainjob
-    assert len(job_names(result)) == 2
+    (release,) = [i for i, logical_id in enumerate(order) if logical_id.startswith("JobsTrainingJob")]
+    assert runtime < release, "the TrainJob's release Job comes after the runtime the TrainJob will name"
+    (volcano,) = [i for i, logical_id in enumerate(order) if logical_id.startswith("AddonsVolcano3")]
+    (trainer,) = [i for i, logical_id in enumerate(order) if logical_id.startswith("KubeflowTrainerRelease")]
+    assert volcano < trainer, "the Trainer's controller starts once the PodGroup kind exists"
+    assert len(job_names(result)) == 2, "the staging job and the TrainJob's release Job"
 
 
 def test_a_new_trainer_chart_is_a_helm_upgrade_that_keeps_the_jobs(rehearsal):

@@ -20,16 +20,21 @@ request-logging API server, see :mod:`trainium_eks.rehearsal.kubectl_probe`):
   "no matches for kind ... ensure CRDs are installed first"); a namespaced object needs its namespace
   (``namespaces "x" not found``); deleting a namespace deletes everything in it; a batch/v1 Job's
   ``spec.template`` is immutable (Kubernetes ``pkg/apis/batch/validation``: "field is immutable");
-- Volcano's admission webhook, once Volcano is installed (volcano-sh/volcano
-  ``pkg/webhooks/admission/jobs/validate/admit_job.go``, commit 00d063664d6412902c4485e6893f0a4f7fe6254e): a new
-  Volcano Job needs its queue (``spec.queue``, default ``default``) to exist, and an update may change nothing under
-  ``spec`` but ``minAvailable``, ``maxRetry`` and the tasks' ``replicas``, ``minAvailable`` and ``maxRetry``;
+- the admission webhooks of Volcano and Kubeflow Trainer, once their release is installed: every rule of
+  :mod:`.admission` on a new object (a Volcano Job's queue must exist and be open, a TrainJob's patch manager must be
+  a domain-prefixed path, its runtime must exist, ...), and Volcano's rule for updates: an update may change nothing
+  under ``spec`` but ``minAvailable``, ``maxRetry`` and the tasks' ``replicas``, ``minAvailable`` and ``maxRetry``
+  (volcano-sh/volcano ``pkg/webhooks/admission/jobs/validate/admit_job.go`` ``validateJobUpdate``);
+- what controllers report in an object's status, where a deploy reads it (``kubectl get -o jsonpath``): Volcano's
+  queue controller opens every queue (``status.state: Open``) once Volcano runs (volcano-sh/volcano v1.15.1
+  ``pkg/controllers/queue/state/open.go``); the model has no other status;
 - Helm releases as records (chart, version, revision): ``helm upgrade --install`` of an existing release is an
   upgrade in place (revision + 1), otherwise an install; ``--create-namespace`` creates a missing namespace (not part
   of the release); ``helm uninstall`` removes the release and, for charts whose custom resource definitions are
   templates (:data:`CHART_APIS`), those definitions, which deletes every object of their kinds.
 
-Not modelled: pods, nodes, controllers (a Deployment's ReplicaSets), finalizers and the time anything takes.
+Not modelled here: pods, nodes and controllers (the scheduling rehearsal, :mod:`.scheduling_run`, runs those),
+finalizers and the time anything takes.
 """
 
 from __future__ import annotations
@@ -39,7 +44,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from trainium_eks.rehearsal.admission import ApiView, denials
 from trainium_eks.rehearsal.kubectl_prune import KUBECTL_DEFAULT_PRUNE_ALLOWLIST
+
+WEBHOOKS: Mapping[Tuple[str, str], str] = {
+    ("batch.volcano.sh", "Job"): "volcano",
+    ("scheduling.volcano.sh", "Queue"): "volcano",
+    ("scheduling.volcano.sh", "PodGroup"): "volcano",
+    ("trainer.kubeflow.org", "TrainJob"): "kubeflow-trainer",
+    ("trainer.kubeflow.org", "ClusterTrainingRuntime"): "kubeflow-trainer",
+}
+"""(API group, kind) -> the Helm release whose validating webhook admits it."""
 
 BUILTIN_KINDS: Mapping[Tuple[str, str], bool] = {
     ("", "ConfigMap"): True,
@@ -126,7 +141,7 @@ CHART_APIS: Mapping[str, ChartApis] = {
             ("trainer.kubeflow.org", "ClusterTrainingRuntime"): False,
         },
         objects=(),
-        admission=None,
+        admission="kubeflow-trainer",
         source="kubeflow/trainer tag v2.3.0 charts/kubeflow-trainer/templates/crd/trainer.kubeflow.org_trainjobs.yaml, "
         "_trainingruntimes.yaml and _clustertrainingruntimes.yaml: the definitions are templates, so they belong to "
         "the release; the runtimes the chart could create are off (runtimes.defaultEnabled: false). The JobSet "
@@ -377,17 +392,18 @@ class Cluster:
                     f'The Job "{new.name}" is invalid: spec.template: Invalid value: ...: field is immutable '
                     f'(error when {verb} "{file_name}")'
                 )
-        if new.group == "batch.volcano.sh" and new.kind == "Job" and "volcano" in self.admission():
+        installed = self.admission()
+        webhook = WEBHOOKS.get((new.group, new.kind))
+        if old is None and webhook in installed:
+            found = denials(self.manifest(new), self.api_view())
+            if found:
+                return (
+                    f'Error from server: error when {verb} "{file_name}": admission webhook of {webhook} denied the '
+                    f"request: {'; '.join(found)}"
+                )
+        if new.group == "batch.volcano.sh" and new.kind == "Job" and "volcano" in installed and old is not None:
             spec = new.content.get("spec") or {}
-            if old is None:
-                queue = spec.get("queue") or "default"
-                if self.find("Queue", queue, group="scheduling.volcano.sh") is None:
-                    return (
-                        f'Error from server: error when {verb} "{file_name}": admission webhook '
-                        f'"validatejob.volcano.sh" denied the request: unable to find job queue: '
-                        f'queues.scheduling.volcano.sh "{queue}" not found;'
-                    )
-            elif _volcano_fixed_spec(old.content.get("spec") or {}) != _volcano_fixed_spec(spec):
+            if _volcano_fixed_spec(old.content.get("spec") or {}) != _volcano_fixed_spec(spec):
                 return (
                     f'Error from server: error when {verb} "{file_name}": admission webhook "validatejob.volcano.sh" '
                     "denied the request: job updates may not change fields other than `minAvailable`, `maxRetry`, "
@@ -494,6 +510,55 @@ class Cluster:
                 )
                 continue
             self._delete(obj.key, "deleted", outcome)
+        return outcome
+
+    def manifest(self, obj: KubeObject) -> Dict[str, Any]:
+        """``obj`` as a manifest (with its status)."""
+        metadata = {"name": obj.name, "labels": dict(obj.labels)}
+        if obj.namespace:
+            metadata["namespace"] = obj.namespace
+        return {"apiVersion": obj.api_version, "kind": obj.kind, "metadata": metadata, **obj.content}
+
+    def api_view(self) -> ApiView:
+        """What the webhooks look up: queues and their state, runtimes, priority classes."""
+        view = ApiView()
+        for obj in self.objects.values():
+            if obj.group == "scheduling.volcano.sh" and obj.kind == "Queue":
+                view.queues[obj.name] = self.status(obj).get("state", "")
+            elif obj.kind == "ClusterTrainingRuntime":
+                view.runtimes[obj.name] = self.manifest(obj)
+            elif obj.kind == "PriorityClass":
+                view.priority_classes.add(obj.name)
+        if "volcano" in self.admission():
+            view.queues.setdefault("default", "Open")
+        return view
+
+    def status(self, obj: KubeObject) -> Dict[str, Any]:
+        """What controllers report in ``obj``'s status (see the module's docstring)."""
+        if obj.group == "scheduling.volcano.sh" and obj.kind == "Queue" and "volcano" in self.admission():
+            return {"state": "Open"}
+        return {}
+
+    def get(self, resource_type: str, name: str, namespace: str, jsonpath: str) -> Outcome:
+        """``kubectl get <type> <name> -n <namespace> -o=jsonpath=<jsonpath>``: the value at a ``{.a.b}`` path (kubectl
+        prints the template's other characters as they are, the quotes of the handler's argument included)."""
+        outcome = Outcome()
+        kind = resource_type.split(".", 1)[0]
+        group = resource_type.split(".", 1)[1] if "." in resource_type else None
+        found = None
+        for obj in self.objects.values():
+            if plural(obj.kind) == kind and obj.name == name and (group is None or obj.group == group):
+                if not obj.namespace or obj.namespace == namespace or not namespace:
+                    found = obj
+        if found is None:
+            outcome.errors.append(f'Error from server (NotFound): {resource_type} "{name}" not found')
+            return outcome
+        document: Dict[str, Any] = {**found.content, "metadata": {"name": found.name}, "status": self.status(found)}
+        start, end = jsonpath.index("{"), jsonpath.rindex("}")
+        value: Any = document
+        for part in jsonpath[start + 1 : end].strip(".").split("."):
+            value = value.get(part, "") if isinstance(value, dict) else ""
+        outcome.output.append(jsonpath[:start] + ("" if value is None else str(value)) + jsonpath[end + 1 :])
         return outcome
 
     # -- Helm -------------------------------------------------------------------------------------------------------

@@ -17,6 +17,8 @@ from trainium_eks.rehearsal.scenario import (
     desired_objects,
     desired_releases,
 )
+from trainium_eks.rehearsal.scheduling_run import broken, is_job, rehearse_jobs
+from trainium_eks.rehearsal.simulated_cluster import nodes_of
 
 STATEFUL_TYPES: Tuple[str, ...] = (
     "AWS::FSx::FileSystem",
@@ -208,6 +210,21 @@ def handler_calls_succeed(result: ScenarioResult) -> List[str]:
     return found
 
 
+def jobs_run_to_completion(result: ScenarioResult) -> List[str]:
+    """The jobs of the deployed stack (with the scenario's extra jobs) run on its nodes, from no job at all, in every
+    order of arrival, with no failure and with one failed attempt of each: every job completes, no pod waits for what
+    no node will have, nothing waits for ever (:mod:`.scheduling_run`)."""
+    if not result.new_template:
+        return []
+    objects = [obj for _, obj in desired_objects(result)]
+    arrivals = [obj for obj in objects if is_job(obj)] + list(result.scenario.extra_jobs)
+    standing = [obj for obj in objects if not is_job(obj)]
+    reports = rehearse_jobs(nodes_of(result.new_template), standing, arrivals)
+    return [
+        f"{violation} ({where[0]}; {len(where)} of {len(reports)} runs)" for violation, where in broken(reports).items()
+    ]
+
+
 STATEFUL_KEPT = Promise("no stateful resource is replaced or deleted", stateful_resources_kept)
 ONE_COPY_OF_EACH_JOB = Promise("exactly one copy of each job, none of an old spec", one_copy_of_each_job)
 NAMESPACE_VOLUME_CLAIM_SURVIVE = Promise("the namespace, volume and claim survive", namespace_volume_claim_survive)
@@ -215,8 +232,11 @@ NO_CREATE_ON_EXISTING = Promise("no create hits an existing object", no_create_h
 HELM_IN_PLACE = Promise("Helm upgrades in place", helm_upgrades_in_place)
 ORDER = Promise("no action deletes what a later one needs", order_respects_needs)
 HANDLER_SUCCEEDS = Promise("every handler call succeeds", handler_calls_succeed)
+JOBS_RUN = Promise(
+    "every job runs to completion in every arrival order, with one failed attempt of each", jobs_run_to_completion
+)
 
-ALL_PROMISES: Tuple[Promise, ...] = (
+DEPLOY_PROMISES: Tuple[Promise, ...] = (
     STATEFUL_KEPT,
     ONE_COPY_OF_EACH_JOB,
     NAMESPACE_VOLUME_CLAIM_SURVIVE,
@@ -225,4 +245,8 @@ ALL_PROMISES: Tuple[Promise, ...] = (
     ORDER,
     HANDLER_SUCCEEDS,
 )
-"""Every promise, checked by every scenario except where a scenario says otherwise."""
+"""The promises of the deploy itself (CloudFormation, the handler, the API server)."""
+
+ALL_PROMISES: Tuple[Promise, ...] = DEPLOY_PROMISES + (JOBS_RUN,)
+"""Every promise, checked by every scenario except where a scenario says otherwise: the deploy's, and what the
+cluster then does with the jobs."""

@@ -24,8 +24,12 @@ from trainium_eks.rehearsal.cluster_model import ClusterModel
 from trainium_eks.rehearsal.handler import HandlerWorkspace, Invocation
 from trainium_eks.rehearsal.intrinsics import Resolver, StackIdentity, as_strings
 
-HANDLER_TYPES = ("Custom::AWSCDK-EKS-KubernetesResource", "Custom::AWSCDK-EKS-HelmChart")
-"""Custom resources whose steps run the kubectl handler (its ``apply`` and ``helm`` modules)."""
+HANDLER_TYPES = (
+    "Custom::AWSCDK-EKS-KubernetesResource",
+    "Custom::AWSCDK-EKS-HelmChart",
+    "Custom::AWSCDK-EKS-KubernetesObjectValue",
+)
+"""Custom resources whose steps run the kubectl handler (its ``apply``, ``helm`` and ``get`` modules)."""
 
 CLUSTER_TYPE = "AWS::EKS::Cluster"
 
@@ -96,13 +100,16 @@ class Promise:
 
 @dataclass(frozen=True)
 class Scenario:
-    """Deploy ``new`` over ``old`` (None: nothing deployed / ``cdk destroy``) and check ``promises``."""
+    """Deploy ``new`` over ``old`` (None: nothing deployed / ``cdk destroy``) and check ``promises``; ``extra_jobs``
+    are jobs users start on the deployed stack (a hybrid workflow's run), which the scheduling rehearsal runs beside
+    the stack's own."""
 
     name: str
     stack: str
     old: Optional[Variant]
     new: Optional[Variant]
     promises: Tuple[Promise, ...]
+    extra_jobs: Tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass

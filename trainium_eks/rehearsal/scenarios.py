@@ -10,9 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable, List, Mapping, Tuple
+import json
+from typing import Any, Callable, Dict, List, Mapping, Tuple
 
-from trainium_eks.composer_recipe import PRESETS, ComposerRecipe
+from trainium_eks import cifar10_ddp
+from trainium_eks.composer_recipe import ComposerRecipe
+from trainium_eks.constructs.hybrid_workflow import HYPERPARAMETERS_ENV, JOB_NAME_ENV
+from trainium_eks.kubeflow_stack import DEFAULT_CPU_INSTANCE_TYPE, DEFAULT_CPU_NODE_COUNT
+from trainium_eks.manifests.efs_volume import DEFAULT_CLAIM_NAME as EFS_CLAIM
+from trainium_eks.manifests.topology import NodeGroupTopology
 from trainium_eks.rehearsal.promises import ALL_PROMISES, NAMESPACE_VOLUME_CLAIM_SURVIVE
 from trainium_eks.rehearsal.scenario import Patch, Scenario, TemplateSource, Variant
 
@@ -99,21 +105,40 @@ OTHER_RECIPE = Variant(
     patches=(
         Patch(
             "app.ComposerTrainingStack",
-            lambda cls: functools.partial(cls, recipe=ComposerRecipe(PRESETS["medium"])),
-            "recipe=ComposerRecipe(PRESETS['medium'])",
+            lambda cls: functools.partial(cls, recipe=ComposerRecipe.preset("medium")),
+            "recipe=ComposerRecipe.preset('medium')",
         ),
     ),
 )
 
 
+def workflow_run(node_count: int) -> Dict[str, Any]:
+    """A TrainJob as the hybrid workflow creates it for a run on the KubeflowTraining stack's CPU nodes (the run
+    template with a run's name, hyperparameters and deadline), which overlaps the seed TrainJob when a user starts a
+    run right after the deploy."""
+    nodes = NodeGroupTopology(DEFAULT_CPU_INSTANCE_TYPE, node_count, node_count, 0, (), frozenset({EFS_CLAIM}))
+    manifest = json.loads(
+        json.dumps(cifar10_ddp.run_template(image="rehearsal/cifar10:run", node_group=nodes).manifest)
+    )
+    manifest["metadata"]["name"] = "cifar10-run-rehearsal"
+    manifest["spec"]["trainer"]["env"] += [
+        {"name": HYPERPARAMETERS_ENV, "value": "{}"},
+        {"name": JOB_NAME_ENV, "value": "cifar10-run-rehearsal"},
+    ]
+    manifest["spec"]["activeDeadlineSeconds"] = 24 * 3600
+    return manifest
+
+
 def kubeflow_training_scenarios(stack: str = KUBEFLOW_TRAINING) -> Tuple[Scenario, ...]:
-    """The scenarios of the KubeflowTraining stack."""
+    """The scenarios of the KubeflowTraining stack; its scheduling rehearsal runs a workflow run beside the seed
+    jobs."""
+    run, three = (workflow_run(DEFAULT_CPU_NODE_COUNT),), (workflow_run(3),)
     return (
-        Scenario("fresh deploy", stack, None, DEFAULT, ALL_PROMISES),
-        Scenario("kubeflowCpuNodes 6 -> 3", stack, DEFAULT, CPU_NODES_3, ALL_PROMISES),
-        Scenario("a GPU group added", stack, DEFAULT, GPU_GROUP, ALL_PROMISES),
-        Scenario("a changed training argument", stack, DEFAULT, FEWER_EPOCHS, ALL_PROMISES),
-        Scenario("a new Kubeflow Trainer chart version", stack, DEFAULT, NEWER_TRAINER, ALL_PROMISES),
+        Scenario("fresh deploy", stack, None, DEFAULT, ALL_PROMISES, run),
+        Scenario("kubeflowCpuNodes 6 -> 3", stack, DEFAULT, CPU_NODES_3, ALL_PROMISES, three),
+        Scenario("a GPU group added", stack, DEFAULT, GPU_GROUP, ALL_PROMISES, run),
+        Scenario("a changed training argument", stack, DEFAULT, FEWER_EPOCHS, ALL_PROMISES, run),
+        Scenario("a new Kubeflow Trainer chart version", stack, DEFAULT, NEWER_TRAINER, ALL_PROMISES, run),
         Scenario("cdk destroy", stack, DEFAULT, None, WITHOUT_CLUSTER),
     )
 

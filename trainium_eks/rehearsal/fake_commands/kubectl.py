@@ -1,4 +1,5 @@
-"""The fake ``kubectl``: ``apply``, ``create`` and ``delete`` with ``-f``, on the cluster model."""
+"""The fake ``kubectl``: ``apply``, ``create`` and ``delete`` with ``-f``, and ``get <type> <name> -o=jsonpath=...``
+(what aws-eks-v2's ``KubernetesObjectValue`` handler runs), on the cluster model."""
 
 from __future__ import annotations
 
@@ -43,8 +44,38 @@ def parse(argv: List[str]) -> Dict[str, Optional[str]]:
     return options
 
 
+def parse_get(argv: List[str]) -> Dict[str, str]:
+    """``--kubeconfig K get -n NS TYPE NAME -o=jsonpath='{PATH}'`` (the get handler's command line)."""
+    options: Dict[str, str] = {}
+    words: List[str] = []
+    args = iter(argv)
+    for arg in args:
+        if arg == "--kubeconfig":
+            options["kubeconfig"] = next(args, "")
+        elif arg == "-n":
+            options["namespace"] = next(args, "")
+        elif arg.startswith("-o=jsonpath="):
+            options["jsonpath"] = arg[len("-o=jsonpath=") :]
+        elif arg.startswith("-"):
+            raise CommandError(f"unknown argument {arg!r}")
+        else:
+            words.append(arg)
+    if words[:1] != ["get"] or len(words) != 3 or "jsonpath" not in options or "kubeconfig" not in options:
+        raise CommandError("only get <type> <name> -o=jsonpath=... is modelled")
+    options["type"], options["name"] = words[1], words[2]
+    return options
+
+
 def main(argv: List[str]) -> Result:
     """Run ``kubectl <argv>`` against the cluster model."""
+    if "get" in argv:
+        get = parse_get(argv)
+        cluster_name = cluster_name_from_kubeconfig(get["kubeconfig"])
+        return with_cluster(
+            cluster_name,
+            Result(),
+            lambda c: c.get(get["type"], get["name"], get.get("namespace", ""), get["jsonpath"]),
+        )
     options = parse(argv)
     result = Result()
     file_name = str(options["filename"])

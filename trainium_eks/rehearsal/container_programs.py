@@ -1,0 +1,142 @@
+"""What the containers of the scheduling rehearsal do while they run, and when they exit.
+
+- **Services** (the containers of Deployments and DaemonSets) run for ever.
+- **The release program** (:mod:`trainium_eks.manifests.job_release_program`, recognised by its source) reads the
+  status of the jobs it waits for with the program's own ``wait_states`` and ``decide``, creates the held job owned
+  by its Job when they have all completed (through the webhooks of :mod:`.admission`), and exits 0; 3 when one failed or
+  the API server refused the job; it leaves an existing held job alone.
+- **Init containers** of the library's pods end after a tick (none of them waits); a test may give a program that
+  does (:class:`WaitForJobs`, what a start gate did).
+- **Workers** (every other container) train: a pod of a gang of N (a Volcano job's ``minAvailable`` or a TrainJob's
+  ``numNodes``) first waits until all N pods of its attempt run, as torchrun's rendezvous does, and fails after
+  :data:`RENDEZVOUS_TIMEOUT_TICKS` (torch's ``join_timeout``, 600 s:
+  ``torch/distributed/elastic/rendezvous/dynamic_rendezvous.py``); then it works :data:`WORK_TICKS` and exits 0, or
+  exits 1 after one tick on the first attempt of a job the run makes fail.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Mapping, Optional, Sequence
+
+from trainium_eks.manifests.job_release_program import NEVER, decide, owned_manifest, ref_of, state, wait_states
+from trainium_eks.rehearsal.kubelet_expansion import expand
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainium_eks.rehearsal.simulated_cluster import Pod, SimulatedCluster
+
+RENDEZVOUS_TIMEOUT_TICKS = 10
+WORK_TICKS = 3
+RELEASE_MARKER = "job release: created"
+"""Text of the release program's source that recognises its container."""
+
+
+@dataclass(frozen=True)
+class WaitForJobs:
+    """An init container that waits until the jobs ``refs`` (``vcjob/<name>``...) have completed, and fails if one
+    failed: what a start gate in a job's own pod does (it holds the pod's requests while it waits)."""
+
+    refs: Sequence[str]
+
+
+Classifier = Callable[["Pod", int, Mapping[str, Any]], Optional[Any]]
+"""Gives a container (pod, index among init containers then containers, container) a program, or None for the
+default."""
+
+
+@dataclass
+class Programs:
+    """Runs containers: the default programs, ``failing`` jobs' first attempts fail, ``classifier`` may override.
+
+    :param failing: Names of jobs whose first attempt fails.
+    :param classifier: Extra programs for some containers. Default: none.
+    """
+
+    failing: FrozenSet[str] = frozenset()
+    classifier: Optional[Classifier] = None
+
+    def step(self, cluster: "SimulatedCluster", pod: "Pod") -> Optional[int]:
+        """Run ``pod``'s current container one tick; its exit code when it ends, else None."""
+        containers = pod.containers
+        container = containers[pod.step]
+        init_count = len(pod.spec.get("initContainers") or ())
+        special = self.classifier(pod, pod.step, container) if self.classifier else None
+        owner = cluster.workloads.get(pod.owner)
+        if isinstance(special, WaitForJobs):
+            action, _ = decide(
+                {ref: state(ref.split("/")[0], _status(cluster, pod.namespace, ref)) for ref in special.refs}
+            )
+            return None if action == "wait" else (0 if action == "create" else 1)
+        if pod.step < init_count:
+            return 0
+        if owner is not None and owner.kind in ("daemonset", "deployment"):
+            return None
+        if _is_release(container):
+            return self._release(cluster, pod, container)
+        return self._work(cluster, pod, owner)
+
+    def _release(self, cluster: "SimulatedCluster", pod: "Pod", container: Mapping[str, Any]) -> Optional[int]:
+        release = cluster.workloads[pod.owner]
+        if release.name in self.failing and release.failures == 0:
+            return 1
+        env = {e["name"]: e.get("value", "") for e in container.get("env") or ()}
+        held = json.loads(expand(env["HELD_JOB"], {}))
+        namespace, waits = container["command"][3], [r for a in container["command"][5:] for r in a.split()]
+        held_ref = ref_of(held)
+        existing = cluster.workloads.get(f"{held_ref.split('/')[0]}/{namespace}/{held_ref.split('/')[1]}")
+        if existing is not None:
+            return 0 if existing.owner == pod.owner else NEVER
+        action, detail = decide(wait_states(waits, lambda ref: _status(cluster, namespace, ref)))
+        if action == "wait":
+            return None
+        if action == "fail":
+            cluster.say(f"{pod.owner}: {detail} failed, {held_ref} never created")
+            return NEVER
+        denied = cluster.admit(held)
+        if denied:
+            cluster.say(f"{pod.owner}: the API server refused {held_ref}: {'; '.join(denied)}")
+            return NEVER
+        cluster.create(owned_manifest(held, release.name, pod.owner), owner=pod.owner)
+        return 0
+
+    def _work(self, cluster: "SimulatedCluster", pod: "Pod", owner: Any) -> Optional[int]:
+        size = gang_size(owner)
+        if size > 1 and pod.ticks == 0:
+            peers = [
+                p
+                for p in cluster.pods_of(pod.owner, pod.generation)
+                if p.phase == "Running" and p.step >= len(p.spec.get("initContainers") or ())
+            ]
+            if len(peers) < size:
+                pod.waited += 1
+                return 1 if pod.waited > RENDEZVOUS_TIMEOUT_TICKS else None
+        pod.ticks += 1
+        name = owner.name if owner is not None else ""
+        if name in self.failing and owner.attempt == 0 and owner.failures == 0:
+            return 1
+        return 0 if pod.ticks >= WORK_TICKS else None
+
+
+def gang_size(owner: Any) -> int:
+    """How many pods of one attempt rendezvous: a Volcano job's ``minAvailable``, a TrainJob's ``numNodes``, else 1."""
+    if owner is None:
+        return 1
+    spec = owner.manifest.get("spec") or {}
+    if owner.kind == "vcjob":
+        return int(spec.get("minAvailable") or 1)
+    if owner.kind == "trainjob":
+        return int(spec["trainer"]["numNodes"])
+    return 1
+
+
+def _is_release(container: Mapping[str, Any]) -> bool:
+    command = container.get("command") or []
+    return len(command) > 2 and command[:2] == ["python3", "-c"] and RELEASE_MARKER in command[2]
+
+
+def _status(cluster: "SimulatedCluster", namespace: str, ref: str) -> Optional[Dict[str, Any]]:
+    from trainium_eks.rehearsal.workload_controllers import status_of
+
+    kind, name = ref.split("/")
+    return status_of(cluster.workloads.get(f"{kind}/{namespace}/{name}"))

@@ -1,0 +1,245 @@
+"""The scheduling rehearsal: the jobs a stack applies, run on its nodes in every order of arrival, with failures.
+
+A run creates the stack's standing objects (device plugins, services, priority classes, queues, runtimes) at tick 0,
+then the jobs (and release Jobs) one per tick in the order given, and lets the controllers
+(:mod:`.workload_controllers`), the schedulers (:mod:`.pod_schedulers`) and the containers
+(:mod:`.container_programs`) act once per tick until every job has ended, nothing has moved for
+:data:`STALL_TICKS`, or :data:`MAX_TICKS` have passed. What it promises (:func:`violations` of a run):
+
+- every job ends ``Complete`` (a Volcano Job ``Completed``): none fails, none is left waiting;
+- no pod waits for something no node will ever have: a label, a toleration, or a resource that no node offers even
+  empty (with every device plugin that can run there running).
+
+:func:`rehearse_jobs` runs every permutation of the arrivals, each with no failure and with the first attempt of every
+job failing.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from trainium_eks.rehearsal.container_programs import Classifier, Programs
+from trainium_eks.rehearsal.pod_placement import NodeFacts, first_problem, invalid_requests, selection_problems
+from trainium_eks.rehearsal.pod_schedulers import default_scheduler, volcano_scheduler
+from trainium_eks.rehearsal.simulated_cluster import (
+    DEVICE_PLUGINS,
+    Node,
+    SimulatedCluster,
+    workload_kind,
+)
+from trainium_eks.rehearsal.workload_controllers import merged_pod_spec, reconcile
+
+MAX_TICKS = 1000
+STALL_TICKS = 60
+"""Ticks without any change after which a run is stuck: longer than any wait of the model (a rendezvous times out in
+10)."""
+
+JOB_KINDS = ("job", "vcjob", "trainjob", "pytorchjob")
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """What one run did: the arrival order, the jobs that failed their first attempt, the jobs' final states, the
+    promises it broke and the log."""
+
+    arrival: Tuple[str, ...]
+    failing: FrozenSet[str]
+    ticks: int
+    jobs: Mapping[str, str]
+    violations: Tuple[str, ...]
+    log: Tuple[str, ...]
+
+
+def is_job(manifest: Mapping[str, Any]) -> bool:
+    """Whether ``manifest`` is a job (it arrives, runs and must end)."""
+    return workload_kind(manifest) in JOB_KINDS
+
+
+def run_jobs(
+    nodes: Sequence[Node],
+    standing: Iterable[Mapping[str, Any]],
+    arrivals: Sequence[Mapping[str, Any]],
+    *,
+    failing: FrozenSet[str] = frozenset(),
+    classifier: Optional[Classifier] = None,
+) -> RunReport:
+    """Run ``arrivals`` (one per tick, in order) on ``nodes`` among the ``standing`` objects."""
+    cluster = SimulatedCluster(nodes=copy.deepcopy(list(nodes)), queues={"default": {"weight": 1}})
+    for manifest in standing:
+        cluster.create(manifest)
+    programs = Programs(failing=failing, classifier=classifier)
+    pending = list(arrivals)
+    quiet, last = 0, None
+    while cluster.tick < MAX_TICKS:
+        if pending:
+            cluster.create(pending.pop(0))
+        step(cluster, programs)
+        jobs = [w for w in cluster.workloads.values() if w.is_job]
+        if not pending and all(w.finished for w in jobs):
+            break
+        signature = _signature(cluster)
+        quiet = quiet + 1 if signature == last else 0
+        last = signature
+        if quiet >= STALL_TICKS:
+            break
+        cluster.tick += 1
+    return RunReport(
+        arrival=tuple(_name(m) for m in arrivals),
+        failing=failing,
+        ticks=cluster.tick,
+        jobs={w.ref: w.state for w in cluster.workloads.values() if w.is_job},
+        violations=tuple(violations(cluster, pending, quiet >= STALL_TICKS)),
+        log=tuple(cluster.log),
+    )
+
+
+def step(cluster: SimulatedCluster, programs: Programs) -> None:
+    """One tick of the cluster: the controllers, Volcano's scheduler, the default scheduler, then the kubelets."""
+    reconcile(cluster, programs)
+    volcano_scheduler(cluster)
+    default_scheduler(cluster)
+    _kubelets(cluster, programs)
+
+
+def _name(manifest: Mapping[str, Any]) -> str:
+    return f"{workload_kind(manifest)}/{manifest['metadata']['name']}"
+
+
+def _kubelets(cluster: SimulatedCluster, programs: Programs) -> None:
+    """Every bound pod runs its current container one tick."""
+    for pod in list(cluster.pods):
+        if pod.phase != "Running" or pod.node is None or pod not in cluster.pods:
+            continue
+        code = programs.step(cluster, pod)
+        if code is None:
+            continue
+        if code != 0:
+            pod.phase, pod.exit_code = "Failed", code
+            cluster.say(f"pod {pod.name} failed (exit {code})")
+        elif pod.step + 1 >= len(pod.containers):
+            pod.phase, pod.exit_code = "Succeeded", 0
+        else:
+            pod.step, pod.ticks, pod.waited = pod.step + 1, 0, 0
+
+
+def _signature(cluster: SimulatedCluster) -> Tuple[Any, ...]:
+    return (
+        tuple(sorted((w.ref, w.state, w.attempt, w.failures) for w in cluster.workloads.values())),
+        tuple(sorted((p.name, p.phase, p.node or "", p.step, p.ticks) for p in cluster.pods)),
+        tuple(sorted((g.name, g.phase) for g in cluster.pod_groups.values())),
+        len(cluster.log),
+    )
+
+
+def potential_facts(cluster: SimulatedCluster, node: Node) -> NodeFacts:
+    """The node with every device plugin of the cluster that may run on it advertising: the most it can offer."""
+    full = dict(node.allocatable)
+    for workload in cluster.workloads.values():
+        resources = DEVICE_PLUGINS.get(workload.name) if workload.kind == "daemonset" else None
+        template = workload.manifest["spec"]["template"]["spec"] if resources else None
+        if resources and not selection_problems(template, node.facts()):
+            for resource in resources:
+                full[resource] = node.devices(resource)
+    return NodeFacts(node.name, node.labels, node.taints, full)
+
+
+def violations(cluster: SimulatedCluster, unarrived: Sequence[Mapping[str, Any]], stuck: bool) -> List[str]:
+    """The promises a run broke (see the module's docstring)."""
+    found: List[str] = []
+    nodes = [potential_facts(cluster, node) for node in cluster.nodes]
+    for workload in cluster.workloads.values():
+        for name, spec in _pod_templates(cluster, workload):
+            why = first_problem(spec, nodes)
+            if why is not None:
+                found.append(f"pods {name} of {workload.ref} can never be placed ({why})")
+    for pod in cluster.pods:
+        owner = cluster.workloads.get(pod.owner)
+        if owner is None or not owner.is_job:
+            continue
+        for problem in invalid_requests(pod.spec):
+            found.append(f"pod {pod.name} of {owner.ref} is invalid: {problem}")
+        why = first_problem(pod.spec, nodes)
+        if why is not None:
+            found.append(f"pod {pod.name} of {owner.ref} can never be placed ({why})")
+    for workload in cluster.workloads.values():
+        if not workload.is_job or workload.succeeded:
+            continue
+        if workload.finished:
+            found.append(f"{workload.ref} ended {workload.state}: {workload.detail}")
+        else:
+            found.append(f"{workload.ref} never finished ({workload.state}): {_waiting_for(cluster, workload.ref)}")
+    if unarrived:
+        found.append(f"the run ended before {len(unarrived)} job(s) arrived")
+    if stuck:
+        found.append(f"nothing moved for {STALL_TICKS} minutes at t={cluster.tick}: a wait that never ends")
+    return sorted(set(found))
+
+
+def _pod_templates(cluster: SimulatedCluster, workload: Any) -> List[Tuple[str, Mapping[str, Any]]]:
+    """The pod specs a job will create, whether or not it has created them yet: a Volcano Job's tasks, a TrainJob's
+    merged ``node`` pods."""
+    spec = workload.manifest.get("spec") or {}
+    if workload.kind == "vcjob":
+        return [
+            (f"{workload.name}-{t.get('name')}-*", (t.get("template") or {}).get("spec") or {})
+            for t in spec.get("tasks") or ()
+        ]
+    if workload.kind == "trainjob":
+        runtime = cluster.runtime((spec.get("runtimeRef") or {}).get("name", ""))
+        if runtime is not None:
+            return [(f"{workload.name}-node-0-*", merged_pod_spec(runtime, workload.manifest)[0])]
+    return []
+
+
+def _waiting_for(cluster: SimulatedCluster, ref: str) -> str:
+    reasons = []
+    for group in cluster.pod_groups.values():
+        if group.owner == ref and group.phase == "Pending":
+            reasons.append(f"PodGroup {group.name} never enqueued (asks for {group.min_resources})")
+    for pod in cluster.pods_of(ref):
+        if pod.finished:
+            continue
+        if pod.node is None:
+            reasons.append(f"pod {pod.name} unbound ({pod.scheduler})")
+        else:
+            reasons.append(f"pod {pod.name} running container {pod.step} on {pod.node}")
+    return "; ".join(reasons) or "no pod"
+
+
+PlanFactory = Callable[[Sequence[Mapping[str, Any]]], List[FrozenSet[str]]]
+
+
+def failure_plans(arrivals: Sequence[Mapping[str, Any]]) -> List[FrozenSet[str]]:
+    """No failure, and the first attempt of every job failing."""
+    return [frozenset(), frozenset(m["metadata"]["name"] for m in arrivals if is_job(m))]
+
+
+def rehearse_jobs(
+    nodes: Sequence[Node],
+    standing: Sequence[Mapping[str, Any]],
+    arrivals: Sequence[Mapping[str, Any]],
+    *,
+    plans: PlanFactory = failure_plans,
+    classifier: Optional[Classifier] = None,
+) -> List[RunReport]:
+    """Every permutation of ``arrivals``, with each failure plan."""
+    reports = []
+    for order in itertools.permutations(arrivals):
+        for failing in plans(arrivals):
+            reports.append(run_jobs(nodes, standing, order, failing=failing, classifier=classifier))
+    return reports
+
+
+def broken(reports: Sequence[RunReport]) -> Dict[str, List[str]]:
+    """Violation -> the runs (arrival order, failing jobs) that broke it."""
+    found: Dict[str, List[str]] = {}
+    for report in reports:
+        for violation in report.violations:
+            where = f"arrival {' -> '.join(report.arrival)}" + (
+                f", first attempts failing: {', '.join(sorted(report.failing))}" if report.failing else ""
+            )
+            found.setdefault(violation, []).append(where)
+    return found
