@@ -263,3 +263,17 @@ def test_taint_key_is_the_one_the_neuron_device_plugin_tolerates():
     assert [(t.key, t.value, t.effect) for t in group.taints] == [
         ("aws.amazon.com/neuron", "true", eks.TaintEffect.NO_SCHEDULE)
     ]
+
+
+def test_without_an_az_id_the_offering_is_not_checked_and_synth_says_so_with_the_command_to_check():
+    group, _ = standalone()
+    warnings = assertions.Annotations.from_stack(Stack.of(group)).find_warning(
+        "*", Match.string_like_regexp("No availability_zone_id: the library cannot check")
+    )
+    assert len(warnings) == 1
+    text = str(warnings[0].entry.data)
+    assert "describe-instance-type-offerings" in text and "trn1.32xlarge --region us-west-2" in text
+    group, _ = standalone(availability_zone_id="usw2-az4")
+    assert not assertions.Annotations.from_stack(Stack.of(group)).find_warning(
+        "*", Match.string_like_regexp("No availability_zone_id")
+    )

@@ -9,10 +9,12 @@ from trainium_eks.conventions import LustreVolumeSource
 from trainium_eks.manifests.efa_device_plugin import EfaDevicePluginChart
 from trainium_eks.manifests.etcd import EtcdChart
 from trainium_eks.manifests.fsx_volume import FsxVolumeChart
+from trainium_eks.manifests.job_release_access import JobReleaseAccessChart, JobReleaseCreatorChart
 from trainium_eks.manifests.neuron_device_plugin import NeuronDevicePluginChart
 from trainium_eks.manifests.tensorboard import TensorBoardChart
 from trainium_eks.manifests.training_namespace import TrainingNamespaceChart
 from trainium_eks.manifests.volcano_queue import VolcanoQueueChart
+from trainium_eks.validation import ConfigurationError
 
 REGISTRY = "602401143452.dkr.ecr.us-west-2.amazonaws.com"
 FSX = LustreVolumeSource(
@@ -32,6 +34,8 @@ def charts():
         EtcdChart(),
         TensorBoardChart(),
         VolcanoQueueChart(),
+        JobReleaseAccessChart(namespace="training"),
+        *(JobReleaseCreatorChart(namespace="training", kind=kind) for kind in ("job", "vcjob", "trainjob")),
     ]
 
 
@@ -123,19 +127,33 @@ def test_efa_device_plugin_daemonset():
     assert container["securityContext"] == {"privileged": True, "runAsUser": 0}, "Neuron-aligned EFA allocation"
 
 
-def test_training_namespace_service_account_and_job_reader_role():
+def test_training_namespace_and_a_service_account_without_kubernetes_permissions():
     found = objects(TrainingNamespaceChart())
     namespace = found["Namespace", "training"]
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
     assert found["ServiceAccount", "training"]["metadata"]["namespace"] == "training"
-    read = ["get", "list", "watch"]
-    assert found["Role", "training-job-reader"]["rules"] == [
-        {"apiGroups": ["batch", "batch.volcano.sh"], "resources": ["jobs"], "verbs": read},
-        {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs"], "verbs": read},
-        {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs"], "verbs": read},
-    ], "the start gates read every job kind they may wait for, and nothing else"
-    binding = found["RoleBinding", "training-job-reader"]
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "training", "namespace": "training"}]
+    assert set(found) == {("Namespace", "training"), ("ServiceAccount", "training")}, (
+        "training pods never call the Kubernetes API: no Role, no RoleBinding"
+    )
+
+
+def test_release_jobs_may_read_jobs_and_create_only_the_kinds_they_hold():
+    access = objects(JobReleaseAccessChart(namespace="training"))
+    assert access["Role", "job-release-read"]["rules"] == [
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get"]},
+        {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs"], "verbs": ["get"]},
+        {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs"], "verbs": ["get"]},
+        {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs"], "verbs": ["get"]},
+    ]
+    creator = objects(JobReleaseCreatorChart(namespace="training", kind="vcjob"))
+    assert creator["Role", "job-release-create-vcjob"]["rules"] == [
+        {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs"], "verbs": ["create"]}
+    ]
+    for found in (access, creator):
+        (binding,) = [obj for key, obj in found.items() if key[0] == "RoleBinding"]
+        assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "job-release", "namespace": "training"}]
+    with pytest.raises(ConfigurationError, match="kind='deployment'"):
+        JobReleaseCreatorChart(namespace="training", kind="deployment")
 
 
 def test_fsx_volume_is_a_static_retained_rwx_csi_volume_bound_to_its_claim():

@@ -19,22 +19,24 @@ from tests.conftest import (
     resources_of,
     stack_template,
 )
+from tests.job_helpers import held_job
 from tests.k8s_validation import validate_objects
 from trainium_eks import versions
+from trainium_eks.constructs.accelerated_node_group import AcceleratedNodeGroup
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.cluster_addons import KUBECTL_HANDLER_TIMEOUT, ClusterAddons, helm_timeout
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.conventions import LustreVolumeSource
+from trainium_eks.manifests.job_release import HELD_JOB_LABEL
 
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
 HELM = "Custom::AWSCDK-EKS-HelmChart"
 CHARTS = (
     "NeuronDevicePlugin",
     "EfaDevicePlugin",
-    "JobPriorities",
+    "NvidiaDevicePlugin",
     "TrainingNamespace",
     "SharedVolume",
-    "Etcd",
     "TensorBoard",
     "VolcanoQueue",
 )
@@ -71,10 +73,8 @@ def test_every_object_of_every_chart_is_its_own_resource_keyed_by_its_identity(t
     assert {chart: sorted(kinds) for chart, kinds in found.items()} == {
         "NeuronDevicePlugin": ["ClusterRole", "ClusterRoleBinding", "DaemonSet", "NetworkPolicy", "ServiceAccount"],
         "EfaDevicePlugin": ["DaemonSet"],
-        "JobPriorities": ["PriorityClass"] * 8,
-        "TrainingNamespace": ["Namespace", "Role", "RoleBinding", "ServiceAccount"],
+        "TrainingNamespace": ["Namespace", "ServiceAccount"],
         "SharedVolume": ["PersistentVolume", "PersistentVolumeClaim"],
-        "Etcd": ["Deployment", "NetworkPolicy", "Service"],
         "TensorBoard": ["Deployment", "NetworkPolicy", "Service"],
         "VolcanoQueue": ["Queue"],
     }
@@ -161,18 +161,31 @@ def test_ordering_is_expressed_as_stack_dependencies(template):
     account = logical_id(template, "AddonsTrainingNamespaceServiceAccount")
     claim = logical_id(template, "AddonsSharedVolumePersistentVolumeClaim")
     volcano = logical_id(template, "AddonsVolcano3")
-    assert volcano in depends_on(template, "AddonsVolcanoQueue"), "CRDs and webhook before the Queue"
+    assert volcano in depends_on(template, "AddonsVolcanoQueueQueue"), "CRDs and webhook before the Queue"
     assert namespace in depends_on(template, "AddonsTrainingNamespaceServiceAccount")
     assert namespace in depends_on(template, "AddonsSharedVolumePersistentVolumeClaim")
-    assert namespace in depends_on(template, "AddonsEtcdService")
     assert {namespace, logical_id(template, "AddonsTensorBoardService")} <= depends_on(
         template, "AddonsTensorBoardDeployment"
     ), "in a chart, services and accounts before the workload"
     assert logical_id(template, "AddonsNeuronDevicePluginServiceAccount") in depends_on(
         template, "AddonsNeuronDevicePluginDaemonSet"
     )
+    queue_open = logical_id(template, "AddonsVolcanoQueueOpen")
+    assert logical_id(template, "AddonsVolcanoQueueQueue") in depends_on(template, "AddonsVolcanoQueueOpen")
     for job in ("JobsStaging", "JobsPrecompile", "JobsTraining"):
-        assert {namespace, account, claim, logical_id(template, "AddonsVolcanoQueue")} <= depends_on(template, job)
+        assert {namespace, account, claim, queue_open} <= depends_on(template, job)
+
+
+def test_jobs_wait_until_volcanos_queue_controller_has_opened_the_queue(template):
+    """Volcano's job and PodGroup webhooks deny a job whose queue has no state yet (admit_job.go validateJobCreate)."""
+    (value,) = resources_of(template, "Custom::AWSCDK-EKS-KubernetesObjectValue").values()
+    props = value["Properties"]
+    assert (props["ObjectType"], props["ObjectName"], props["JsonPath"]) == (
+        "queues.scheduling.volcano.sh",
+        "training",
+        ".status.state",
+    )
+    assert int(props["TimeoutSeconds"]) == 300
 
 
 def test_volcano_is_installed_once_the_system_nodes_exist(template):
@@ -203,6 +216,7 @@ def test_efa_registry_is_a_mapping_when_the_region_is_a_token():
         "Addons",
         cluster=cluster.cluster,
         volume=LustreVolumeSource("fs-0123456789abcdef0", "fs.example", "abcdefgh", 1200),
+        node_instance_types=["trn1.32xlarge"],
     )
     template = assertions.Template.from_stack(stack)
     mapping = template.to_json()["Mappings"]
@@ -229,4 +243,58 @@ def test_objects_embedded_in_the_template_validate(tmp_path):
     )
     objects = [o for path in sorted(extracted.glob("*.yaml")) for o in yaml.safe_load_all(path.read_text()) if o]
     assert len(objects) >= 16
-    validate_objects(objects, tmp_path)
+    held = [held_job(o) for o in objects if HELD_JOB_LABEL in (o["metadata"].get("labels") or {})]
+    assert len(held) == 2, "the held jobs travel inside their release Jobs: validate them as well"
+    validate_objects(objects + held, tmp_path)
+
+
+def plugins_of(template):
+    return sorted(
+        {chart for key in manifests_by_id(template) for chart in CHARTS[:3] if key.startswith("Addons" + chart)}
+    )
+
+
+@pytest.mark.parametrize(
+    "instance_types,plugins",
+    [
+        ((), []),
+        (("m5.xlarge",), []),
+        (("g5.xlarge",), ["NvidiaDevicePlugin"]),
+        (("p5.48xlarge",), ["EfaDevicePlugin", "NvidiaDevicePlugin"]),
+        (("trn1.2xlarge",), ["NeuronDevicePlugin"]),
+        (("trn1.32xlarge", "g5.xlarge"), ["EfaDevicePlugin", "NeuronDevicePlugin", "NvidiaDevicePlugin"]),
+    ],
+)
+@pytest.mark.parametrize("node_groups_first", [True, False])
+def test_device_plugins_follow_the_node_groups_built_before_or_after_the_addons(
+    instance_types, plugins, node_groups_first
+):
+    """A GPU node group on a cluster with ClusterAddons' defaults gets the NVIDIA plugin (else its pods stay Pending);
+    a cluster without Neuron nodes runs no Neuron plugin, its host /run mount and cluster role."""
+    app = new_app()
+    stack = cdk.Stack(app, "Composed", env=cdk.Environment(region="us-east-1"))
+    network = TrainingNetwork(stack, "Net", accelerated_az_id="use1-az6")
+    cluster = TrainingCluster(stack, "Cluster", vpc=network.vpc)
+
+    def node_groups():
+        for index, name in enumerate(instance_types):
+            AcceleratedNodeGroup(
+                stack,
+                f"Nodes{index}",
+                cluster=cluster.cluster,
+                subnet=network.accelerated_subnet,
+                instance_type=name,
+                node_count=1,
+            )
+
+    if node_groups_first:
+        node_groups()
+    ClusterAddons(
+        stack,
+        "Addons",
+        cluster=cluster.cluster,
+        volume=LustreVolumeSource("fs-0123456789abcdef0", "fs.example", "abcdefgh", 1200),
+    )
+    if not node_groups_first:
+        node_groups()
+    assert plugins_of(assertions.Template.from_stack(stack)) == plugins

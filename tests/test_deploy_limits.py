@@ -12,11 +12,12 @@ from tests.conftest import SHARED, build_default_app, new_app
 from trainium_eks.template_limits import TEMPLATE_SIZE_LIMIT, TemplateSizeCheck, check_template_sizes
 
 DEPLOY_MODEL = SHARED / "tools" / "deploy_model.py"
-CRITICAL_PATH_TARGET_MINUTES = 21.0
-"""The modeled critical path of the seed stack (20.7 min): KMS key, cluster, system node group, Volcano, its queue, a
-job. Issue 7 asked for 18; Volcano now waits for the system nodes in CloudFormation, because its pre-install hook Job
-runs there and Helm gives that hook and the wait the whole --timeout each (README: Deploy behaviour). Nothing else may
-lengthen the path."""
+CRITICAL_PATH_TARGET_MINUTES = 22.0
+"""The modeled critical path of the seed stack (21.7 min): KMS key, cluster, system node group, Volcano, its queue,
+the wait for the queue to be opened (Volcano's job webhook denies a job before), the jobs' releases. Volcano waits
+for the system nodes in CloudFormation, because its pre-install hook Job runs there and Helm gives that hook and the
+wait the whole --timeout each (README: Deploy behaviour). The deploy issue asks for 18; nothing else may lengthen the
+path meanwhile."""
 
 
 def template_bytes(app) -> int:
@@ -51,7 +52,7 @@ def test_the_default_stack_registers_the_size_check():
     assert TemplateSizeCheck().rule_ids == ["trainium-eks-template-size"]
 
 
-def test_the_modeled_deploy_critical_path_is_at_most_21_minutes(tmp_path):
+def test_the_modeled_deploy_critical_path_is_at_most_22_minutes(tmp_path):
     if not DEPLOY_MODEL.exists():
         pytest.skip(f"skipped: {DEPLOY_MODEL} is absent (it lives in ../shared)")
     app, _ = build_default_app()

@@ -1,4 +1,4 @@
-"""The start gate, run as the init container runs it (``python3 -c <source> ...``) against a fake API server."""
+"""The job release program, run as the release Job runs it (``python3 -c <source> ...``) against a fake API server."""
 
 import json
 import subprocess
@@ -8,32 +8,71 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from trainium_eks.manifests.distributed_workload import START_GATE_SOURCE
+from trainium_eks.manifests.job_release import RELEASE_PROGRAM_SOURCE
+from trainium_eks.manifests.job_release_program import (
+    DEADLINE_MARGIN_SECONDS,
+    NEVER,
+    decide,
+    give_up_time,
+    owned_manifest,
+    ref_of,
+    state,
+)
+
+NS = "/namespaces/training"
+RELEASE = f"/apis/batch/v1{NS}/jobs/train-1-release-abc123"
+VCJOB = f"/apis/batch.volcano.sh/v1alpha1{NS}/jobs/compile-1"
+JOB = f"/apis/batch/v1{NS}/jobs/data-1"
+HELD = f"/apis/batch.volcano.sh/v1alpha1{NS}/jobs/train-1"
+HELD_MANIFEST = {
+    "apiVersion": "batch.volcano.sh/v1alpha1",
+    "kind": "Job",
+    "metadata": {"name": "train-1", "namespace": "training"},
+    "spec": {"queue": "training"},
+}
 
 
 class FakeApi:
-    """Answers GETs of jobs from ``objects`` (path -> JSON, or an int HTTP status); a callable advances time."""
+    """Answers GETs from ``objects`` (path -> JSON, an int HTTP status, or a callable of the request count) and
+    records POSTs, creating the object (201) unless ``post_status`` says otherwise."""
 
     def __init__(self):
-        self.objects = {}
+        self.objects = {RELEASE: {"metadata": {"uid": "release-uid"}}}
         self.requests = []
+        self.posts = []
+        self.post_status = 201
         api = self
 
         class Handler(BaseHTTPRequestHandler):
+            def _answer(self, answer):
+                if isinstance(answer, int):
+                    self.send_response(answer)
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    self.wfile.write(
+                        json.dumps({"kind": "Status", "message": f"status {answer} from the fake"}).encode()
+                    )
+                    return
+                self.send_response(200 if self.command == "GET" else 201)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(json.dumps(answer).encode())
+
             def do_GET(self):  # noqa: N802 - http.server's naming
                 api.requests.append(self.path)
                 answer = api.objects.get(self.path, 404)
                 if callable(answer):
-                    answer = answer(len([p for p in api.requests if p == self.path]))
-                if isinstance(answer, int):
-                    self.send_response(answer)
-                    self.end_headers()
+                    answer = answer(api.requests.count(self.path))
+                self._answer(answer)
+
+            def do_POST(self):  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                api.posts.append((self.path, body))
+                if api.post_status != 201:
+                    self._answer(api.post_status)
                     return
-                body = json.dumps(answer).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.end_headers()
-                self.wfile.write(body)
+                api.objects[self.path + "/" + body["metadata"]["name"]] = body
+                self._answer(body)
 
             def log_message(self, *args):
                 pass
@@ -42,10 +81,20 @@ class FakeApi:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_port}"
 
-    def gate(self, *args, timeout=20):
-        env = {"START_GATE_API_URL": self.url, "START_GATE_POLL_SECONDS": "0", "PATH": "/usr/bin:/bin"}
+    def release(self, *waits, held=HELD_MANIFEST, timeout=20):
+        env = {
+            "JOB_RELEASE_API_URL": self.url,
+            "JOB_RELEASE_POLL_SECONDS": "0",
+            "PATH": "/usr/bin:/bin",
+            "HELD_JOB": held if isinstance(held, str) else json.dumps(held),
+        }
+        args = ["training", "train-1-release-abc123", *waits]
         return subprocess.run(
-            [sys.executable, "-c", START_GATE_SOURCE, *args], env=env, capture_output=True, text=True, timeout=timeout
+            [sys.executable, "-c", RELEASE_PROGRAM_SOURCE, *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
 
 
@@ -56,10 +105,6 @@ def api():
     fake.server.shutdown()
 
 
-VCJOB = "/apis/batch.volcano.sh/v1alpha1/namespaces/training/jobs/compile-1"
-JOB = "/apis/batch/v1/namespaces/training/jobs/data-1"
-
-
 def vcjob(phase):
     return {"status": {"state": {"phase": phase}}}
 
@@ -68,61 +113,171 @@ def batch_job(condition):
     return {"status": {"conditions": [{"type": condition, "status": "True"}]}}
 
 
-def test_waits_until_every_job_has_completed(api):
+def test_creates_the_held_job_owned_by_the_release_once_every_job_has_completed(api):
     api.objects[VCJOB] = lambda n: 404 if n == 1 else vcjob("Running") if n < 4 else vcjob("Completed")
     api.objects[JOB] = batch_job("Complete")
-    result = api.gate("training", "vcjob/compile-1", "job/data-1")
+    result = api.release("vcjob/compile-1", "job/data-1")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "waiting for vcjob/compile-1" in result.stdout
+    assert "waiting for vcjob/compile-1 in namespace training before creating vcjob/train-1" in result.stdout
+    assert "created vcjob/train-1 after vcjob/compile-1, job/data-1 completed" in result.stdout
     assert api.requests.count(VCJOB) == 4
+    [(path, body)] = api.posts
+    assert path == f"/apis/batch.volcano.sh/v1alpha1{NS}/jobs"
+    assert body["spec"] == HELD_MANIFEST["spec"]
+    assert body["metadata"]["ownerReferences"] == [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "train-1-release-abc123", "uid": "release-uid"}
+    ]
+
+
+def test_a_job_that_waits_for_nothing_is_created_at_once(api):
+    result = api.release()
+    assert result.returncode == 0 and "created vcjob/train-1" in result.stdout
+    assert len(api.posts) == 1
 
 
 @pytest.mark.parametrize(
     "path,answer,ref",
     [
         (VCJOB, vcjob("Failed"), "vcjob/compile-1"),
-        (VCJOB, vcjob("Aborted"), "vcjob/compile-1"),
+        (VCJOB, vcjob("Terminated"), "vcjob/compile-1"),
         (JOB, batch_job("Failed"), "job/data-1"),
     ],
 )
-def test_fails_as_soon_as_a_job_failed(api, path, answer, ref):
+def test_a_failed_job_ends_the_release_for_good(api, path, answer, ref):
     api.objects[path] = answer
-    result = api.gate("training", ref)
-    assert result.returncode == 1
-    assert f"{ref} failed; not starting" in result.stdout
+    result = api.release(ref)
+    assert result.returncode == NEVER
+    assert f"{ref} failed (or its release did); vcjob/train-1 is not created" in result.stdout
+    assert not api.posts
 
 
-def test_fails_when_the_service_account_may_not_read_jobs(api):
+def test_a_job_whose_release_failed_will_never_exist_so_the_failure_travels_down_the_chain(api):
+    """staging -> precompile -> training: staging failed, so precompile's release failed and precompile never
+    exists; training's release ends at once instead of waiting out its deadline."""
+    api.objects[f"/apis/batch/v1{NS}/jobs/compile-1-release"] = batch_job("Failed")
+    result = api.release("vcjob/compile-1")
+    assert result.returncode == NEVER, result.stdout
+    assert "vcjob/compile-1 failed (or its release did)" in result.stdout and not api.posts
+
+
+def test_a_job_not_created_yet_whose_release_still_runs_is_waited_for(api):
+    api.objects[f"/apis/batch/v1{NS}/jobs/compile-1-release"] = {"status": {"active": 1}}
+    api.objects[VCJOB] = lambda n: 404 if n < 3 else vcjob("Completed")
+    result = api.release("vcjob/compile-1")
+    assert result.returncode == 0, result.stdout
+    assert api.requests.count(f"/apis/batch/v1{NS}/jobs/compile-1-release") == 2
+
+
+@pytest.mark.parametrize("status", [429, 408, 409])
+def test_throttling_and_conflicts_are_retried_not_taken_as_refusals(api, status):
+    """429: API priority and fairness throttles the client (Kubernetes docs, flow-control); 409 on create: an earlier
+    attempt's POST reached the server (the next loop finds the job it created)."""
+    api.objects[JOB] = lambda n: status if n < 3 else batch_job("Complete")
+    result = api.release("job/data-1")
+    assert result.returncode == 0, result.stdout
+    assert f"HTTP {status}" in result.stdout and "API not reachable, retrying" in result.stdout
+
+
+def test_a_restarting_job_is_waited_for_not_taken_as_failed(api):
+    """A Volcano Job restarting after a failed attempt (RestartJob) passes Restarting, Pending and Running; an
+    Aborted one may be resumed (volcano v1.15.1 pkg/controllers/job/state/aborted.go)."""
+    phases = ["Running", "Restarting", "Pending", "Aborted", "Running", "Completed"]
+    api.objects[VCJOB] = lambda n: vcjob(phases[min(n, len(phases)) - 1])
+    result = api.release("vcjob/compile-1")
+    assert result.returncode == 0, result.stdout
+    assert api.requests.count(VCJOB) == len(phases)
+
+
+def test_a_release_run_again_finds_its_own_job_and_succeeds(api):
+    api.objects[HELD] = {**HELD_MANIFEST, **owned_manifest(HELD_MANIFEST, "train-1-release-abc123", "release-uid")}
+    result = api.release("vcjob/compile-1")
+    assert result.returncode == 0 and "exists (created by this release)" in result.stdout
+    assert not api.posts and VCJOB not in api.requests
+
+
+def test_an_object_of_the_held_name_it_did_not_create_is_left_alone(api):
+    api.objects[HELD] = HELD_MANIFEST
+    result = api.release()
+    assert result.returncode == NEVER and "was not created by job/train-1-release-abc123" in result.stdout
+    assert not api.posts
+
+
+def test_a_webhook_denial_is_reported_with_the_servers_message(api):
+    api.post_status = 400
+    result = api.release()
+    assert result.returncode == NEVER
+    assert "refused a request for vcjob/train-1: HTTP 400: status 400 from the fake" in result.stdout
+
+
+def test_a_missing_permission_ends_the_release_with_the_reason(api):
     api.objects[JOB] = 403
-    result = api.gate("training", "job/data-1")
-    assert result.returncode == 1
-    assert "cannot read job/data-1" in result.stdout and "403" in result.stdout
+    result = api.release("job/data-1")
+    assert result.returncode == NEVER and "HTTP 403" in result.stdout
 
 
 def test_keeps_waiting_through_server_errors(api):
     api.objects[JOB] = lambda n: 503 if n < 3 else batch_job("Complete")
-    result = api.gate("training", "job/data-1")
-    assert result.returncode == 0
+    result = api.release("job/data-1")
+    assert result.returncode == 0, result.stdout
     assert "API not reachable, retrying" in result.stdout
 
 
-@pytest.mark.parametrize("args", [["training", "deployment/x"], ["training", "job-x"], ["training", "job/a vcjob"]])
-def test_usage_errors(api, args):
-    result = api.gate(*args)
+def test_gives_up_before_its_jobs_deadline_naming_the_job_it_waited_for(api):
+    """The deadline is the release Job's activeDeadlineSeconds (mutable), counted from its start, less ten minutes."""
+    api.objects[RELEASE] = {
+        "metadata": {"uid": "release-uid"},
+        "spec": {"activeDeadlineSeconds": DEADLINE_MARGIN_SECONDS + 60},
+        "status": {"startTime": "2026-01-01T00:00:00Z"},
+    }
+    api.objects[VCJOB] = vcjob("Running")
+    result = api.release("vcjob/compile-1")
+    assert result.returncode == NEVER
+    assert "gave up at the release Job's deadline, waiting for vcjob/compile-1" in result.stdout and not api.posts
+
+
+def test_give_up_time_counts_from_the_jobs_start():
+    job = {"spec": {"activeDeadlineSeconds": 3600}, "status": {"startTime": "2026-12-01T00:00:00Z"}}
+    assert give_up_time(job) == 1796083200 + 3600 - DEADLINE_MARGIN_SECONDS
+    assert give_up_time({"spec": {}}) is None
+
+
+@pytest.mark.parametrize(
+    "args,held",
+    [
+        (["deployment/x"], HELD_MANIFEST),
+        (["job-x"], HELD_MANIFEST),
+        (["job/a vcjob"], HELD_MANIFEST),
+        ([], "not json"),
+        ([], {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}}),
+    ],
+)
+def test_usage_errors(api, args, held):
+    result = api.release(*args, held=held)
     assert result.returncode == 2 and result.stderr.startswith("usage:")
 
 
-@pytest.mark.parametrize("args", [["training"], ["training", ""], ["training", "  "]])
-def test_nothing_to_wait_for_passes_at_once(api, args):
-    """A runtime's gate gets its jobs from one environment variable, empty when the job waits for nothing."""
-    result = api.gate(*args)
-    assert result.returncode == 0 and "nothing to wait for" in result.stdout
+def test_a_call_without_the_release_jobs_name_is_a_usage_error(api):
+    env = {"JOB_RELEASE_API_URL": api.url, "HELD_JOB": json.dumps(HELD_MANIFEST), "PATH": "/usr/bin:/bin"}
+    result = subprocess.run(
+        [sys.executable, "-c", RELEASE_PROGRAM_SOURCE, "training"], env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 2 and result.stderr.startswith("usage:")
 
 
-def test_several_jobs_in_one_argument_as_an_environment_variable_gives_them(api):
+def test_several_jobs_in_one_argument_are_all_waited_for(api):
     api.objects[JOB] = batch_job("Complete")
-    api.objects["/apis/trainer.kubeflow.org/v1alpha1/namespaces/training/trainjobs/t-1"] = {
-        "status": {"conditions": [{"type": "Complete", "status": "True"}]}
-    }
-    result = api.gate("training", "job/data-1 trainjob/t-1")
+    api.objects[f"/apis/trainer.kubeflow.org/v1alpha1{NS}/trainjobs/t-1"] = batch_job("Complete")
+    result = api.release("job/data-1 trainjob/t-1")
     assert result.returncode == 0, result.stdout + result.stderr
+    assert JOB in api.requests and f"/apis/trainer.kubeflow.org/v1alpha1{NS}/trainjobs/t-1" in api.requests
+    assert "after job/data-1, trainjob/t-1 completed" in result.stdout
+
+
+def test_states_and_decisions():
+    assert state("pytorchjob", batch_job("Succeeded")) == "done"
+    assert state("trainjob", batch_job("Failed")) == "failed"
+    assert state("job", None) == "waiting"
+    assert decide({}) == ("create", "")
+    assert decide({"job/a": "done", "vcjob/b": "waiting"}) == ("wait", "vcjob/b")
+    assert decide({"job/a": "failed", "vcjob/b": "waiting"}) == ("fail", "job/a")
+    assert ref_of(HELD_MANIFEST) == "vcjob/train-1"

@@ -45,7 +45,13 @@ def test_trainjob_shape_refers_to_the_runtime_and_always_sets_processes_per_node
     trainer = spec["trainer"]
     assert trainer["numNodes"] == 6 and trainer["numProcPerNode"] == 1
     assert trainer["resourcesPerNode"] == {"requests": {"cpu": "2", "memory": "8Gi"}}
-    assert manifest["metadata"]["annotations"] == {"scheduling.volcano.sh/queue-name": "training"}
+    assert "annotations" not in manifest["metadata"], "the Trainer never reads a TrainJob's own annotations"
+    (patch,) = spec["runtimePatches"]
+    assert patch["manager"] == "trainium-eks/train-job-chart", "the Trainer's webhook wants a domain-prefixed path"
+    assert patch["trainingRuntimeSpec"]["template"]["metadata"] == {
+        "annotations": {"scheduling.volcano.sh/queue-name": "training"}
+    }, "the Trainer's Volcano plugin reads the queue from the runtime's or the patch's template metadata"
+    assert "metadata" not in trainjob(queue=None)[1]["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]
 
 
 def test_neuron_trainjob_sets_one_process_per_neuroncore_never_auto():
@@ -70,7 +76,7 @@ def test_trainjob_launch_uses_the_trainers_variables(tmp_path):
     assert started["env"]["NEURON_CC_FLAGS"] == "--cache_dir=/data/neuron_cache/bert_1", "per-node cache from the rank"
 
 
-def test_trainjob_runtime_patch_places_mounts_and_gates():
+def test_trainjob_runtime_patch_places_mounts_and_names_only_the_runtimes_containers():
     staging = DatasetStagingChart(
         name="cifar10-data", source="s3://bucket/cifar.tar", directory="cifar10", image="i:1", node_group=CPU
     )
@@ -80,8 +86,9 @@ def test_trainjob_runtime_patch_places_mounts_and_gates():
     assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "m5.xlarge"} and pod["tolerations"] == []
     assert pod["volumes"] == [{"name": "claim-0", "persistentVolumeClaim": {"claimName": "efs-sc-claim"}}]
     assert pod["containers"] == [{"name": "node", "volumeMounts": [{"name": "claim-0", "mountPath": "/data"}]}]
-    assert pod["initContainers"] == [{"name": "start-gate", "env": [{"name": "START_GATE_JOBS", "value": staging.ref}]}]
-    assert chart.stage == 1 and not chart.scheduled_by_priority
+    assert "initContainers" not in pod, "nothing waits inside the job's pods"
+    assert chart.wait_for == (staging.ref,)
+    assert manifest["metadata"]["annotations"]["trainium-eks/wait-for"] == staging.ref
 
 
 def test_trainjob_with_the_images_own_launcher():
@@ -111,6 +118,7 @@ def test_composer_launcher_on_gpu_nodes_sets_the_node_rank(tmp_path):
         ({"launcher": "composer", "node_group": TRN1}, "Composer on Neuron nodes"),
         ({"runtime": "Bad_Runtime"}, "runtime='Bad_Runtime'"),
         ({"nodez": 2}, "nodez=2: unknown setting; did you mean 'nodes'?"),
+        ({"max_retries": 5}, "max_retries=5: 3 or unset: a TrainJob runs as often as its runtime says"),
     ],
 )
 def test_trainjob_refuses_what_its_nodes_cannot_do(overrides, message):
@@ -136,11 +144,7 @@ def test_pytorchjob_as_the_workshop_wrote_it():
         (container,) = replica["template"]["spec"]["containers"]
         assert container["name"] == "pytorch"
         assert replica["template"]["spec"]["nodeSelector"] == {"node.kubernetes.io/instance-type": "m5.xlarge"}
-    assert spec["runPolicy"]["schedulingPolicy"] == {
-        "minAvailable": 3,
-        "priorityClass": "trainium-eks-stage-0",
-        "queue": "training",
-    }
+    assert spec["runPolicy"]["schedulingPolicy"] == {"minAvailable": 3, "queue": "training"}
     assert "elasticPolicy" not in spec and chart.ref.startswith("pytorchjob/")
 
 
@@ -156,7 +160,7 @@ def test_the_three_job_kinds_share_the_pod_contract():
     def pod_env(manifest):
         return manifest["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["env"]
 
-    args = dict(node_group=TRN1, script="/opt/bert/pretrain_bert.py", bf16=True)
+    args = dict(node_group=TRN1, script="/opt/bert/pretrain_bert.py")
     volcano = TrainingJobChart(**{**BASE, **args}).manifests()[0]
     _, train = trainjob(**args)
     _, pytorch = pytorchjob(**args)
@@ -178,16 +182,17 @@ def test_runtime_and_jobs_validate_against_the_crd_schemas(tmp_path):
         validate_objects(objects, tmp_path, k8s_version=version)
 
 
-def test_runtime_gate_passes_at_once_when_a_job_waits_for_nothing(tmp_path):
-    import subprocess
-    import sys
-
+def test_runtime_gangs_through_volcano_and_restarts_whole_jobs():
     (runtime,) = TrainingRuntimeChart().manifests()
-    pod = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-    (gate,) = pod["initContainers"]
-    assert gate["command"][3:] == ["$(POD_NAMESPACE)", "$(START_GATE_JOBS)"]
-    source = gate["command"][2]
-    empty = subprocess.run([sys.executable, "-c", source, "training", ""], capture_output=True, text=True)
-    assert empty.returncode == 0 and "nothing to wait for" in empty.stdout
-    bad = subprocess.run([sys.executable, "-c", source, "training", "deployment/x"], capture_output=True, text=True)
-    assert bad.returncode == 2
+    template = runtime["spec"]["template"]
+    assert template["metadata"] == {"annotations": {"scheduling.volcano.sh/queue-name": "training"}}
+    assert template["spec"]["failurePolicy"] == {"maxRestarts": 2}, "three attempts, as a Volcano job's maxRetry 3"
+    (node,) = template["spec"]["replicatedJobs"]
+    assert node["template"]["spec"]["backoffLimit"] == 0, "a failed pod fails the JobSet, which restarts whole"
+    pod = node["template"]["spec"]["template"]["spec"]
+    assert pod["schedulerName"] == "volcano", "the Trainer never sets it; without it Volcano never sees the pods"
+    assert pod["restartPolicy"] == "Never" and "initContainers" not in pod
+    assert runtime["spec"]["podGroupPolicy"] == {"volcano": {}}
+    (plain,) = TrainingRuntimeChart(name="plain", volcano=False).manifests()
+    plain_pod = plain["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert "schedulerName" not in plain_pod and "podGroupPolicy" not in plain["spec"]

@@ -40,6 +40,8 @@ from trainium_eks.manifests.efa_device_plugin import EfaDevicePluginChart
 from trainium_eks.manifests.efs_volume import EfsVolumeChart
 from trainium_eks.manifests.etcd import EtcdChart
 from trainium_eks.manifests.fsx_volume import FsxVolumeChart
+from trainium_eks.manifests.job_release import JobReleaseChart
+from trainium_eks.manifests.job_release_access import JobReleaseAccessChart, JobReleaseCreatorChart
 from trainium_eks.manifests.neuron_device_plugin import NeuronDevicePluginChart
 from trainium_eks.manifests.nvidia_device_plugin import NvidiaDevicePluginChart
 from trainium_eks.manifests.pytorch_job import PyTorchJobChart
@@ -181,6 +183,9 @@ TOPOLOGY = NodeGroupTopology(
 VOLUME = LustreVolumeSource("fs-0123456789abcdef0", "fs.example", "abcdefgh", 1200)
 EFS_VOLUME = EfsVolumeSource("fs-0123456789abcdef1")
 CPU_TOPOLOGY = NodeGroupTopology("m5.xlarge", 2, 2, 0, (), frozenset({"efs-sc-claim"}))
+HELD_JOB = TrainingJobChart(
+    name="held", image="example.com/i:1", node_group=TOPOLOGY, script="/t.py", wait_for=["job/data-0123456789"]
+)
 RUN_TEMPLATE = TrainJobChart(
     name="run",
     image="example.com/i:1",
@@ -314,6 +319,11 @@ CHART_FACTORIES: Dict[str, Callable[..., Any]] = {
     "EfsVolumeChart": lambda **p: EfsVolumeChart(**{"volume": EFS_VOLUME, **p}),
     "NvidiaDevicePluginChart": lambda **p: NvidiaDevicePluginChart(**p),
     "WorkflowAccessChart": lambda **p: WorkflowAccessChart(**p),
+    "JobReleaseChart": lambda **p: JobReleaseChart(
+        **{"job": HELD_JOB.manifest, "wait_for": list(HELD_JOB.wait_for), **p}
+    ),
+    "JobReleaseAccessChart": lambda **p: JobReleaseAccessChart(**{"namespace": "training", **p}),
+    "JobReleaseCreatorChart": lambda **p: JobReleaseCreatorChart(**{"namespace": "training", "kind": "vcjob", **p}),
 }
 
 
@@ -354,6 +364,7 @@ PROPS = {
         "queue",
         "volume",
         "cluster",
+        "node_instance_types",
         "nvidia_device_plugin",
         "after_nodes",
     ],
@@ -375,7 +386,7 @@ PROPS = {
         "vpc",
         "efs_csi_driver",
     ],
-    "JobSequence": ["cluster", "prerequisites"],
+    "JobSequence": ["cluster", "prerequisites", "access_prerequisites", "release_timeout"],
     "TrainingJobChart": [
         "name",
         "image",
@@ -390,7 +401,6 @@ PROPS = {
         "efa_interfaces",
         "rendezvous",
         "launcher",
-        "bf16",
         "cache_set",
         "precompile",
         "volumes",
@@ -423,13 +433,15 @@ PROPS = {
     "FsxVolumeChart": ["volume", "namespace", "volume_name", "claim_name"],
     "VolcanoQueueChart": ["name", "weight"],
     "EfsStorage": ["vpc", "subnets", "client_security_groups", "kms_key", "transition_to_ia", "require_tls"],
-    "KubeflowTrainer": ["cluster", "runtime_name", "volcano"],
+    "KubeflowTrainer": ["cluster", "runtime_name", "volcano", "after"],
     "HybridTrainingWorkflow": [
         "train_job",
         "efs",
         "subnets",
         "image_uri",
         "data_directory",
+        "data_job",
+        "image_accelerators",
         "sagemaker_instance_type",
         "sagemaker_instance_count",
         "volume_size_gib",
@@ -472,10 +484,13 @@ PROPS = {
         "env",
         "wait_for",
     ],
-    "TrainingRuntimeChart": ["name", "volcano", "gate_image"],
+    "TrainingRuntimeChart": ["name", "volcano", "queue", "max_restarts"],
     "EfsVolumeChart": ["volume", "namespace", "storage_class_name", "volume_name", "claim_name"],
     "NvidiaDevicePluginChart": ["image", "instance_types", "fail_on_init_error"],
-    "WorkflowAccessChart": ["group", "namespace", "name"],
+    "WorkflowAccessChart": ["group", "namespace", "name", "read_jobs"],
+    "JobReleaseChart": ["job", "wait_for", "timeout_seconds"],
+    "JobReleaseAccessChart": ["namespace"],
+    "JobReleaseCreatorChart": ["namespace", "kind"],
 }
 
 CASES = [(name, prop) for name, props in PROPS.items() for prop in props]

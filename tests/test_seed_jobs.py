@@ -1,4 +1,4 @@
-"""The seed workload inside the default stack: staging, pre-compilation, training; order, gates, topology."""
+"""The seed workload inside the default stack: staging, pre-compilation, training; order, releases, topology."""
 
 import json
 from pathlib import Path
@@ -6,44 +6,52 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, build_default_app, default_template
-from tests.job_helpers import flag, job_manifests, pod_spec, volcano_launch
+from tests.job_helpers import flag, job_manifests, pod_spec, release_manifests, volcano_launch
 from tests.k8s_validation import validate_objects
-from trainium_eks import bert_phase1, versions
+from trainium_eks import bert_phase1
 
 
-def test_three_jobs_created_side_by_side_after_the_add_ons_each_its_own_resource(template):
+def test_staging_and_two_releases_created_side_by_side_after_the_add_ons_each_its_own_resource(template):
     jobs = job_manifests(template)
     assert set(jobs) == {"Staging", "Precompile", "Training"}
+    releases = release_manifests(template)
+    assert set(releases) == {"Precompile", "Training"}, "the jobs that wait are held; their release Jobs are applied"
     resources = template.to_json()["Resources"]
-    ids = {name: next(k for k in resources if k.startswith(f"Jobs{name}Job")) for name in jobs}
+    ids = {
+        name: next(k for k in resources if k.startswith(f"Jobs{name}Job") and "ReleaseAccess" not in k) for name in jobs
+    }
     depends = {name: set(resources[ids[name]]["DependsOn"]) for name in jobs}
-    for name, job in jobs.items():
-        assert job["metadata"]["name"].replace("-", "") in ids[name], "the job's hashed name is in its logical ID"
-        assert not any(d.startswith("Jobs") for d in depends[name]), "no job waits for another in CloudFormation"
+    for name in jobs:
+        applied = releases.get(name, jobs[name])
+        assert applied["metadata"]["name"].replace("-", "") in ids[name], "the hashed name is in the logical ID"
+        assert not any(d.startswith(("JobsStaging", "JobsPrecompile", "JobsTraining")) for d in depends[name]), (
+            "no job waits for another in CloudFormation"
+        )
         assert not any(d.startswith("AcceleratedNodes") for d in depends[name]), "pods wait for nodes, not CFN"
-        for prerequisite in ("AddonsVolcanoQueue", "AddonsSharedVolume", "AddonsTrainingNamespace", "AddonsJobPrio"):
+        for prerequisite in ("AddonsVolcanoQueueOpen", "AddonsSharedVolume", "AddonsTrainingNamespace"):
             assert any(d.startswith(prerequisite) for d in depends[name]), (name, prerequisite)
         assert "PruneLabel" not in resources[ids[name]]["Properties"]
+    for name in releases:
+        assert any(d.startswith("JobsReleaseAccesstraining") for d in depends[name]), "its service account first"
 
 
-def test_training_starts_only_after_precompilation_which_starts_only_after_staging(template):
-    jobs = job_manifests(template)
+def test_training_is_created_after_precompilation_which_is_created_after_staging(template):
+    jobs, releases = job_manifests(template), release_manifests(template)
     staging, precompile, training = jobs["Staging"], jobs["Precompile"], jobs["Training"]
 
-    def gate(job):
-        (init,) = pod_spec(job)["initContainers"]
-        return init["command"][3:]
+    def waits(release):
+        (container,) = release["spec"]["template"]["spec"]["containers"]
+        return container["command"][3:]
 
-    assert gate(precompile) == ["training", f"job/{staging['metadata']['name']}"]
-    assert gate(training) == ["training", f"vcjob/{precompile['metadata']['name']}"]
-
-
-def test_a_waiting_job_has_a_lower_priority_than_the_job_it_waits_for(template):
-    jobs = job_manifests(template)
-    classes = {name: jobs[name]["spec"]["priorityClassName"] for name in ("Precompile", "Training")}
-    assert classes == {"Precompile": "trainium-eks-stage-1", "Training": "trainium-eks-stage-2"}
-    for name, priority_class in classes.items():
-        assert pod_spec(jobs[name])["priorityClassName"] == priority_class
+    assert waits(releases["Precompile"]) == ["training", releases["Precompile"]["metadata"]["name"]] + [
+        f"job/{staging['metadata']['name']}"
+    ]
+    assert waits(releases["Training"])[2:] == [f"vcjob/{precompile['metadata']['name']}"]
+    for name in ("Precompile", "Training"):
+        job = jobs[name]
+        assert "initContainers" not in pod_spec(job) and "priorityClassName" not in pod_spec(job)
+        assert releases[name]["metadata"]["name"] == f"{job['metadata']['name']}-release"
+    assert training["metadata"]["name"] != precompile["metadata"]["name"]
 
 
 def test_seed_run_is_the_tutorials_64_worker_bf16_phase_1(template, tmp_path):
@@ -55,8 +63,10 @@ def test_seed_run_is_the_tutorials_64_worker_bf16_phase_1(template, tmp_path):
     assert bert_phase1.SCRIPT in command
     assert flag(command, "--batch_size") == "16"
     assert flag(command, "--grad_accum_usteps") == "32"
-    assert "--bf16" in command
-    assert started["env"]["XLA_DOWNCAST_BF16"] == "1"
+    assert "--bf16" in command, "bf16 through the script's autocast"
+    assert "XLA_DOWNCAST_BF16" not in started["env"], "Neuron's migration guide: not together with autocast"
+    output = flag(command, "--output_dir")
+    assert output == f"/data/output/{training['metadata']['name']}", "each run writes and resumes in its own folder"
     assert started["env"]["NEURON_CC_FLAGS"] == "--cache_dir=/data/neuron_cache/bert-large_0"
 
 
@@ -86,7 +96,7 @@ def test_image_is_the_asset_built_at_deploy_time(template):
     (training_id,) = [k for k in resources if k.startswith("JobsTrainingJob")]
     tokens = [p for p in resources[training_id]["Properties"]["Manifest"]["Fn::Join"][1] if not isinstance(p, str)]
     images = {json.dumps(t) for t in tokens if "container-assets" in json.dumps(t)}
-    assert len(images) == 1, "one image, from the bootstrap's asset repository, for worker and start gate"
+    assert len(images) == 1, "one image, from the bootstrap's asset repository"
     app, _ = build_default_app()
     assembly = app.synth()
     docker_images = json.loads(Path(assembly.directory, "TrainiumEks.assets.json").read_text())["dockerImages"]
@@ -94,10 +104,8 @@ def test_image_is_the_asset_built_at_deploy_time(template):
     assert asset["source"] == {
         "directory": str(REPO / "images" / "bert-pretrain"),
         "platform": "linux/amd64",
-        "dockerBuildArgs": {"BASE_IMAGE": versions.NEURON_PYTORCH_TRAINING.image},
-    }
-    dockerfile = (REPO / "images" / "bert-pretrain" / "Dockerfile").read_text()
-    assert "ARG BASE_IMAGE\n" in dockerfile, "the pin lives in versions.py only"
+        "dockerBuildArgs": {},
+    }, "the Dockerfile's ARG BASE_IMAGE default is the pin (tests/test_image_assets.py)"
     (destination,) = asset["destinations"].values()
     assert destination["imageTag"] in next(iter(images))
 
@@ -133,16 +141,15 @@ def test_a_users_job_composes_into_the_stack_as_the_readme_shows(tmp_path):
         image=stack.images.image_uri_for_tag("v3"),
         node_group=stack.accelerated_nodes.topology,
         script="/opt/train/sft.py",
-        args=["--lr", "2e-5"],
-        bf16=True,
+        args=["--lr", "2e-5", "--bf16"],
         cache_set="llama-8b",
-        rendezvous=Rendezvous.C10D,
+        rendezvous=Rendezvous.ETCD,
         wait_for=[stack.seed_jobs.training],
         resolve=stack.jobs.resolve,
     )
     stack.jobs.add("LlamaSft", job)
-    assert job.stage == stack.seed_jobs.training.stage + 1, "after the seed run, at a lower priority"
-    (rendered,) = job.manifests()
-    gate = pod_spec(rendered)["initContainers"][0]["command"]
-    assert gate[-1] == stack.seed_jobs.training.ref
-    assert app.synth().get_stack_by_name("TrainiumEks").template
+    release = stack.jobs.releases[job.ref]
+    assert release.wait_for == [stack.seed_jobs.training.ref], "created once the seed run has completed"
+    template = app.synth().get_stack_by_name("TrainiumEks").template
+    etcd = [k for k in template["Resources"] if k.startswith("JobsEtcdtraining")]
+    assert etcd, "a job that rendezvouses through etcd brings the etcd server of its namespace"

@@ -7,7 +7,6 @@ import pytest
 from tests.job_helpers import flag, volcano_launch
 from tests.k8s_validation import validate_objects
 from trainium_eks.conventions import Taint
-from trainium_eks.manifests.distributed_workload import START_GATE_SOURCE
 from trainium_eks.manifests.job_naming import hashed_name
 from trainium_eks.manifests.topology import NodeGroupTopology
 from trainium_eks.manifests.training_job import Rendezvous, TrainingJobChart
@@ -79,18 +78,26 @@ def test_the_manifest_does_not_grow_with_the_node_count():
     assert large["spec"]["tasks"][0]["replicas"] == 450
 
 
-def test_torchrun_command(tmp_path):
+def test_torchrun_command_rendezvouses_through_c10d_by_default(tmp_path):
     chart, manifest = job()
     words = launch(manifest, tmp_path)["argv"]
     assert words[0] == "torchrun"
     assert flag(words, "--nnodes") == "2" and flag(words, "--nproc_per_node") == "32"
-    assert flag(words, "--rdzv_backend") == "etcd" and flag(words, "--rdzv_endpoint") == "etcd-server:2379"
+    assert flag(words, "--rdzv_backend") == "c10d" and flag(words, "--rdzv_endpoint") == "localhost:29500"
     assert flag(words, "--rdzv_id") == chart.job_name
+    assert not chart.needs_etcd
+
+
+def test_etcd_rendezvous_is_an_option(tmp_path):
+    chart, manifest = job(rendezvous="etcd")
+    words = launch(manifest, tmp_path)["argv"]
+    assert flag(words, "--rdzv_backend") == "etcd" and flag(words, "--rdzv_endpoint") == "etcd-server:2379"
+    assert chart.needs_etcd
     assert words[-4:] == ["/opt/bert/pretrain_bert.py", "--data_dir", "/data/set", "--bf16"]
 
 
 def test_environment_contract_per_node(tmp_path):
-    _, manifest = job(bf16=True)
+    _, manifest = job()
     assert env(manifest) == {
         "FI_PROVIDER": "efa",
         "FI_EFA_USE_DEVICE_RDMA": "1",
@@ -98,12 +105,10 @@ def test_environment_contract_per_node(tmp_path):
         "CCOM_SOCKET_IFNAME": "eth0",
         "NEURON_RT_RESET_CORES": "1",
         "XLA_TRANSFER_SEED_ASYNC": "1",
-        "XLA_DOWNCAST_BF16": "1",
-    }
+    }, "no XLA_DOWNCAST_BF16: the script's autocast chooses bf16, and Neuron says not to combine the two"
     for index in (0, 1, 449):
         seen = launch(manifest, tmp_path, node_index=index)["env"]
         assert seen["NEURON_CC_FLAGS"] == f"--cache_dir=/data/neuron_cache/bert-large_{index}", "per-node cache"
-    assert "XLA_DOWNCAST_BF16" not in env(job(bf16=False)[1])
     assert env(job(env={"NEURON_RT_LOG_LEVEL": "INFO"})[1])["NEURON_RT_LOG_LEVEL"] == "INFO"
 
 
@@ -135,7 +140,7 @@ def test_precompile_wraps_the_same_command_with_the_same_cache_set(tmp_path):
     compile_chart, compile_ = job(precompile=True)
 
     def without_id(words, chart):
-        return ["ID" if word == chart.job_name else word for word in words]
+        return [word.replace(chart.job_name, "ID") for word in words]
 
     compiled, trained = launch(compile_, tmp_path, 1), launch(train, tmp_path, 1)
     assert compiled["argv"][0] == "neuron_parallel_compile"
@@ -144,7 +149,7 @@ def test_precompile_wraps_the_same_command_with_the_same_cache_set(tmp_path):
 
 
 def test_c10d_rendezvous_uses_node_zero_through_volcano_host_names(tmp_path):
-    chart, manifest = job(rendezvous="c10d")
+    chart, manifest = job()
     assert flag(launch(manifest, tmp_path, 0)["argv"], "--rdzv_endpoint") == "localhost:29500"
     node_zero = f"{chart.job_name}-node-0.{chart.job_name}:29500"
     assert flag(launch(manifest, tmp_path, 3)["argv"], "--rdzv_endpoint") == node_zero
@@ -165,19 +170,20 @@ def test_gpu_nodes_request_gpus_and_no_neuron_environment(tmp_path):
     assert "NEURON_CC_FLAGS" not in seen["env"] and env(manifest)["FI_PROVIDER"] == "efa"
 
 
-def test_start_gate_init_container_waits_for_the_named_jobs():
-    _, manifest = job(wait_for=["vcjob/bert-compile-0123456789"])
-    (gate,) = pod(manifest)["initContainers"]
-    assert gate["image"] == BASE["image"]
-    assert gate["command"] == ["python3", "-c", START_GATE_SOURCE, "training", "vcjob/bert-compile-0123456789"]
-    assert "initContainers" not in pod(job()[1])
+def test_a_job_that_waits_holds_nothing_in_its_own_pods():
+    """No init container waits inside the job (it would hold the pod's devices); no priority class pretends to order
+    the jobs: the job sequence holds the job until the jobs it waits for have completed."""
+    chart, manifest = job(wait_for=["vcjob/bert-compile-0123456789"])
+    assert chart.wait_for == ("vcjob/bert-compile-0123456789",)
+    assert "initContainers" not in pod(manifest) and "priorityClassName" not in pod(manifest)
+    assert "priorityClassName" not in manifest["spec"]
 
 
 def test_jobs_validate_against_the_volcano_job_schema(tmp_path):
     objects = [
         job()[1],
         job(precompile=True, wait_for=["job/data-1"])[1],
-        job(rendezvous=Rendezvous.C10D, nodes=4)[1],
+        job(rendezvous=Rendezvous.ETCD, nodes=4)[1],
         job(node_group=P5, cache_set="x")[1],
         job(node_group=TRN1N, nodes=1)[1],
     ]
@@ -230,6 +236,8 @@ def test_hash_uses_the_resolved_form_of_tokens():
         ({"cache_set": "bert large!"}, "cache_set='bert large!': letters, digits, '_' and '-' only"),
         ({"name": "Bert_Train"}, "name='Bert_Train': a lowercase DNS label"),
         ({"module": "x"}, "exactly one of script, module or command"),
+        ({"wait_for": ["deployment/x"]}, "wait_for=['deployment/x']: job charts, or references like job/<name>"),
+        ({"bf16": True}, "bf16=True: unknown setting"),
         ({"node_group": P5, "precompile": True}, "precompile=True: only on Neuron nodes"),
     ],
 )

@@ -12,6 +12,7 @@ from typing import List
 from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.conventions import OUTPUT_ROOT, SHARED_MOUNT
 from trainium_eks.manifests.dataset_staging import DatasetStagingChart
+from trainium_eks.manifests.job_naming import JOB_NAME
 from trainium_eks.manifests.topology import NodeGroupTopology
 from trainium_eks.manifests.training_job import TrainingJobChart
 
@@ -26,7 +27,10 @@ DATASET_DIRECTORY = "bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128"
 SCRIPT = "/opt/bert/pretrain_bert.py"
 """The training script inside the image built from ``images/bert-pretrain``."""
 CACHE_SET = "bert-large"
-OUTPUT = f"{OUTPUT_ROOT}/bert-large-phase1"
+OUTPUT = f"{OUTPUT_ROOT}/{JOB_NAME}"
+"""Each job's checkpoints and TensorBoard events, in a folder named after the job (``<name>-<hash>``): a restarted job
+resumes its own run; a changed job (another argument, image or node count) starts a run of its own instead of resuming
+one made with other settings."""
 PRECOMPILE_STEPS = 10
 """Optimizer steps the pre-compilation job runs to trace every graph (the tutorial's ``--steps_this_run 10``)."""
 
@@ -62,7 +66,8 @@ def script_args(output_dir: str) -> List[str]:
 
 
 def add_bert_phase1_jobs(sequence: JobSequence, *, image: str, node_group: NodeGroupTopology) -> BertPhase1Jobs:
-    """Add the staging, pre-compilation and training jobs to ``sequence``, each gated on the one before."""
+    """Add the staging, pre-compilation and training jobs to ``sequence``, each created once the one before has
+    completed (held by its release Job)."""
     staging = DatasetStagingChart(
         name="bert-phase1-data",
         source=DATASET_URI,
@@ -72,14 +77,12 @@ def add_bert_phase1_jobs(sequence: JobSequence, *, image: str, node_group: NodeG
         node_group=node_group,
         resolve=sequence.resolve,
     )
-    common = dict(
-        image=image, node_group=node_group, script=SCRIPT, bf16=True, cache_set=CACHE_SET, resolve=sequence.resolve
-    )
+    common = dict(image=image, node_group=node_group, script=SCRIPT, cache_set=CACHE_SET, resolve=sequence.resolve)
     precompile = TrainingJobChart(
         name="bert-phase1-compile",
         precompile=True,
         wait_for=[staging],
-        args=script_args(f"{OUTPUT}-precompile") + ["--steps_this_run", str(PRECOMPILE_STEPS)],
+        args=script_args(OUTPUT) + ["--steps_this_run", str(PRECOMPILE_STEPS)],
         **common,
     )
     training = TrainingJobChart(

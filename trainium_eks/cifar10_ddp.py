@@ -8,12 +8,13 @@ Trainer v2 on the stack's CPU node group, one process per node, gloo between nod
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List
+from typing import List, Optional
 
 from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.conventions import OUTPUT_ROOT, SHARED_MOUNT
 from trainium_eks.manifests.dataset_staging import DatasetStagingChart
 from trainium_eks.manifests.distributed_workload import Launcher
+from trainium_eks.manifests.job_naming import JOB_NAME
 from trainium_eks.manifests.topology import NodeGroupTopology
 from trainium_eks.manifests.train_job import TrainJobChart
 
@@ -29,7 +30,8 @@ DATASET_DIRECTORY = "cifar10"
 LAUNCHER = "/opt/cifar10/launch.py"
 """The image's launcher (``images/cifar10-ddp/launch.py``), which maps the TrainJob's ``PET_*`` contract to torchrun."""
 
-OUTPUT = f"{OUTPUT_ROOT}/cifar10-ddp"
+OUTPUT = f"{OUTPUT_ROOT}/{JOB_NAME}"
+"""Each TrainJob's checkpoints, in a folder named after the job: a changed job never resumes another's run."""
 EPOCHS = 3
 
 
@@ -81,9 +83,18 @@ def run_template(*, image: str, node_group: NodeGroupTopology) -> TrainJobChart:
     )
 
 
-def add_cifar10_jobs(sequence: JobSequence, *, image: str, node_group: NodeGroupTopology) -> Cifar10Jobs:
-    """Add the staging job and the TrainJob (gated on it) to ``sequence``, on ``node_group``."""
-    staging = cifar10_staging(sequence, image=image, node_group=node_group)
+def add_cifar10_jobs(
+    sequence: JobSequence,
+    *,
+    image: str,
+    node_group: NodeGroupTopology,
+    staging: Optional[DatasetStagingChart] = None,
+) -> Cifar10Jobs:
+    """Add the TrainJob, held until the data is staged, to ``sequence``, on ``node_group``; and the staging job, unless
+    ``staging`` is one the sequence already has."""
+    if staging is None:
+        staging = cifar10_staging(sequence, image=image, node_group=node_group)
+        sequence.add("Staging", staging)
     training = TrainJobChart(
         name="cifar10-ddp",
         image=image,
@@ -94,6 +105,5 @@ def add_cifar10_jobs(sequence: JobSequence, *, image: str, node_group: NodeGroup
         wait_for=[staging],
         resolve=sequence.resolve,
     )
-    sequence.add("Staging", staging)
     sequence.add("Training", training)
     return Cifar10Jobs(staging, training)

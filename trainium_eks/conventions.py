@@ -12,7 +12,7 @@ from typing import Mapping, Optional
 from trainium_eks.catalog import Accelerator
 
 DEFAULT_NAMESPACE = "training"
-"""Namespace of the training jobs, their service account, the shared claim, etcd and TensorBoard."""
+"""Namespace of the training jobs, their service account, the shared claim, TensorBoard, and etcd when a job uses it."""
 
 DEFAULT_SERVICE_ACCOUNT = "training"
 """Service account of the training pods, bound to their IAM role by EKS Pod Identity."""

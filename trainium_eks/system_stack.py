@@ -228,13 +228,12 @@ class TrainingSystemStack(Stack):
         volume: Union[LustreVolumeSource, EfsVolumeSource],
         image_directory: Optional[str],
         image_build_args: Optional[Mapping[str, str]],
-        nvidia_device_plugin: bool = False,
         job_prerequisites: Sequence[IConstruct] = (),
     ) -> None:
-        """The in-cluster add-ons on the shared ``volume`` (:class:`ClusterAddons`, id ``Addons``), the image
-        repository (:class:`TrainingImageRepository`, id ``Images``), the jobs (:class:`JobSequence`, id ``Jobs``,
-        after the add-ons' prerequisites and ``job_prerequisites``) and the dashboard (id ``Dashboard``); the NVIDIA
-        device plugin with ``nvidia_device_plugin`` (a cluster with NVIDIA nodes)."""
+        """The in-cluster add-ons on the shared ``volume`` (:class:`ClusterAddons`, id ``Addons``: the device plugins
+        the stack's node groups need, Volcano and its queue, ...), the image repository
+        (:class:`TrainingImageRepository`, id ``Images``), the jobs (:class:`JobSequence`, id ``Jobs``, after the
+        add-ons' prerequisites and ``job_prerequisites``) and the dashboard (id ``Dashboard``)."""
         self.addons = ClusterAddons(
             self,
             "Addons",
@@ -242,7 +241,6 @@ class TrainingSystemStack(Stack):
             volume=volume,
             namespace=self.training_identity.namespace,
             service_account=self.training_identity.service_account,
-            nvidia_device_plugin=nvidia_device_plugin,
             after_nodes=[self.cluster.system_nodegroup],
         )
         self.images = TrainingImageRepository(
@@ -253,6 +251,7 @@ class TrainingSystemStack(Stack):
             "Jobs",
             cluster=self.cluster.cluster,
             prerequisites=[*self.addons.job_prerequisites, *job_prerequisites],
+            access_prerequisites=self.addons.training_namespace.of_kind("Namespace"),
         )
         self.dashboard = TrainingDashboard(self, "Dashboard", cluster_name=self.cluster.cluster.cluster_name)
 

@@ -312,14 +312,50 @@ KUBEFLOW_TRAINER = HelmChartPin(
 KUBEFLOW_TRAINER_NAMESPACE = "kubeflow-system"
 """Namespace of the Trainer's controller, as in its installation guide."""
 
-START_GATE_IMAGE = ImagePin(
+JOB_RELEASE_IMAGE = ImagePin(
     repository="docker.io/library/python",
     tag="3.12.12-slim-bookworm",
     source="Docker Official Image python (docker-library/official-images library/python): 3.12.12 on Debian 12; "
-    "the start gate needs only Python's standard library",
+    "the release program needs only Python's standard library",
     checked="2026-12-01",
 )
-"""Image of the start gate in the library's ClusterTrainingRuntime (a runtime cannot use each job's own image)."""
+"""Image of the release Jobs that create held jobs (:mod:`trainium_eks.manifests.job_release`)."""
+
+
+@dataclass(frozen=True)
+class PythonPin:
+    """A Python package at a fixed version, installed into an image (and into the test environment)."""
+
+    package: str
+    version: str
+    source: str
+    checked: str
+
+    @property
+    def requirement(self) -> str:
+        """``package==version``."""
+        return f"{self.package}=={self.version}"
+
+
+ETCD_CLIENT = (
+    PythonPin(
+        package="python-etcd",
+        version="0.4.5",
+        source="PyPI python-etcd: the last release (2017-03); torch's etcd rendezvous "
+        "(torch/distributed/elastic/rendezvous/etcd_rendezvous.py) imports it as `etcd`",
+        checked="2026-12-01",
+    ),
+    PythonPin(
+        package="urllib3",
+        version="2.8.0",
+        source="python-etcd 0.4.5 calls urllib3's HTTPResponse.getheader/getheaders (src/etcd/client.py), which "
+        "urllib3 2.8.0 still has (deprecated); the pair writes and reads against etcd 3.4 --enable-v2 "
+        "(tests/test_rendezvous_backends.py)",
+        checked="2026-12-01",
+    ),
+)
+"""The etcd rendezvous client of ``images/bert-pretrain`` (``Rendezvous.ETCD``), pinned in its Dockerfile and in the
+test environment (requirements-dev.txt); a test checks that the three agree."""
 
 
 # --- Training images of the Kubeflow and Composer stacks ------------------------------------------------------------

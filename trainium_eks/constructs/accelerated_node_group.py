@@ -18,6 +18,7 @@ from trainium_eks.catalog import (
     Offering,
     offering,
 )
+from trainium_eks.constructs.cluster_node_groups import ClusterNodeGroups
 from trainium_eks.constructs.efa_layout import EfaLayout, efa_network_interfaces
 from trainium_eks.constructs.node_capacity import CapacityKind, NodeCapacity
 from trainium_eks.constructs.node_launch_template import NodeLaunchTemplate
@@ -47,8 +48,19 @@ DEFAULT_INSTANCE_TYPE = "trn1.32xlarge"
 DEFAULT_NODE_COUNT = 2
 """Nodes of :class:`AcceleratedNodeGroup`: the seed system trains on two nodes."""
 
-DEFAULT_ROOT_VOLUME_GIB = 500
-"""Root volume of an accelerated node, in GiB (container images of the Neuron SDK are large); the tutorial's value."""
+ROOT_VOLUME_GIB: Mapping[Accelerator, int] = {
+    Accelerator.NEURON: 500,
+    Accelerator.NVIDIA: 200,
+    Accelerator.NONE: 100,
+}
+"""Root volume of a node by accelerator, in GiB, when none is given. Neuron: 500, the aws-neuron-eks-samples node
+group template's ``VolumeSize`` default (cfn/eks_trn1_ng_stack.yaml): the Neuron training DLC is about 10 GB
+compressed, unpacked next to the compile cache's local spill. NVIDIA: 200, room for several CUDA images (the PyTorch
+CUDA runtime and the Composer image are 3-6 GB compressed, about twice that unpacked) and their updates. CPU: 100.
+Datasets and checkpoints live on the shared file system, not here."""
+
+DEFAULT_ROOT_VOLUME_GIB = ROOT_VOLUME_GIB[Accelerator.NEURON]
+"""Root volume of the default (Trainium) node group, GiB."""
 
 ACCELERATOR_AMI_TYPES: Mapping[Accelerator, eks.NodegroupAmiType] = {
     Accelerator.NEURON: eks.NodegroupAmiType.AL2023_X86_64_NEURON,
@@ -89,7 +101,7 @@ class AcceleratedNodeGroup(Construct):
     :param capacity: Default: ``NodeCapacity.on_demand()``.
     :param placement_group: An existing placement group (for instance the one a capacity reservation was made
         in). Default: a new cluster placement group for on-demand EFA nodes, none otherwise.
-    :param root_volume_size_gib: Default: :data:`DEFAULT_ROOT_VOLUME_GIB`.
+    :param root_volume_size_gib: Default: by accelerator (:data:`ROOT_VOLUME_GIB`: Neuron 500, NVIDIA 200, CPU 100).
     :param node_role: Default: a new :class:`NodeRole`.
     :param labels: Extra Kubernetes labels. Default: none.
     :param taints: Extra taints (``eks.TaintSpec``), on top of the accelerator's. Default: none.
@@ -113,7 +125,7 @@ class AcceleratedNodeGroup(Construct):
         efa_layout: EfaLayout = EfaLayout.IP_OPTIMIZED,
         capacity: Optional[NodeCapacity] = None,
         placement_group: Optional[ec2.IPlacementGroup] = None,
-        root_volume_size_gib: int = DEFAULT_ROOT_VOLUME_GIB,
+        root_volume_size_gib: Optional[int] = None,
         node_role: Optional[iam.IRole] = None,
         labels: Optional[Mapping[str, str]] = None,
         taints: Sequence[eks.TaintSpec] = (),
@@ -122,6 +134,9 @@ class AcceleratedNodeGroup(Construct):
     ) -> None:
         super().__init__(scope, id_)
         capacity = capacity or NodeCapacity.on_demand()
+        known = INSTANCE_CATALOG.get(instance_type) if isinstance(instance_type, str) else None
+        if root_volume_size_gib is None:
+            root_volume_size_gib = ROOT_VOLUME_GIB[known.accelerator] if known else DEFAULT_ROOT_VOLUME_GIB
         problems = Problems(self.node.path, setting_names=setting_names)
         instance = check_node_group_settings(
             problems,
@@ -145,6 +160,16 @@ class AcceleratedNodeGroup(Construct):
         if instance is not None and availability_zone_id is not None:
             check_offering(problems, self, instance, availability_zone_id)
         problems.raise_if_any()
+        if availability_zone_id is None:
+            region = Stack.of(self).region
+            Annotations.of(self).add_warning_v2(
+                "trainium-eks:unverifiedOffering",
+                f"No availability_zone_id: the library cannot check that the subnet's AZ offers {instance_type}. "
+                "A subnet in an AZ without the type makes every node launch fail about 20 minutes into the deploy. "
+                "Pass the subnet's AZ ID, or check with `aws ec2 describe-instance-type-offerings --location-type "
+                f"availability-zone-id --filters Name=instance-type,Values={instance_type}"
+                + (f" --region {region}`." if is_concrete(region) else "`."),
+            )
         assert instance is not None
         self.instance: InstanceFacts = instance
         self.node_count = node_count
@@ -227,6 +252,7 @@ class AcceleratedNodeGroup(Construct):
                 0, eks.TaintSpec(key=own_taint.key, value=own_taint.value, effect=_EKS_TAINT_EFFECTS[own_taint.effect])
             )
 
+        self.cluster = cluster
         self.nodegroup = eks.Nodegroup(
             self,
             "Nodegroup",
@@ -252,6 +278,7 @@ class AcceleratedNodeGroup(Construct):
         (with a synth warning) where the catalog has no verified price. Capacity Blocks are paid upfront at their own
         price; the figure is the on-demand one."""
         self._root_volume_size_gib = root_volume_size_gib
+        ClusterNodeGroups.of(cluster).add(self.topology)
 
     @property
     def cost_line(self) -> CostLine:

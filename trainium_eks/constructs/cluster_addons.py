@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import List, Sequence, Union
+import warnings
+from typing import List, Optional, Sequence, Union
 
 from aws_cdk import CfnMapping, Duration, Stack, Token
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
 from trainium_eks import versions
+from trainium_eks.catalog import Accelerator, instance_facts
 from trainium_eks.constructs.applied_chart import AppliedChart
+from trainium_eks.constructs.cluster_node_groups import ClusterNodeGroups
 from trainium_eks.conventions import (
     DEFAULT_NAMESPACE,
     DEFAULT_SERVICE_ACCOUNT,
@@ -20,12 +23,11 @@ from trainium_eks.conventions import (
 from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.manifests.efa_device_plugin import EfaDevicePluginChart
 from trainium_eks.manifests.efs_volume import EfsVolumeChart
-from trainium_eks.manifests.etcd import EtcdChart
 from trainium_eks.manifests.fsx_volume import FsxVolumeChart
-from trainium_eks.manifests.job_priorities import JobPrioritiesChart
 from trainium_eks.manifests.neuron_device_plugin import NeuronDevicePluginChart
 from trainium_eks.manifests.nvidia_device_plugin import NvidiaDevicePluginChart
 from trainium_eks.manifests.tensorboard import TensorBoardChart
+from trainium_eks.manifests.topology import NodeGroupTopology
 from trainium_eks.manifests.training_namespace import TrainingNamespaceChart
 from trainium_eks.manifests.volcano_queue import DEFAULT_QUEUE, VolcanoQueueChart
 from trainium_eks.regions import EKS_REGISTRY_ACCOUNTS, eks_registry
@@ -36,6 +38,7 @@ from trainium_eks.validation import (
     check_dns_label,
     check_dns_subdomain,
     check_instance,
+    check_strings,
     implements,
 )
 
@@ -47,6 +50,9 @@ KUBECTL_HANDLER_TIMEOUT = Duration.minutes(15)
 """Timeout of the kubectl handler Lambda of aws-eks-v2, which runs every ``helm`` and ``kubectl`` command of the
 stack (aws-cdk ``packages/aws-cdk-lib/aws-eks-v2/lib/kubectl-provider.ts``: ``timeout: Duration.minutes(15)``; no
 isComplete step, so a command must end within one invocation)."""
+
+QUEUE_OPEN_TIMEOUT = Duration.minutes(5)
+"""How long the deploy waits for the Volcano queue to be opened by Volcano's queue controller (seconds, normally)."""
 
 HELM_BUDGET = Duration.minutes(11)
 """How long one ``helm upgrade --install`` may take in all: clearly below :data:`KUBECTL_HANDLER_TIMEOUT`, so that a
@@ -75,8 +81,15 @@ class ClusterAddons(Construct):
     every job in it; a claim in use cannot be deleted; the data lives on the retained file system either way). Volcano
     is uninstalled (``helm uninstall``); the queue is deleted before it.
 
-    Order, as stack dependencies: the namespace before everything namespaced in it (service account, role, claim,
-    etcd, TensorBoard); in each chart, accounts, roles and services before workloads; Volcano (which installs its
+    **Device plugins follow the node groups**: each ``AcceleratedNodeGroup`` of the cluster (built before or after
+    this construct, :class:`~trainium_eks.constructs.cluster_node_groups.ClusterNodeGroups`) brings the plugins its
+    devices need: the Neuron plugin for Trainium nodes, the EFA plugin for nodes with EFA interfaces, the NVIDIA
+    plugin for NVIDIA nodes; without them the kubelet advertises no ``aws.amazon.com/neuron``,
+    ``vpc.amazonaws.com/efa`` or ``nvidia.com/gpu`` and every job asking for them stays Pending. A cluster without
+    such nodes runs none of them (and none of their service accounts and cluster roles).
+
+    Order, as stack dependencies: the namespace before everything namespaced in it (service account, claim,
+    TensorBoard); in each chart, accounts, roles and services before workloads; Volcano (which installs its
     CRDs and admission webhook) before the queue; Volcano after ``after_nodes`` (the system node group), because its
     pre-install hook Job and its pods run there and Helm gives the hook and the wait the whole timeout each
     (:func:`helm_timeout`). ``helm --wait`` waits until its pods are ready; the admission Deployment has no readiness
@@ -89,10 +102,10 @@ class ClusterAddons(Construct):
     :param namespace: Default: ``training``.
     :param service_account: Default: ``training``.
     :param queue: Name of the Volcano queue. Default: ``training``.
-    :param nvidia_device_plugin: Install the NVIDIA device plugin (:class:`NvidiaDevicePluginChart`, on NVIDIA nodes
-        only), without which no pod gets an ``nvidia.com/gpu``: a cluster with an NVIDIA node group needs it. The
-        Neuron and EFA device plugins are always installed (they run only on nodes of their instance types).
-        Default: false.
+    :param node_instance_types: Instance types of nodes the library does not build (an existing node group, say):
+        their device plugins are installed too. Default: none.
+    :param nvidia_device_plugin: Deprecated (device plugins follow the node groups): true adds an NVIDIA type to
+        ``node_instance_types``. Default: false.
     :param after_nodes: What the Volcano release is installed after: the nodes its hook Job and pods run on (the
         system node group of a cluster built in the same app). Default: nothing (an existing cluster's nodes).
     """
@@ -107,6 +120,7 @@ class ClusterAddons(Construct):
         namespace: str = DEFAULT_NAMESPACE,
         service_account: str = DEFAULT_SERVICE_ACCOUNT,
         queue: str = DEFAULT_QUEUE,
+        node_instance_types: Sequence[str] = (),
         nvidia_device_plugin: bool = False,
         after_nodes: Sequence[IConstruct] = (),
     ) -> None:
@@ -124,6 +138,12 @@ class ClusterAddons(Construct):
         check_dns_subdomain(problems, "service_account", service_account)
         check_dns_label(problems, "queue", queue)
         check_bool(problems, "nvidia_device_plugin", nvidia_device_plugin)
+        if check_strings(problems, "node_instance_types", node_instance_types):
+            for name in node_instance_types:
+                try:
+                    instance_facts(name)
+                except KeyError:
+                    problems.add("node_instance_types", name, "instance types of trainium_eks.catalog")
         if not isinstance(after_nodes, (list, tuple)) or not all(implements(n, IConstruct) for n in after_nodes):
             problems.add("after_nodes", after_nodes, "a list of constructs (the system node group)")
         problems.raise_if_any()
@@ -132,12 +152,22 @@ class ClusterAddons(Construct):
         self.service_account = service_account
         self.queue = queue
 
-        self.neuron_device_plugin = self._apply("NeuronDevicePlugin", NeuronDevicePluginChart())
-        self.efa_device_plugin = self._apply("EfaDevicePlugin", EfaDevicePluginChart(registry=self._eks_registry()))
-        self.nvidia_device_plugin = (
-            self._apply("NvidiaDevicePlugin", NvidiaDevicePluginChart()) if nvidia_device_plugin else None
-        )
-        self.job_priorities = self._apply("JobPriorities", JobPrioritiesChart())
+        self.neuron_device_plugin: Optional[AppliedChart] = None
+        self.efa_device_plugin: Optional[AppliedChart] = None
+        self.nvidia_device_plugin: Optional[AppliedChart] = None
+        types = list(node_instance_types)
+        if nvidia_device_plugin:
+            warnings.warn(
+                "ClusterAddons(nvidia_device_plugin=True) is deprecated: device plugins follow the cluster's "
+                "AcceleratedNodeGroups; for nodes built elsewhere pass node_instance_types",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            types.append("g5.xlarge")
+        for name in types:
+            facts = instance_facts(name)
+            self._serve_devices(facts.accelerator, efa=facts.efa_supported)
+        ClusterNodeGroups.of(cluster).subscribe(self._serve_node_group)
         self.training_namespace = self._apply(
             "TrainingNamespace", TrainingNamespaceChart(namespace=namespace, service_account=service_account)
         )
@@ -148,7 +178,6 @@ class ClusterAddons(Construct):
             else EfsVolumeChart(volume=volume, namespace=namespace)
         )
         self.shared_volume = self._apply("SharedVolume", self.volume_chart, after=in_namespace)
-        self.etcd = self._apply("Etcd", EtcdChart(namespace=namespace), after=in_namespace)
         self.tensorboard = self._apply(
             "TensorBoard",
             TensorBoardChart(namespace=namespace, claim_name=self.volume_chart.claim_name),
@@ -172,17 +201,41 @@ class ClusterAddons(Construct):
         for nodes in after_nodes:
             self.volcano.node.add_dependency(nodes)
         self.volcano_queue = self._apply("VolcanoQueue", VolcanoQueueChart(name=queue), after=[self.volcano])
+        self.volcano_queue_open = eks.KubernetesObjectValue(
+            self,
+            "VolcanoQueueOpen",
+            cluster=cluster,
+            object_type="queues.scheduling.volcano.sh",
+            object_name=queue,
+            json_path=".status.state",
+            timeout=QUEUE_OPEN_TIMEOUT,
+        )
+        self.volcano_queue_open.node.add_dependency(self.volcano_queue)
+        """Waits until Volcano's queue controller has given the queue a state (``Open``): Volcano's job and PodGroup
+        webhooks deny a job whose queue has no state yet (volcano-sh/volcano v1.15.1
+        ``pkg/webhooks/admission/jobs/validate/admit_job.go`` ``validateJobCreate``: "can only submit job to queue with
+        state `Open`"), and a new queue has none until the controller opens it."""
 
         self.job_prerequisites: List[IConstruct] = [
             self.training_namespace,
             self.shared_volume,
-            *self.etcd.of_kind("Service"),
-            self.volcano_queue,
-            self.job_priorities,
+            self.volcano_queue_open,
         ]
-        """What every job is created after: the namespace, its service account and the role its start gates read
-        jobs with, the claim, etcd's Service (the rendezvous endpoint), the Volcano queue and the jobs' priority
-        classes. Not the device plugins or the nodes: a pod waits for its devices and nodes without failing."""
+        """What every job is created after: the namespace and its service account, the claim and the Volcano queue,
+        open.
+        Not the device plugins or the nodes: a pod waits for its devices and nodes without failing."""
+
+    def _serve_node_group(self, group: NodeGroupTopology) -> None:
+        self._serve_devices(group.instance.accelerator, efa=group.efa_interfaces > 0)
+
+    def _serve_devices(self, accelerator: Accelerator, *, efa: bool) -> None:
+        """Apply the device plugins of nodes with ``accelerator`` (and EFA interfaces), once each."""
+        if accelerator is Accelerator.NEURON and self.neuron_device_plugin is None:
+            self.neuron_device_plugin = self._apply("NeuronDevicePlugin", NeuronDevicePluginChart())
+        if efa and self.efa_device_plugin is None:
+            self.efa_device_plugin = self._apply("EfaDevicePlugin", EfaDevicePluginChart(registry=self._eks_registry()))
+        if accelerator is Accelerator.NVIDIA and self.nvidia_device_plugin is None:
+            self.nvidia_device_plugin = self._apply("NvidiaDevicePlugin", NvidiaDevicePluginChart())
 
     def _apply(self, id_: str, chart: LibraryChart, *, after: Sequence[IConstruct] = ()) -> AppliedChart:
         return AppliedChart(self, id_, cluster=self.cluster, chart=chart, after=after)

@@ -1,52 +1,96 @@
-"""JobSequence: jobs applied to the cluster by the stack, each a hash-named object and its own resource."""
+"""JobSequence: jobs applied to the cluster by the stack, each after the jobs it waits for have completed."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from aws_cdk import Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
 from trainium_eks.constructs.applied_chart import AppliedChart
+from trainium_eks.manifests.etcd import EtcdChart
 from trainium_eks.manifests.job_chart import JobChart
+from trainium_eks.manifests.job_release import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, JobReleaseChart
+from trainium_eks.manifests.job_release_access import JobReleaseAccessChart, JobReleaseCreatorChart
 from trainium_eks.validation import Problems, check_cluster, check_instance, implements
 
 
 class JobSequence(Construct):
-    """Applies job charts (``DatasetStagingChart``, ``TrainingJobChart``, ...) to a cluster.
+    """Applies job charts (``DatasetStagingChart``, ``TrainingJobChart``, ``TrainJobChart``, ...) to a cluster, each
+    job created only once the jobs it waits for have completed.
 
-    A job's name carries a hash of its spec, and each job is an :class:`AppliedChart`, whose resource is keyed by
-    that name. So a changed job (an argument, the node count, the image) is a new CloudFormation resource: the next
-    deploy creates the new job, then deletes the old one with ``kubectl delete`` (a running old job is stopped); a
-    job removed from the app is deleted from the cluster. No job is ever updated in place (a pod template is
-    immutable) and nothing relies on ``kubectl apply --prune`` (it never prunes Volcano Jobs).
+    - **A job that waits for nothing** is applied as it is, after ``prerequisites``.
+    - **A job that waits for others is held**: the stack applies its release Job instead
+      (:class:`~trainium_eks.manifests.job_release.JobReleaseChart`), a small pod on the system nodes that creates the
+      job, owned by the release Job, once every job it waits for has completed, and fails naming the job that failed
+      (or the one it gave up on after ``release_timeout``). Until then the held job does not exist, so it holds no
+      device, CPU or memory that the jobs it waits for need, whatever order the objects arrive in and however often
+      those jobs restart; nothing waits inside a training pod. The release Jobs' service account and Roles
+      (:mod:`~trainium_eks.manifests.job_release_access`) are applied once per namespace and held kind.
+    - **A job that rendezvouses through etcd** (``TrainingJobChart(rendezvous="etcd")``) gets the etcd server
+      (:class:`~trainium_eks.manifests.etcd.EtcdChart`) of its namespace, applied once, before it; with the default
+      c10d rendezvous no etcd runs.
 
-    Every job is created after ``prerequisites`` (namespace, claim, etcd, the Volcano queue, the jobs' priority
-    classes): creation is not start, and the jobs are created side by side. A job that must not start before another
-    has finished waits in its start gate, and runs at a lower priority than the job it waits for
-    (:attr:`JobChart.stage`), so the scheduler never gives the nodes to the waiting job first; a job whose pods carry
-    no priority class (:attr:`JobChart.scheduled_by_priority`) is created after the jobs it waits for instead.
+    A job's name carries a hash of its spec, and each job (or its release Job) is an :class:`AppliedChart`, whose
+    resource is keyed by that name. So a changed job (an argument, the node count, the image) is a new CloudFormation
+    resource: the next deploy creates the new job (or release), then deletes the old one with ``kubectl delete``,
+    which stops a running old job (and, for a release, the garbage collector deletes the job it created); a job removed
+    from the app is deleted from the cluster. No job is ever updated in place (a pod template is immutable) and nothing
+    relies on ``kubectl apply --prune`` (it never prunes Volcano Jobs). Every job and release is created side by side
+    after ``prerequisites``: CloudFormation never waits for a job to run.
 
     :param cluster: Required.
     :param prerequisites: What every job comes after. Default: nothing.
+    :param access_prerequisites: What the release Jobs' service account and Roles come after (the namespace: they
+        need nothing else, so they are applied while the rest of the prerequisites is). Default: ``prerequisites``.
+    :param release_timeout: How long a held job's release waits for the jobs it waits for, from 11 minutes to 90 days.
+        Default: 14 days.
     """
 
     def __init__(
-        self, scope: Construct, id_: str, *, cluster: eks.ICluster, prerequisites: Sequence[IConstruct] = ()
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        cluster: eks.ICluster,
+        prerequisites: Sequence[IConstruct] = (),
+        access_prerequisites: Optional[Sequence[IConstruct]] = None,
+        release_timeout: Optional[Duration] = None,
     ) -> None:
         super().__init__(scope, id_)
         problems = Problems(self.node.path)
         check_cluster(problems, "cluster", cluster, "kubectl_provider")
-        if not isinstance(prerequisites, (list, tuple)) or not all(
-            implements(item, IConstruct) for item in prerequisites
-        ):
-            problems.add("prerequisites", prerequisites, "a list of constructs")
+        extra = () if access_prerequisites is None else access_prerequisites
+        for name, value in (("prerequisites", prerequisites), ("access_prerequisites", extra)):
+            if not isinstance(value, (list, tuple)) or not all(implements(item, IConstruct) for item in value):
+                problems.add(name, value, "a list of constructs")
+        if release_timeout is None:
+            release_timeout = Duration.seconds(DEFAULT_TIMEOUT_SECONDS)
+        if check_instance(problems, "release_timeout", release_timeout, Duration, "a Duration"):
+            seconds = release_timeout.to_seconds()
+            if not 660 <= seconds <= MAX_TIMEOUT_SECONDS:
+                problems.add("release_timeout", release_timeout.to_human_string(), "from 11 minutes to 90 days")
         problems.raise_if_any()
         self.cluster = cluster
         self.prerequisites = list(prerequisites)
+        self.access_prerequisites = list(prerequisites if access_prerequisites is None else access_prerequisites)
+        self.release_timeout_seconds = int(release_timeout.to_seconds())
         self.jobs: List[AppliedChart] = []
-        self._by_ref: Dict[str, AppliedChart] = {}
+        """What the sequence applies per job: the job itself, or the release Job of a held job."""
+        self.releases: Dict[str, JobReleaseChart] = {}
+        """Held job's reference (``vcjob/<name>``) -> its release chart."""
+        self._access: Dict[Tuple[str, str], AppliedChart] = {}
+        self._etcd: Dict[str, AppliedChart] = {}
+
+    def add_prerequisites(self, *constructs: IConstruct) -> None:
+        """What every job added from now on comes after, besides :attr:`prerequisites` (a controller installed after
+        the sequence was built, say)."""
+        problems = Problems(f"{self.node.path}.add_prerequisites")
+        if not all(implements(item, IConstruct) for item in constructs):
+            problems.add("constructs", constructs, "constructs")
+        problems.raise_if_any()
+        self.prerequisites.extend(constructs)
 
     def resolve(self, value: Any) -> Any:
         """``value`` with CDK tokens in CloudFormation form: pass it to job charts as ``resolve`` so that a job's
@@ -54,15 +98,49 @@ class JobSequence(Construct):
         return Stack.of(self).resolve(value)
 
     def add(self, id_: str, chart: JobChart) -> AppliedChart:
-        """Apply ``chart`` after the prerequisites (and, when its pods carry no priority class, after the jobs of this
-        sequence it waits for)."""
+        """Apply ``chart`` after the prerequisites: the job itself when it waits for nothing, else its release Job."""
         problems = Problems(f"{self.node.path}/{id_}")
         check_instance(problems, "chart", chart, JobChart, "a job chart (TrainingJobChart, DatasetStagingChart...)")
         problems.raise_if_any()
+        namespace = chart.namespace_name
         after = list(self.prerequisites)
-        if not chart.scheduled_by_priority:
-            after += [self._by_ref[ref] for ref in chart.wait_for if ref in self._by_ref]
-        applied = AppliedChart(self, id_, cluster=self.cluster, chart=chart, after=after)
+        if getattr(chart, "needs_etcd", False):
+            after += self._etcd_server(namespace).of_kind("Service")
+        if not chart.wait_for:
+            applied = AppliedChart(self, id_, cluster=self.cluster, chart=chart, after=after)
+        else:
+            release = JobReleaseChart(
+                job=chart.manifest, wait_for=chart.wait_for, timeout_seconds=self.release_timeout_seconds
+            )
+            after += [self._release_access(namespace, ""), self._release_access(namespace, chart.ref_kind)]
+            applied = AppliedChart(self, id_, cluster=self.cluster, chart=release, after=after)
+            self.releases[chart.ref] = release
         self.jobs.append(applied)
-        self._by_ref[chart.ref] = applied
         return applied
+
+    def _release_access(self, namespace: str, kind: str) -> AppliedChart:
+        """The release service account and reader Role of ``namespace`` (``kind`` empty), or the Role that lets
+        releases create jobs of ``kind`` there; applied once each."""
+        if (namespace, kind) not in self._access:
+            chart = (
+                JobReleaseCreatorChart(namespace=namespace, kind=kind)
+                if kind
+                else JobReleaseAccessChart(namespace=namespace)
+            )
+            id_ = f"ReleaseAccess-{namespace}" + (f"-{kind}" if kind else "")
+            self._access[(namespace, kind)] = AppliedChart(
+                self, id_, cluster=self.cluster, chart=chart, after=self.access_prerequisites
+            )
+        return self._access[(namespace, kind)]
+
+    def _etcd_server(self, namespace: str) -> AppliedChart:
+        """The etcd server of ``namespace``, applied once."""
+        if namespace not in self._etcd:
+            self._etcd[namespace] = AppliedChart(
+                self,
+                f"Etcd-{namespace}",
+                cluster=self.cluster,
+                chart=EtcdChart(namespace=namespace),
+                after=self.prerequisites,
+            )
+        return self._etcd[namespace]

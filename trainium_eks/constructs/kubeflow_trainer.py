@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Sequence
 
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
@@ -12,7 +12,7 @@ from trainium_eks.constructs.applied_chart import AppliedChart
 from trainium_eks.constructs.cluster_addons import helm_timeout
 from trainium_eks.conventions import SYSTEM_NODE_LABELS
 from trainium_eks.manifests.training_runtime import DEFAULT_RUNTIME, TrainingRuntimeChart
-from trainium_eks.validation import Problems, check_bool, check_cluster, check_dns_label
+from trainium_eks.validation import Problems, check_bool, check_cluster, check_dns_label, implements
 
 TRAINER_RELEASE = "kubeflow-trainer"
 
@@ -39,6 +39,10 @@ class KubeflowTrainer(Construct):
     :param runtime_name: Name of the library's ClusterTrainingRuntime. Default: ``trainium-eks-torch``.
     :param volcano: Gang scheduling of TrainJobs through Volcano (``podGroupPolicy.volcano``; the cluster needs
         Volcano, as ``ClusterAddons`` installs it). Default: true.
+    :param after: What the release is installed after: with ``volcano``, Volcano's release (``ClusterAddons.volcano``),
+        because a Trainer controller that starts before the PodGroup kind exists never watches PodGroups
+        (kubeflow/trainer v2.3.0 ``pkg/runtime/framework/plugins/volcano/volcano.go`` ``ReconcilerBuilders``).
+        Default: nothing (Volcano already in the cluster).
     """
 
     def __init__(
@@ -49,12 +53,15 @@ class KubeflowTrainer(Construct):
         cluster: eks.ICluster,
         runtime_name: str = DEFAULT_RUNTIME,
         volcano: bool = True,
+        after: Sequence[IConstruct] = (),
     ) -> None:
         super().__init__(scope, id_)
         problems = Problems(self.node.path)
         check_cluster(problems, "cluster", cluster, "kubectl_provider")
         check_dns_label(problems, "runtime_name", runtime_name)
         check_bool(problems, "volcano", volcano)
+        if not isinstance(after, (list, tuple)) or not all(implements(item, IConstruct) for item in after):
+            problems.add("after", after, "a list of constructs (Volcano's Helm release)")
         problems.raise_if_any()
         pin = versions.KUBEFLOW_TRAINER
         self.release = eks.HelmChart(
@@ -75,6 +82,8 @@ class KubeflowTrainer(Construct):
                 "jobset": {"install": True},
             },
         )
+        for item in after:
+            self.release.node.add_dependency(item)
         self.runtime_chart = TrainingRuntimeChart(name=runtime_name, volcano=volcano)
         self.runtime = AppliedChart(self, "Runtime", cluster=cluster, chart=self.runtime_chart, after=[self.release])
         self.job_prerequisites: List[IConstruct] = [self.runtime]

@@ -85,9 +85,10 @@ class DatasetStagingChart(JobChart):
       HTTPS sources. It runs on the node group given
       (tolerating its taints, requesting no accelerator), up to ``backoff_limit`` + 1 times, with no capabilities,
       no privilege escalation and the runtime's default seccomp profile (tar keeps no archive ownership). It is not
-      deleted when it finishes: start gates of later jobs read its status.
+      deleted when it finishes: the release Jobs of later jobs read its status.
 
-    The job's name carries a hash of its spec (:attr:`job_name`); :attr:`ref` is its start-gate reference.
+    The job's name carries a hash of its spec (:attr:`job_name`); :attr:`ref` is how later jobs wait for it
+    (``job/<name>``).
 
     :param name: Base name (DNS label, at most 28 characters). Required.
     :param source: ``s3://bucket/key.tar``, ``s3://bucket/prefix/`` or ``https://host/path/archive.tar.gz``.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from trainium_eks.manifests.distributed_workload import DistributedWorkload, NodeContract
-from trainium_eks.manifests.job_chart import JobChart, check_wait_stage, wait_references
+from trainium_eks.manifests.job_chart import JobChart, check_wait_for
 from trainium_eks.validation import Problems
 
 PET_CONTRACT = NodeContract(
@@ -44,10 +44,8 @@ class DistributedJobChart(JobChart):
 
     def __init__(self, problems: Problems, *, name: str, namespace: str, workload: Dict[str, Any]) -> None:
         wait_for = workload.pop("wait_for", ())
-        check_wait_stage(problems, wait_for)
-        self.workload = DistributedWorkload.from_props(
-            problems, name=name, namespace=namespace, wait_for=wait_references(wait_for), **workload
-        )
+        check_wait_for(problems, wait_for)
+        self.workload = DistributedWorkload.from_props(problems, name=name, namespace=namespace, **workload)
         super().__init__(name, namespace=namespace, wait_for=wait_for)
         self.nodes = self.workload.nodes
         self.processes_per_node = self.workload.processes_per_node

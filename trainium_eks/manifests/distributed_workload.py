@@ -3,7 +3,7 @@
 The Volcano job (:mod:`~trainium_eks.manifests.training_job`), the Kubeflow TrainJob and the Kubeflow PyTorchJob
 differ in their custom resource and in how a pod learns its node index and the address of node 0; they share
 everything else, here: the checked topology (nodes, processes, devices), the environment contract, the resources,
-the volumes, the placement, the start gate and the launch command.
+the volumes, the placement and the launch command.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import re
 import shlex
 from dataclasses import dataclass
 from enum import Enum
-from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
 from trainium_eks.catalog import Accelerator
@@ -46,13 +45,14 @@ from trainium_eks.validation import (
 LOCAL_CACHE_ROOT = "/var/cache/neuron-compile-cache"
 """Compile cache root when no shared volume is mounted at /data (node-local, lost with the node)."""
 
+DEFAULT_RESOURCE_FRACTION = 0.5
+"""Share of a node's vCPUs and memory a training pod requests by default."""
+
 MASTER_PORT = 29500
 """Port of the rendezvous store on node 0 (torchrun's c10d default, the Kubeflow operators' default)."""
 
 CACHE_SET = re.compile(r"[A-Za-z0-9_-]+")
 ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
-WAIT_REF = re.compile(r"(job|vcjob|trainjob|pytorchjob)/[a-z0-9]([a-z0-9.-]*[a-z0-9])?")
-START_GATE_SOURCE = (Path(__file__).parent / "start_gate.py").read_text()
 
 
 class Launcher(Enum):
@@ -101,13 +101,13 @@ class DistributedWorkload:
     - the environment contract: ``FI_PROVIDER=efa``, ``FI_EFA_USE_DEVICE_RDMA=1``, ``FI_EFA_FORK_SAFE=1`` (EFA
       nodes); ``CCOM_SOCKET_IFNAME=eth0``, ``NEURON_RT_RESET_CORES=1``, ``XLA_TRANSFER_SEED_ASYNC=1``, and
       ``NEURON_CC_FLAGS=--cache_dir=<cache root>/<cache set>_<node index>`` set by the launch script from the pod's
-      node index (Neuron nodes); ``XLA_DOWNCAST_BF16=1`` when bf16; then ``env``;
+      node index (Neuron nodes); then ``env``. Not ``XLA_DOWNCAST_BF16``: the training scripts choose bf16 by their
+      own argument with ``torch.autocast``, and Neuron's migration guide says not to combine the two (the variable
+      is deprecated with torch-xla 2.x);
     - requests and limits of Neuron devices, EFA interfaces and GPUs, CPU and memory requests of
       ``resource_fraction`` of the node (so the pods are not the first evicted);
     - a memory-backed ``/dev/shm``, the claims at their mount paths, the node selector on the instance type and
-      tolerations of the node group's taints, the service account;
-    - optionally a start gate: an init container that waits until the jobs in ``wait_for`` have completed (and
-      fails if one failed), with the job's own image and Python's standard library only.
+      tolerations of the node group's taints, the service account.
 
     :param name: Base name of the job, a DNS label of at most 28 characters. Required.
     :param image: Container image. Required.
@@ -121,16 +121,14 @@ class DistributedWorkload:
     :param neuron_devices: Neuron devices per pod. Default: all of the node's.
     :param efa_interfaces: EFA interfaces per pod. Default: all attached to the node.
     :param launcher: ``Launcher`` or its value. Default: ``Launcher.TORCHRUN``.
-    :param bf16: Default: false.
     :param cache_set: Neuron compile cache set, ``[A-Za-z0-9_-]+``. Default: ``default``.
     :param precompile: Run under ``neuron_parallel_compile`` (Neuron only). Default: false.
     :param volumes: Claim name -> absolute mount path. Default: the node group's shared claim at ``/data``.
     :param env: Extra environment variables (strings). Default: none.
-    :param wait_for: Jobs to wait for (``job/<name>``, ``vcjob/<name>``, ``trainjob/<name>``, ``pytorchjob/<name>``).
-        Default: none.
     :param namespace: The job's namespace (a DNS label). Required.
     :param service_account: Default: ``training``.
-    :param max_retries: Restarts of the whole job after a pod failure or eviction. Default: 3.
+    :param max_retries: How many times the whole job may run, restarted after a pod failure or eviction (Volcano's
+        ``maxRetry``: the job fails once its retry count reaches it). Default: 3.
     :param resource_fraction: Share of the node's vCPUs and memory requested per pod, in [0, 1). Default: 0.5.
     """
 
@@ -150,15 +148,13 @@ class DistributedWorkload:
         neuron_devices: Any = None,
         efa_interfaces: Any = None,
         launcher: Any = Launcher.TORCHRUN,
-        bf16: Any = False,
         cache_set: Any = "default",
         precompile: Any = False,
         volumes: Any = None,
         env: Any = None,
-        wait_for: Any = (),
         service_account: Any = DEFAULT_SERVICE_ACCOUNT,
         max_retries: Any = 3,
-        resource_fraction: Any = 0.5,
+        resource_fraction: Any = DEFAULT_RESOURCE_FRACTION,
         problems: Problems,
     ) -> None:
         if not isinstance(node_group, NodeGroupTopology):
@@ -176,18 +172,13 @@ class DistributedWorkload:
         for key, value in given.items():
             check_text(problems, key, value, allowed=f"a non-empty {key} (a string)")
         check_strings(problems, "args", args)
-        for key in ("bf16", "precompile"):
-            check_bool(problems, key, {"bf16": bf16, "precompile": precompile}[key])
+        check_bool(problems, "precompile", precompile)
         check_pattern(problems, "cache_set", cache_set, CACHE_SET, "letters, digits, '_' and '-' only ([A-Za-z0-9_-]+)")
         check_integer(problems, "max_retries", max_retries, minimum=0, maximum=100)
         check_number(problems, "resource_fraction", resource_fraction, minimum=0, below=1)
         if check_string_map(problems, "env", env if env is not None else {}):
             for key in env or {}:
                 check_pattern(problems, "env key", key, ENV_NAME, "an environment variable name ([-._a-zA-Z0-9])")
-        if check_strings(problems, "wait_for", wait_for):
-            bad_refs = [ref for ref in wait_for if not WAIT_REF.fullmatch(ref)]
-            if bad_refs:
-                problems.add("wait_for", bad_refs, "references like job/<name>, vcjob/<name> or trainjob/<name>")
 
         if node_group is None:  # the remaining checks need the nodes
             problems.raise_if_any()
@@ -229,12 +220,10 @@ class DistributedWorkload:
         self.service_account: str = service_account
         self.entrypoint_kind, self.entrypoint = next(iter(given.items()))
         self.args: List[str] = list(args)
-        self.bf16: bool = bf16
         self.cache_set: str = cache_set
         self.precompile: bool = precompile
         self.volumes: Dict[str, str] = dict(volumes)
         self.env: Dict[str, str] = dict(env or {})
-        self.wait_for: List[str] = list(wait_for)
         self.max_retries: int = max_retries
         self.resource_fraction: float = resource_fraction
         self.cache_root = f"{SHARED_MOUNT}/neuron_cache" if SHARED_MOUNT in self.volumes.values() else LOCAL_CACHE_ROOT
@@ -292,8 +281,6 @@ class DistributedWorkload:
             variables.update(FI_PROVIDER="efa", FI_EFA_USE_DEVICE_RDMA="1", FI_EFA_FORK_SAFE="1")
         if self.accelerator is Accelerator.NEURON:
             variables.update(CCOM_SOCKET_IFNAME="eth0", NEURON_RT_RESET_CORES="1", XLA_TRANSFER_SEED_ASYNC="1")
-            if self.bf16:
-                variables["XLA_DOWNCAST_BF16"] = "1"
         variables.update(self.env)
         return [{"name": key, "value": value} for key, value in variables.items()]
 
@@ -335,19 +322,6 @@ class DistributedWorkload:
         ]
         return volumes
 
-    def init_containers(self) -> List[Dict[str, Any]]:
-        """The start gate, when the job waits for others."""
-        if not self.wait_for:
-            return []
-        return [
-            {
-                "name": "start-gate",
-                "image": self.image,
-                "command": ["python3", "-c", START_GATE_SOURCE, self.namespace, *self.wait_for],
-                "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"memory": "128Mi"}},
-            }
-        ]
-
     def pod_spec(self, container_name: str, contract: NodeContract) -> Dict[str, Any]:
         """The whole pod spec of a worker (plain manifest form), with the launch command of ``contract``."""
         pod: Dict[str, Any] = {
@@ -357,8 +331,6 @@ class DistributedWorkload:
             "containers": [self.container(container_name, contract)],
             "volumes": self.pod_volumes(),
         }
-        if self.wait_for:
-            pod["initContainers"] = self.init_containers()
         return pod
 
     def container(self, name: str, contract: NodeContract) -> Dict[str, Any]:

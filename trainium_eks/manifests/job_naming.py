@@ -25,6 +25,11 @@ HASH_LENGTH = 10
 PLACEHOLDER = "__JOB_NAME__"
 """Stands for the job's name inside the spec that is hashed (the name cannot be part of its own hash)."""
 
+JOB_NAME = PLACEHOLDER
+"""Write this in a job's arguments or environment where the job's own name goes (``--output-dir
+/data/output/<JOB_NAME>``): it becomes ``<name>-<hash>``, so each run of a changed job writes, checkpoints and resumes
+in a place of its own, never in an earlier run's."""
+
 
 def hashed_name(base: str, spec: Any, resolve: Optional[Callable[[Any], Any]] = None) -> str:
     """``<base>-<first 10 hex digits of sha256(spec)>``.

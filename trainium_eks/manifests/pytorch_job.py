@@ -21,10 +21,10 @@ class PyTorchJobChart(DistributedJobChart):
 
     - ``pytorchReplicaSpecs``: ``Master`` (one replica) and ``Worker`` (nodes - 1), each with the container
       ``pytorch``, the same pod (environment contract, devices, CPU and memory, ``/dev/shm``, claims, tolerations,
-      node selector, service account, start gate) and ``restartPolicy: OnFailure``;
+      node selector, service account) and ``restartPolicy: OnFailure``;
     - ``nprocPerNode`` (a string, as the CRD wants), ``runPolicy`` (``cleanPodPolicy: None`` keeps the pods for their
-      logs; ``backoffLimit``; ``schedulingPolicy`` with ``minAvailable`` = nodes, the Volcano queue and the priority
-      class of the job's stage, used when the operator runs with ``--gang-scheduler-name=volcano``);
+      logs; ``backoffLimit``; ``schedulingPolicy`` with ``minAvailable`` = nodes and the Volcano queue, used when the
+      operator runs with ``--gang-scheduler-name=volcano``);
     - optionally ``elasticPolicy`` (``min_nodes`` to ``nodes``, c10d rendezvous).
 
     The library renders and checks PyTorchJobs; it does not install the v1 operator (its CRDs are too large for the
@@ -35,7 +35,7 @@ class PyTorchJobChart(DistributedJobChart):
     :param queue: Volcano queue of ``schedulingPolicy``, or None. Default: ``training``.
     :param min_nodes: With a value, an elastic job (``elasticPolicy``) that runs on ``min_nodes`` to ``nodes`` nodes.
         Default: none (a fixed-size job).
-    :param wait_for: Jobs to wait for. Default: none.
+    :param wait_for: Jobs to wait for: the job is held until they have completed. Default: none.
     :param resolve: Turns CDK tokens into their CloudFormation form before hashing. Default: none.
     :param workload: The other props, documented on
         :class:`~trainium_eks.manifests.distributed_workload.DistributedWorkload`.
@@ -72,7 +72,7 @@ class PyTorchJobChart(DistributedJobChart):
                 "restartPolicy": "OnFailure",
                 "template": template,
             }
-        scheduling: Dict[str, Any] = {"minAvailable": self.workload.nodes, "priorityClass": self.priority_class}
+        scheduling: Dict[str, Any] = {"minAvailable": self.workload.nodes}
         if queue is not None:
             scheduling["queue"] = queue
         spec: Dict[str, Any] = {

@@ -8,20 +8,22 @@ from trainium_eks.conventions import DEFAULT_NAMESPACE
 from trainium_eks.manifests import job_naming
 from trainium_eks.manifests.distributed_job_chart import PET_CONTRACT, DistributedJobChart
 from trainium_eks.manifests.training_runtime import (
+    DEFAULT_MAX_RESTARTS,
     DEFAULT_RUNTIME,
     NODE_JOB,
-    START_GATE,
-    START_GATE_JOBS,
     TRAINER_API_VERSION,
+    VOLCANO_QUEUE_ANNOTATION,
 )
 from trainium_eks.manifests.volcano_queue import DEFAULT_QUEUE
 from trainium_eks.validation import Problems, check_dns_label
 
-PATCH_MANAGER = "trainium-eks"
-"""``manager`` of the TrainJob's runtime patch (who owns the patch)."""
+RUNTIME_ATTEMPTS = DEFAULT_MAX_RESTARTS + 1
+"""How many times a TrainJob on the library's runtime may run: its failure policy's restarts and the first run."""
 
-VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
-"""The annotation through which a TrainJob names its Volcano queue (Kubeflow Trainer docs, job-scheduling/volcano)."""
+PATCH_MANAGER = "trainium-eks/train-job-chart"
+"""``manager`` of the TrainJob's runtime patch (who owns the patch). The Trainer's webhook denies a TrainJob whose
+manager is not a domain-prefixed path (kubeflow/trainer v2.3.0 ``pkg/runtime/framework/plugins/jobset/jobset.go``
+``JobSet.Validate``: ``validation.IsDomainPrefixedPath``, a DNS-1123 subdomain, ``/``, a non-empty path)."""
 
 
 class TrainJobChart(DistributedJobChart):
@@ -34,12 +36,17 @@ class TrainJobChart(DistributedJobChart):
       ``numProcPerNode`` **always set** (the Trainer's ``auto`` counts only resources whose name contains "gpu" and
       otherwise falls back to the CPU count, so a Neuron job would start one process per requested vCPU),
       ``resourcesPerNode`` (Neuron devices, EFA interfaces, GPUs, CPU and memory), the environment contract;
-    - a runtime patch (``spec.runtimePatches``, manager ``trainium-eks``) with what the runtime cannot know: the node
-      selector and tolerations of the node group, the service account, the shared claims and their mounts, and the
-      jobs the start gate waits for;
-    - the Volcano queue as the annotation ``scheduling.volcano.sh/queue-name`` (``queue=None``: none).
+    - a runtime patch (``spec.runtimePatches``, manager :data:`PATCH_MANAGER`) with what the runtime cannot know: the
+      node selector and tolerations of the node group, the service account, the shared claims and their mounts, and
+      the Volcano queue (the annotation ``scheduling.volcano.sh/queue-name`` of the patch's template metadata, where
+      the Trainer's Volcano plugin reads it; ``queue=None``: the runtime's).
 
-    The job's name carries a hash of its spec (:attr:`job_name`); :attr:`ref` is ``trainjob/<name>``.
+    A TrainJob that waits for others is held by :class:`~trainium_eks.constructs.job_sequence.JobSequence` until they
+    have completed. Restarts after a failure are the runtime's (``TrainingRuntimeChart(max_restarts=2)``: three
+    attempts, as ``max_retries=3`` of a Volcano job), as are gang scheduling and the pods' restart policy. The job's
+    name carries a hash of its spec (:attr:`job_name`, at most 39 characters: the Trainer's JobSet webhook refuses the
+    JobSet of a TrainJob whose pod names would exceed 63 characters, which allows 48, and the TrainJob then makes no
+    pods); :attr:`ref` is ``trainjob/<name>``.
 
     :param name: Base name, a DNS label of at most 28 characters. Required.
     :param runtime: The ClusterTrainingRuntime. Default: :data:`DEFAULT_RUNTIME`.
@@ -53,7 +60,6 @@ class TrainJobChart(DistributedJobChart):
     """
 
     ref_kind = "trainjob"
-    scheduled_by_priority = False
 
     def __init__(
         self,
@@ -69,15 +75,21 @@ class TrainJobChart(DistributedJobChart):
         check_dns_label(problems, "runtime", runtime)
         if queue is not None:
             check_dns_label(problems, "queue", queue)
+        if workload.get("max_retries", RUNTIME_ATTEMPTS) != RUNTIME_ATTEMPTS:
+            problems.add(
+                "max_retries",
+                workload["max_retries"],
+                f"{RUNTIME_ATTEMPTS} or unset: a TrainJob runs as often as its runtime says "
+                "(TrainingRuntimeChart(max_restarts=max_retries - 1) under another name)",
+            )
         super().__init__(problems, name=name, namespace=namespace, workload=workload)
+        self.queue = queue
 
         metadata: Dict[str, Any] = {
             "name": job_naming.PLACEHOLDER,
             "namespace": namespace,
             "labels": {**self.selector_labels(), "app.kubernetes.io/instance": job_naming.PLACEHOLDER},
         }
-        if queue is not None:
-            metadata["annotations"] = {VOLCANO_QUEUE_ANNOTATION: queue}
         self.add_job(
             {
                 "apiVersion": TRAINER_API_VERSION,
@@ -112,9 +124,9 @@ class TrainJobChart(DistributedJobChart):
             **workload.node_group.pod_placement(),
             "volumes": claims,
             "containers": [{"name": NODE_JOB, "volumeMounts": mounts}],
-            "initContainers": [
-                {"name": START_GATE, "env": [{"name": START_GATE_JOBS, "value": " ".join(self.wait_for)}]}
-            ],
         }
         replicated = {"name": NODE_JOB, "template": {"spec": {"template": {"spec": pod}}}}
-        return {"template": {"spec": {"replicatedJobs": [replicated]}}}
+        template: Dict[str, Any] = {"spec": {"replicatedJobs": [replicated]}}
+        if self.queue is not None:
+            template["metadata"] = {"annotations": {VOLCANO_QUEUE_ANNOTATION: self.queue}}
+        return {"template": template}

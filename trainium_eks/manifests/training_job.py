@@ -22,9 +22,12 @@ TASK = "node"
 class Rendezvous(Enum):
     """torchrun rendezvous backends.
 
-    ``ETCD``: ``--rdzv_backend etcd --rdzv_endpoint etcd-server:2379`` (the tutorial's; needs ``EtcdChart`` in the
-    namespace and python-etcd in the image). ``C10D``: the store on node 0 (``localhost:29500`` there,
-    ``<job>-node-0.<job>:29500`` elsewhere, a host name of Volcano's svc plugin), as TorchX's default.
+    ``C10D`` (the default, as TorchX's and PyTorch's documentation recommend): torchrun's own TCP store on node 0
+    (``localhost:29500`` there, ``<job>-node-0.<job>:29500`` elsewhere, a host name of Volcano's svc plugin); nothing
+    else runs. ``ETCD``: ``--rdzv_backend etcd --rdzv_endpoint etcd-server:2379``, as the tutorial did; the job
+    sequence then deploys :class:`~trainium_eks.manifests.etcd.EtcdChart` in the namespace, and the image needs
+    python-etcd (pinned with urllib3 in ``images/bert-pretrain`` and ``versions.ETCD_CLIENT``). etcd's v2 API, which
+    torch's etcd rendezvous uses, exists up to etcd 3.5 (3.6 removed it).
     """
 
     ETCD = "etcd"
@@ -48,22 +51,21 @@ class TrainingJobChart(DistributedJobChart):
     - per node, ``NEURON_CC_FLAGS=--cache_dir=<cache root>/<cache set>_<node index>`` from ``VC_TASK_INDEX`` (the
       tutorial's per-replica compile cache);
     - everything else of :class:`~trainium_eks.manifests.distributed_workload.DistributedWorkload` (environment
-      contract, devices, CPU and memory requests, ``/dev/shm``, claims, tolerations, node selector, service account,
-      start gate).
+      contract, devices, CPU and memory requests, ``/dev/shm``, claims, tolerations, node selector, service account).
 
     The job's name is ``<name>-<hash of the rendered spec>`` (:attr:`job_name`): changing any setting yields a new
     job, never an update of an immutable pod template.
 
     :param name: Base name, a DNS label of at most 28 characters. Required.
-    :param rendezvous: ``Rendezvous`` or its value (``"c10d"``). Default: ``Rendezvous.ETCD``.
+    :param rendezvous: ``Rendezvous`` or its value (``"etcd"``). Default: ``Rendezvous.C10D``.
     :param namespace: Default: ``training``.
     :param queue: Volcano queue. Default: ``training``.
     :param resolve: Turns CDK tokens into their CloudFormation form before hashing (``Stack.resolve``). Default:
         none (values are hashed as they are).
-    :param wait_for: The jobs to wait for (their charts, or ``job/<name>``, ``vcjob/<name>``...): the start gate
-        waits until they have completed, and the job runs at a lower priority (:attr:`stage`). Default: none.
+    :param wait_for: The jobs to wait for (their charts, or ``job/<name>``, ``vcjob/<name>``...): the job is held until
+        they have completed (:class:`~trainium_eks.constructs.job_sequence.JobSequence`). Default: none.
     :param workload: The job's other props (``image``, ``node_group``, ``script``, ``args``, ``nodes``,
-        ``processes_per_node``, ``launcher``, ``bf16``, ``cache_set``, ``precompile``, ``volumes``, ``env``, ...),
+        ``processes_per_node``, ``launcher``, ``cache_set``, ``precompile``, ``volumes``, ``env``, ...),
         as documented on
         :class:`~trainium_eks.manifests.distributed_workload.DistributedWorkload`.
     """
@@ -74,7 +76,7 @@ class TrainingJobChart(DistributedJobChart):
         self,
         *,
         name: str,
-        rendezvous: Any = Rendezvous.ETCD,
+        rendezvous: Any = Rendezvous.C10D,
         namespace: str = DEFAULT_NAMESPACE,
         queue: str = DEFAULT_QUEUE,
         resolve: Optional[Callable[[Any], Any]] = None,
@@ -84,6 +86,7 @@ class TrainingJobChart(DistributedJobChart):
         chosen = coerce_enum(problems, "rendezvous", rendezvous, Rendezvous)
         check_dns_label(problems, "queue", queue)
         super().__init__(problems, name=name, namespace=namespace, workload=workload)
+        self.rendezvous: Rendezvous = chosen
 
         task = {
             "name": TASK,
@@ -99,10 +102,7 @@ class TrainingJobChart(DistributedJobChart):
                     "labels": {**self.selector_labels(), "app.kubernetes.io/instance": job_naming.PLACEHOLDER},
                     "annotations": {"sidecar.istio.io/inject": "false"},
                 },
-                "spec": {
-                    **self.workload.pod_spec("worker", _volcano_contract(chosen)),
-                    "priorityClassName": self.priority_class,
-                },
+                "spec": self.workload.pod_spec("worker", _volcano_contract(chosen)),
             },
         }
         self.add_job(
@@ -117,7 +117,6 @@ class TrainingJobChart(DistributedJobChart):
                 "spec": {
                     "schedulerName": "volcano",
                     "queue": queue,
-                    "priorityClassName": self.priority_class,
                     "minAvailable": self.nodes,
                     "maxRetry": self.workload.max_retries,
                     "plugins": {"svc": ["--publish-not-ready-addresses"], "env": []},
@@ -126,6 +125,11 @@ class TrainingJobChart(DistributedJobChart):
             },
             resolve,
         )
+
+    @property
+    def needs_etcd(self) -> bool:
+        """Whether the job rendezvouses through the etcd server of its namespace."""
+        return self.rendezvous is Rendezvous.ETCD
 
 
 def _volcano_contract(rendezvous: Rendezvous) -> NodeContract:

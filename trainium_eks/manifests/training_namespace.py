@@ -1,4 +1,4 @@
-"""TrainingNamespaceChart: the namespace of training jobs, their service account and what it may read."""
+"""TrainingNamespaceChart: the namespace of training jobs and their service account."""
 
 from __future__ import annotations
 
@@ -6,16 +6,13 @@ from trainium_eks.conventions import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT
 from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.validation import Problems, check_dns_label, check_dns_subdomain
 
-READ = ["get", "list", "watch"]
-JOB_READER_ROLE = "training-job-reader"
-"""Role that lets training pods read the status of jobs in their namespace (the start gates of dependent jobs)."""
-
 
 class TrainingNamespaceChart(LibraryChart):
     """The training namespace with Pod Security admission ``baseline`` enforced (``restricted`` warned), the
     service account of training pods (bound to its IAM role by the EKS Pod Identity association of
-    :class:`~trainium_eks.constructs.training_pod_identity.TrainingPodIdentity`), and a Role that lets it read
-    batch, Volcano and Kubeflow jobs of the namespace, which the start gates of dependent jobs need.
+    :class:`~trainium_eks.constructs.training_pod_identity.TrainingPodIdentity`), with no Kubernetes permission:
+    training pods never call the Kubernetes API (jobs that wait for others are created by their release Jobs, which
+    have their own service account).
 
     :param namespace: Default: ``training``.
     :param service_account: Default: ``training``.
@@ -43,24 +40,3 @@ class TrainingNamespaceChart(LibraryChart):
             }
         )
         self.add_object({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": self.metadata(service_account)})
-        self.add_object(
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "Role",
-                "metadata": self.metadata(JOB_READER_ROLE),
-                "rules": [
-                    {"apiGroups": ["batch", "batch.volcano.sh"], "resources": ["jobs"], "verbs": READ},
-                    {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs"], "verbs": READ},
-                    {"apiGroups": ["kubeflow.org"], "resources": ["pytorchjobs"], "verbs": READ},
-                ],
-            }
-        )
-        self.add_object(
-            {
-                "apiVersion": "rbac.authorization.k8s.io/v1",
-                "kind": "RoleBinding",
-                "metadata": self.metadata(JOB_READER_ROLE),
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": JOB_READER_ROLE},
-                "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": namespace}],
-            }
-        )

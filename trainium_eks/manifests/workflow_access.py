@@ -5,7 +5,7 @@ from __future__ import annotations
 from trainium_eks.conventions import DEFAULT_NAMESPACE
 from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.manifests.training_runtime import TRAINER_API_VERSION
-from trainium_eks.validation import Problems, check_dns_label, check_dns_subdomain, check_text
+from trainium_eks.validation import Problems, check_bool, check_dns_label, check_dns_subdomain, check_text
 
 WORKFLOW_GROUP = "trainium-eks:workflow"
 """Kubernetes group of the state machine's IAM role, named by its EKS access entry (``kubernetesGroups``)."""
@@ -29,15 +29,23 @@ class WorkflowAccessChart(LibraryChart):
     :param group: The Kubernetes group of the access entry. Default: :data:`WORKFLOW_GROUP`.
     :param namespace: The namespace of the TrainJobs. Default: ``training``.
     :param name: Name of the Role and the RoleBinding. Default: ``hybrid-workflow``.
+    :param read_jobs: Also let the group read (``get``) batch/v1 Jobs of the namespace: the workflow checks that the
+        Job staging its data has completed. Default: false.
     """
 
     def __init__(
-        self, *, group: str = WORKFLOW_GROUP, namespace: str = DEFAULT_NAMESPACE, name: str = "hybrid-workflow"
+        self,
+        *,
+        group: str = WORKFLOW_GROUP,
+        namespace: str = DEFAULT_NAMESPACE,
+        name: str = "hybrid-workflow",
+        read_jobs: bool = False,
     ) -> None:
         problems = Problems("workflow access chart")
         check_workflow_group(problems, "group", group)
         check_dns_label(problems, "namespace", namespace)
         check_dns_subdomain(problems, "name", name)
+        check_bool(problems, "read_jobs", read_jobs)
         problems.raise_if_any()
         super().__init__("hybrid-workflow", namespace=namespace)
         self.group = group
@@ -52,7 +60,8 @@ class WorkflowAccessChart(LibraryChart):
                         "apiGroups": [TRAINER_API_VERSION.split("/")[0]],
                         "resources": ["trainjobs"],
                         "verbs": list(WORKFLOW_VERBS),
-                    }
+                    },
+                    *([{"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get"]}] if read_jobs else []),
                 ],
             }
         )
