@@ -31,12 +31,13 @@ from cdk_nag import AwsSolutionsChecks
 from tests.conftest import REPO, new_app, only, resources_of
 from tests.k8s_validation import validate_objects
 from tests.test_composition import imported_cluster
-from trainium_eks.catalog import INSTANCE_CATALOG, SAGEMAKER_TRAINING_TYPES
+from trainium_eks.catalog import INSTANCE_CATALOG, SAGEMAKER_TRAINING_TYPES, Accelerator
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.efs_storage import EfsStorage
 from trainium_eks.constructs.hybrid_workflow import (
     SAGEMAKER_VPC_ACTIONS,
     HybridTrainingWorkflow,
+    sagemaker_types_for,
 )
 from trainium_eks.constructs.image_repository import TrainingImageRepository
 from trainium_eks.constructs.network import TrainingNetwork
@@ -127,8 +128,16 @@ def flatten(value: Any) -> str:
     return "<expression>"
 
 
-def definition_of(template: assertions.Template) -> Dict[str, Any]:
-    state_machine = only(template, "AWS::StepFunctions::StateMachine")
+def state_machines(template: assertions.Template) -> Dict[str, Dict[str, Any]]:
+    """The workflow's state machine (``run``) and the cleanup's (``cleanup``)."""
+    found = resources_of(template, "AWS::StepFunctions::StateMachine")
+    by_type = {r["Properties"]["StateMachineType"]: r for r in found.values()}
+    assert len(found) == 2 and set(by_type) == {"STANDARD", "EXPRESS"}, sorted(found)
+    return {"run": by_type["STANDARD"], "cleanup": by_type["EXPRESS"]}
+
+
+def definition_of(template: assertions.Template, which: str = "run") -> Dict[str, Any]:
+    state_machine = state_machines(template)[which]
     return json.loads(flatten(state_machine["Properties"]["DefinitionString"]))
 
 
@@ -211,7 +220,8 @@ process.stdin.on('end', async () => {
 def walk(definition: Dict[str, Any], *requests: Dict[str, Any], **options: Any) -> List[Dict[str, Any]]:
     """Each request's path through ``definition``: the states it passed, the tasks it called (with their evaluated
     arguments) and how it ended. ``results`` gives each task's results in turn (the last one repeats)."""
-    context = {"Execution": {"Name": options.get("execution", EXECUTION), "StartTime": "2026-12-01T10:00:00.000Z"}}
+    name = options.get("execution", EXECUTION)
+    context = {"Execution": {"Name": name, "Id": execution_arn(name), "StartTime": "2026-12-01T10:00:00.000Z"}}
     cases = [
         {"definition": definition, "input": request, "context": context, "results": options.get("results", {})}
         for request in requests
@@ -221,6 +231,10 @@ def walk(definition: Dict[str, Any], *requests: Dict[str, Any], **options: Any) 
     )
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout)
+
+
+def execution_arn(name: str) -> str:
+    return f"arn:aws:states:us-west-2:123456789012:execution:Workflow:{name}"
 
 
 def load_launcher():
@@ -234,7 +248,9 @@ def load_launcher():
 # --- the definition --------------------------------------------------------------------------------------------
 
 
-def test_definition_passes_the_pinned_asl_validator(definition, tmp_path):
+@pytest.mark.parametrize("which", ["run", "cleanup"])
+def test_definition_passes_the_pinned_asl_validator(template, which, tmp_path):
+    definition = definition_of(template, which)
     path = tmp_path / "definition.json"
     path.write_text(json.dumps(definition))
     result = subprocess.run(
@@ -646,7 +662,7 @@ def test_output_bucket_is_encrypted_tls_only_private_and_retained(built):
 
 def test_state_machine_logs_everything_and_traces(built):
     stack, workflow, template = built
-    props = only(template, "AWS::StepFunctions::StateMachine")["Properties"]
+    props = state_machines(template)["run"]["Properties"]
     assert props["StateMachineType"] == "STANDARD"
     assert props["TracingConfiguration"] == {"Enabled": True}
     logging = props["LoggingConfiguration"]
@@ -850,3 +866,179 @@ def test_uuid_execution_names_give_distinct_job_names(definition):
     assert jobs == [f"cifar10-ddp-{name.hex[-10:]}" for name in names]
     (odd,) = walk(definition, {"training_runtime": "kubernetes"}, execution="___")
     assert odd["vars"]["job_name"] == "cifar10-ddp-run"
+
+
+# --- no run outlives its execution; data first; the image's accelerators ------------------------------------------
+
+
+def test_a_trainjob_ends_by_itself_at_the_workflows_max_runtime(definition, tmp_path):
+    (run,) = walk(definition, {"training_runtime": "kubernetes"})
+    job = run["calls"][0]["arguments"]["RequestBody"]
+    assert job["spec"]["activeDeadlineSeconds"] == 86400, "the Trainer fails it and deletes its JobSet then"
+    validate_objects([job], tmp_path)
+    _, _, template = workflow_stack(max_runtime=cdk.Duration.hours(2))
+    (run,) = walk(definition_of(template), {"training_runtime": "kubernetes"})
+    assert run["calls"][0]["arguments"]["RequestBody"]["spec"]["activeDeadlineSeconds"] == 7200
+
+
+@pytest.fixture(scope="module")
+def cleanup(template) -> Dict[str, Any]:
+    return definition_of(template, "cleanup")
+
+
+def ended(status: str, error: str = "", execution: str = EXECUTION) -> Dict[str, Any]:
+    """A "Step Functions Execution Status Change" event of the workflow (Step Functions developer guide,
+    cw-events.html: ``detail`` carries the execution's ARN, name, status, error and cause)."""
+    detail = {"executionArn": execution_arn(execution), "name": execution, "status": status}
+    return {
+        "detail-type": "Step Functions Execution Status Change",
+        "detail": detail | ({"error": error} if error else {}),
+    }
+
+
+def trainjob_of(execution: str) -> Dict[str, Any]:
+    """The answer of a GET of a TrainJob created by ``execution``."""
+    return {
+        "StatusCode": 200,
+        "ResponseBody": {"metadata": {"annotations": {"trainium-eks/execution": execution_arn(execution)}}},
+    }
+
+
+DELETED = {"ResponseBody": {"status": "Success"}, "StatusCode": 200}
+
+
+def test_a_run_that_ended_badly_has_its_trainjob_deleted_with_its_jobset_and_pods(cleanup):
+    for event in (ended("TIMED_OUT"), ended("ABORTED"), ended("FAILED", "EKS.403"), ended("FAILED", "States.ALL")):
+        results = {"Read TrainJob of the run": [trainjob_of(EXECUTION)], "Delete TrainJob of the run": [DELETED]}
+        (run,) = walk(cleanup, event, results=results)
+        assert run["end"] == "Succeed" and run["steps"][-1] == "Deleted", event
+        read, delete = run["calls"]
+        path = f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/training/trainjobs/{JOB}"
+        assert read["arguments"]["Method"] == "GET" and read["arguments"]["Path"] == path
+        arguments = delete["arguments"]
+        assert arguments["Method"] == "DELETE" and arguments["ClusterName"] == "existing"
+        assert arguments["Endpoint"] == ENDPOINT and arguments["Path"] == path
+        assert arguments["QueryParameters"] == {"propagationPolicy": ["Background"]}
+
+
+def test_the_cleanup_deletes_only_the_trainjob_its_own_execution_created(definition, cleanup):
+    """Executions whose names end in the same ten letters and digits name the same job: the second one's create
+    fails, and its cleanup must leave the first one's running TrainJob alone."""
+    first, second = "exp-1-lr0001", "exp1lr0001"
+    (run,) = walk(definition, {"training_runtime": "kubernetes"}, execution=first)
+    job = run["calls"][0]["arguments"]["RequestBody"]
+    assert job["metadata"]["annotations"]["trainium-eks/execution"] == execution_arn(first)
+    (other,) = walk(definition, {"training_runtime": "kubernetes"}, execution=second)
+    assert other["calls"][0]["arguments"]["RequestBody"]["metadata"]["name"] == job["metadata"]["name"]
+    results = {"Read TrainJob of the run": [trainjob_of(first)], "Delete TrainJob of the run": [DELETED]}
+    (kept,) = walk(cleanup, ended("FAILED", "EKS.409", execution=second), results=results)
+    assert kept["steps"][-1] == "TrainJob of another run kept" and len(kept["calls"]) == 1
+    assert kept["output"]["created_by"] == execution_arn(first)
+    unannotated = {"StatusCode": 200, "ResponseBody": {"metadata": {"name": job["metadata"]["name"]}}}
+    results["Read TrainJob of the run"] = [unannotated]
+    (kept,) = walk(cleanup, ended("ABORTED", execution=second), results=results)
+    assert kept["steps"][-1] == "TrainJob of another run kept", "a TrainJob made by hand is not the run's"
+
+
+def test_the_cleanup_computes_the_same_job_name_as_the_run(definition, cleanup):
+    execution = str(uuid.uuid4())
+    (run,) = walk(definition, {"training_runtime": "kubernetes"}, execution=execution)
+    created = run["calls"][0]["arguments"]["RequestBody"]["metadata"]["name"]
+    results = {"Read TrainJob of the run": [trainjob_of(execution)], "Delete TrainJob of the run": [DELETED]}
+    (deletion,) = walk(cleanup, ended("ABORTED", execution=execution), results=results)
+    assert deletion["calls"][-1]["arguments"]["Path"].endswith(f"/trainjobs/{created}")
+
+
+def test_a_trainjob_that_failed_by_itself_is_kept_for_its_logs_and_nothing_to_delete_is_no_error(cleanup):
+    (kept,) = walk(cleanup, ended("FAILED", "TrainJobFailed"))
+    assert kept["end"] == "Succeed" and kept["steps"][-1] == "Failed TrainJob kept for its logs" and not kept["calls"]
+    missing = {"Error": "EKS.404", "Cause": '{"StatusCode": 404, "StatusText": "Not Found"}'}
+    results = {"Read TrainJob of the run": [missing]}
+    (sagemaker_run,) = walk(cleanup, ended("FAILED", "States.TaskFailed"), results=results)
+    assert sagemaker_run["end"] == "Succeed" and sagemaker_run["steps"][-1] == "Nothing deleted"
+    assert sagemaker_run["output"]["Error"] == "EKS.404" and len(sagemaker_run["calls"]) == 1
+
+
+def test_the_cleanup_runs_on_the_workflows_bad_endings_only_as_the_workflows_role_and_logs_everything(built):
+    stack, workflow, template = built
+    (rule,) = resources_of(template, "AWS::Events::Rule").values()
+    machines = state_machines(template)
+    ids = {
+        which: stack.get_logical_id(machine.node.default_child)
+        for which, machine in (("run", workflow.state_machine), ("cleanup", workflow.cleanup.state_machine))
+    }
+    assert rule["Properties"]["EventPattern"] == {
+        "source": ["aws.states"],
+        "detail-type": ["Step Functions Execution Status Change"],
+        "detail": {"stateMachineArn": [{"Ref": ids["run"]}], "status": ["FAILED", "TIMED_OUT", "ABORTED"]},
+    }
+    (target,) = rule["Properties"]["Targets"]
+    assert target["Arn"] == {"Ref": ids["cleanup"]}
+    assert machines["cleanup"]["Properties"]["RoleArn"] == machines["run"]["Properties"]["RoleArn"], (
+        "the workflow's access entry may delete TrainJobs; no second cluster identity"
+    )
+    logging = machines["cleanup"]["Properties"]["LoggingConfiguration"]
+    assert logging["Level"] == "ALL" and logging["IncludeExecutionData"] is True
+    assert machines["cleanup"]["Properties"]["TracingConfiguration"] == {"Enabled": True}
+    events_role = next(
+        policy
+        for policy in resources_of(template, "AWS::IAM::Policy").values()
+        if any("states:StartExecution" in json.dumps(s) for s in policy["Properties"]["PolicyDocument"]["Statement"])
+    )
+    (start,) = events_role["Properties"]["PolicyDocument"]["Statement"]
+    assert start["Resource"] == {"Ref": ids["cleanup"]}, "EventBridge may start the cleanup and nothing else"
+
+
+@pytest.fixture(scope="module")
+def staged():
+    return workflow_stack(data_job="cifar10-data-0123456789")
+
+
+def job_reading(*conditions):
+    return {"ResponseBody": {"status": {"conditions": list(conditions)}}, "StatusCode": 200}
+
+
+def test_with_a_data_job_every_run_starts_only_once_the_data_is_staged(staged):
+    definition = definition_of(staged[2])
+    complete = job_reading({"type": "Complete", "status": "True"})
+    running = job_reading()
+    failed = job_reading({"type": "Failed", "status": "True"})
+    unreadable = {"Error": "EKS.403", "Cause": "forbidden"}
+    for request in ({"training_runtime": "kubernetes"}, {"training_runtime": "sagemaker"}):
+        ready, waiting, broken, refused = [
+            walk(definition, request, results={"Read data job": [reading]})[0]
+            for reading in (complete, running, failed, unreadable)
+        ]
+        read = ready["calls"][0]
+        assert read["state"] == "Read data job" and read["arguments"]["Method"] == "GET"
+        assert read["arguments"]["Path"] == "/apis/batch/v1/namespaces/training/jobs/cifar10-data-0123456789"
+        assert ready["end"] == "Task" and ready["state"] in {"Create TrainJob", "Train on SageMaker"}
+        for run in (waiting, broken, refused):
+            assert run["end"] == "Fail" and run["error"] == "DataNotStaged", run
+        assert waiting["cause"].startswith("job/cifar10-data-0123456789, which stages the data set, has not completed")
+        assert "(no condition yet)" in waiting["cause"]
+        assert "(Failed)" in broken["cause"]
+        assert refused["cause"] == "cannot read job/cifar10-data-0123456789: EKS.403: forbidden"
+
+
+def test_with_a_data_job_the_workflow_may_read_jobs_and_without_one_it_may_not(built, staged):
+    role = staged[1].access_chart.manifests()[0]
+    assert {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get"]} in role["rules"]
+    assert not any("batch" in rule["apiGroups"] for rule in built[1].access_chart.manifests()[0]["rules"])
+    assert "Read data job" not in definition_of(built[2])["States"]
+
+
+def test_sagemaker_types_the_image_cannot_run_on_are_refused_at_synth_and_at_run_time(definition):
+    with pytest.raises(ConfigurationError) as raised:
+        workflow_stack(sagemaker_instance_type="ml.trn1.32xlarge")
+    (problem,) = raised.value.problems
+    assert problem.startswith("sagemaker_instance_type='ml.trn1.32xlarge'") and "ml.g5.xlarge" in problem
+    (run,) = walk(definition, {"training_runtime": "sagemaker", "instance_type": "ml.trn1.32xlarge"})
+    assert run["error"] == "InvalidRequest" and "ml.trn1.32xlarge" not in run["cause"].split("; got")[0]
+    _, _, template = workflow_stack(image_accelerators=[Accelerator.NEURON], sagemaker_instance_type="ml.trn1.32xlarge")
+    (run,) = walk(definition_of(template), {"training_runtime": "sagemaker"})
+    assert run["calls"][0]["arguments"]["ResourceConfig"]["InstanceType"] == "ml.trn1.32xlarge"
+    assert sagemaker_types_for([Accelerator.NEURON]) and all(
+        INSTANCE_CATALOG[name[3:]].accelerator is Accelerator.NEURON
+        for name in sagemaker_types_for([Accelerator.NEURON])
+    )

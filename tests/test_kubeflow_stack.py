@@ -6,8 +6,8 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import assertions
 
-from tests.conftest import KUBEFLOW_TRAINING, build_default_stack, new_app, only, resources_of, stack_template
-from tests.job_helpers import MANIFEST, job_manifests, manifest_of
+from tests.conftest import KUBEFLOW_TRAINING, REPO, build_default_stack, new_app, only, resources_of, stack_template
+from tests.job_helpers import applied_objects, job_manifests, nodegroups, release_manifests
 from tests.k8s_validation import validate_objects
 from trainium_eks import cifar10_ddp, versions
 from trainium_eks.kubeflow_stack import KubeflowTrainingStack
@@ -16,21 +16,6 @@ from trainium_eks.validation import ConfigurationError
 
 def template(**context):
     return stack_template(KUBEFLOW_TRAINING, **context)
-
-
-def applied_objects(tmpl):
-    """Every Kubernetes object the stack applies, by (kind, name)."""
-    return {
-        (obj["kind"], obj["metadata"]["name"]): obj
-        for obj in (manifest_of(resource) for resource in resources_of(tmpl, MANIFEST).values())
-    }
-
-
-def nodegroups(tmpl):
-    return {
-        props["Labels"].get("trainium-eks/accelerator", "system"): props
-        for props in (r["Properties"] for r in resources_of(tmpl, "AWS::EKS::Nodegroup").values())
-    }
 
 
 def test_cpu_group_is_the_workshops_six_m5_xlarge_in_the_node_subnet():
@@ -109,23 +94,29 @@ def test_cifar10_is_staged_once_then_trained_as_a_trainjob_on_the_cpu_group(tmp_
     assert trainer["numNodes"] == 6 and trainer["numProcPerNode"] == 1
     assert cifar10_ddp.LAUNCHER in trainer["command"][2]
     assert "--data-dir /data/cifar10" in trainer["command"][2]
-    patch = json.dumps(training["spec"]["runtimePatches"])
-    assert f"job/{staging['metadata']['name']}" in patch, "the TrainJob's start gate waits for the staging job"
-    validate_objects([staging, training], tmp_path)
+    assert f"--output-dir /data/output/{training['metadata']['name']}" in trainer["command"][2], "a folder per run"
+    release = release_manifests(template())["Training"]
+    (container,) = release["spec"]["template"]["spec"]["containers"]
+    assert container["command"][-1] == f"job/{staging['metadata']['name']}", "created once the data is staged"
+    validate_objects([staging, training, release], tmp_path)
 
 
-def test_the_trainjob_is_created_after_the_staging_job_and_the_runtime():
+def test_the_trainjobs_release_comes_after_the_runtime_and_the_trainer_after_volcano():
     resources = template().to_json()["Resources"]
-    (training_id,) = [k for k in resources if k.startswith("JobsTrainingTrainJob")]
-    depends = resources[training_id]["DependsOn"]
-    assert any(d.startswith("JobsStagingJob") for d in depends), "no priority class: created after what it waits for"
+    (release_id,) = [k for k in resources if k.startswith("JobsTrainingJob")]
+    depends = resources[release_id]["DependsOn"]
     assert any(d.startswith("KubeflowTrainerRuntime") for d in depends), "its runtime exists when it is created"
+    (trainer,) = [k for k in resources if k.startswith("KubeflowTrainerRelease")]
+    (volcano,) = [k for k in resources if k.startswith("AddonsVolcano") and resources[k]["Type"].endswith("HelmChart")]
+    assert volcano in resources[trainer]["DependsOn"], (
+        "a Trainer controller that starts before the PodGroup kind exists never watches PodGroups"
+    )
 
 
 @pytest.mark.parametrize("version", versions.KUBERNETES_VERSIONS)
 def test_every_applied_object_validates_strictly(version, tmp_path):
     objects = list(applied_objects(template(kubernetesVersion=version)).values())
-    assert len(objects) > 20
+    assert len(objects) >= 18
     validate_objects(objects, tmp_path, k8s_version=version)
 
 
@@ -192,3 +183,25 @@ def test_efs_admits_sagemakers_mount_without_tls_only_when_the_workflow_exists()
         "elasticfilesystem:AccessedViaMountTarget": "true",
         "aws:SecureTransport": "true",
     }
+
+
+def cifar10_stack(name, **props):
+    return KubeflowTrainingStack(
+        new_app(),
+        name,
+        env=cdk.Environment(region="us-west-2"),
+        image_directory=str(REPO / "images" / "cifar10-ddp"),
+        **props,
+    )
+
+
+def test_without_the_seed_run_the_workflow_still_has_its_data_staged_and_checks_it():
+    stack = cifar10_stack("WorkflowOnly", seed_jobs=False)
+    assert stack.seed_jobs is None and stack.data_staging is not None
+    jobs = job_manifests(assertions.Template.from_stack(stack))
+    assert set(jobs) == {"Staging"}, "staged for the workflow's runs, no seed TrainJob"
+    machine = stack.hybrid_workflow.state_machine.node.default_child
+    definition = json.dumps(stack.resolve(machine.definition_string))
+    assert f"/jobs/{stack.data_staging.job_name}" in definition, "every run reads the staging Job first"
+    no_workflow = cifar10_stack("Neither", seed_jobs=False, hybrid_workflow=False)
+    assert no_workflow.data_staging is None and not job_manifests(assertions.Template.from_stack(no_workflow))

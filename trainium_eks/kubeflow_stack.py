@@ -10,11 +10,12 @@ from constructs import Construct
 
 from trainium_eks import versions
 from trainium_eks.catalog import Accelerator
-from trainium_eks.cifar10_ddp import Cifar10Jobs, add_cifar10_jobs, run_template
+from trainium_eks.cifar10_ddp import Cifar10Jobs, add_cifar10_jobs, cifar10_staging, run_template
 from trainium_eks.constructs.accelerated_node_group import AcceleratedNodeGroup
 from trainium_eks.constructs.efs_storage import EfsStorage
 from trainium_eks.constructs.hybrid_workflow import HybridTrainingWorkflow
 from trainium_eks.constructs.kubeflow_trainer import KubeflowTrainer
+from trainium_eks.manifests.dataset_staging import DatasetStagingChart
 from trainium_eks.system_stack import DEFAULT_AZ_ID, EXPECTED_EFS_GB, NodeTypes, TrainingSystemStack
 from trainium_eks.validation import check_bool
 
@@ -33,19 +34,14 @@ ACCELERATED_NODE_TYPES = NodeTypes(
     "the CPU nodes are a group of their own; this optional group is accelerated (Trainium or GPU)",
 )
 
-CPU_ROOT_VOLUME_GIB = 100
-"""Root volume of a CPU node, GiB: the CIFAR-10 image (a PyTorch runtime image of about 3 GB compressed) and the system
-images fit many times; the accelerated group keeps the node group's default (500 GiB)."""
-
 
 class KubeflowTrainingStack(TrainingSystemStack):
     """Kubeflow training on EKS: the network and cluster of :class:`TrainingSystemStack`, a CPU node group (the
     seed's 6 x m5.xlarge, through :class:`AcceleratedNodeGroup`), an optional accelerated group (Trainium or GPU),
     a shared :class:`EfsStorage` volume (StorageClass ``efs-sc``, volume ``efs-pv``, claim ``efs-sc-claim``), the
-    in-cluster add-ons (Volcano, etcd, TensorBoard, device plugins; the NVIDIA plugin when the accelerated group is a
-    GPU type), Kubeflow Trainer v2 (:class:`KubeflowTrainer`) and, with ``image_directory``
-    (``images/cifar10-ddp``), the CIFAR-10 run: stage the dataset onto EFS, then train as a TrainJob on the CPU
-    group (:mod:`trainium_eks.cifar10_ddp`).
+    in-cluster add-ons (Volcano, TensorBoard, the device plugins the node groups need), Kubeflow Trainer v2
+    (:class:`KubeflowTrainer`) and, with ``image_directory`` (``images/cifar10-ddp``), the CIFAR-10 run: stage the
+    dataset onto EFS, then train as a TrainJob on the CPU group (:mod:`trainium_eks.cifar10_ddp`).
 
     Every setting is checked before anything is built, and all problems are reported in one error.
 
@@ -60,7 +56,8 @@ class KubeflowTrainingStack(TrainingSystemStack):
     :param node_subnet: The subnet of the node groups in ``vpc``, in ``availability_zone_id``.
     :param image_directory: The training image's directory, built at deploy time. Default: none.
     :param image_build_args: Its Docker build arguments. Default: none.
-    :param seed_jobs: With ``image_directory``, run the CIFAR-10 workload. Default: true.
+    :param seed_jobs: With ``image_directory``, run the CIFAR-10 workload. Default: true. The data is staged whenever
+        the seed run or the hybrid workflow needs it.
     :param hybrid_workflow: With ``image_directory``, the Step Functions workflow that runs the CIFAR-10 training on
         the cluster or on SageMaker, chosen per run (:class:`HybridTrainingWorkflow`; stack output
         ``HybridStateMachineArn``, started by ``python -m trainium_eks run``). Default: true.
@@ -137,7 +134,6 @@ class KubeflowTrainingStack(TrainingSystemStack):
             prefix="cpu_",
             instance_type=cpu_instance_type,
             node_count=cpu_node_count,
-            root_volume_size_gib=CPU_ROOT_VOLUME_GIB,
         )
         self.accelerated_nodes: Optional[AcceleratedNodeGroup] = None
         if accelerated is not None and accelerated_instance_type is not None:
@@ -165,20 +161,27 @@ class KubeflowTrainingStack(TrainingSystemStack):
             # mounts with TLS, its default).
             require_tls=not with_workflow,
         )
-        self.trainer = KubeflowTrainer(self, "KubeflowTrainer", cluster=self.cluster.cluster)
         self.build_in_cluster(
-            volume=self.storage.volume_source,
-            image_directory=image_directory,
-            image_build_args=image_build_args,
-            nvidia_device_plugin=accelerated is not None and accelerated.accelerator is Accelerator.NVIDIA,
-            job_prerequisites=self.trainer.job_prerequisites,
+            volume=self.storage.volume_source, image_directory=image_directory, image_build_args=image_build_args
         )
+        self.trainer = KubeflowTrainer(
+            self, "KubeflowTrainer", cluster=self.cluster.cluster, after=[self.addons.volcano]
+        )
+        self.jobs.add_prerequisites(*self.trainer.job_prerequisites)
         for group in groups:
             group.add_shared_volume(self.addons.volume_chart.claim_name)
         self.seed_jobs: Optional[Cifar10Jobs] = None
-        if seed_jobs and self.images.image_uri:
-            self.seed_jobs = add_cifar10_jobs(
+        self.data_staging: Optional[DatasetStagingChart] = None
+        """The job that stages CIFAR-10 onto EFS: for the seed run, and for the hybrid workflow's runs, which read the
+        same data on either runtime (so it exists with ``seed_jobs=False`` too, when the workflow does)."""
+        if (seed_jobs or with_workflow) and self.images.image_uri:
+            self.data_staging = cifar10_staging(
                 self.jobs, image=self.images.image_uri, node_group=self.cpu_nodes.topology
+            )
+            self.jobs.add("Staging", self.data_staging)
+        if seed_jobs and self.data_staging is not None:
+            self.seed_jobs = add_cifar10_jobs(
+                self.jobs, image=self.images.image_uri, node_group=self.cpu_nodes.topology, staging=self.data_staging
             )
         self.hybrid_workflow: Optional[HybridTrainingWorkflow] = None
         if with_workflow and self.images.image_asset is not None:
@@ -191,6 +194,7 @@ class KubeflowTrainingStack(TrainingSystemStack):
                 efs=self.storage,
                 vpc=vpc,
                 subnets=list(vpc.private_subnets),
+                data_job=self.data_staging.job_name if self.data_staging is not None else None,
                 apply_after=self.addons.training_namespace.of_kind("Namespace"),
             )
 

@@ -12,15 +12,16 @@ from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecr_assets as ecr_assets
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct, IConstruct
 
-from trainium_eks.catalog import SAGEMAKER_TRAINING_TYPES
+from trainium_eks.catalog import INSTANCE_CATALOG, SAGEMAKER_TRAINING_TYPES, Accelerator
 from trainium_eks.constructs.applied_chart import AppliedChart
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.efs_storage import EfsStorage
+from trainium_eks.constructs.logged_state_machine import logged_state_machine
+from trainium_eks.constructs.workflow_run_cleanup import WorkflowRunCleanup
 from trainium_eks.conventions import DEFAULT_NAMESPACE
 from trainium_eks.manifests.distributed_workload import Launcher
 from trainium_eks.manifests.train_job import TrainJobChart
@@ -33,6 +34,7 @@ from trainium_eks.validation import (
     check_bool,
     check_cluster,
     check_dns_label,
+    check_dns_subdomain,
     check_implements,
     check_instance,
     check_integer,
@@ -48,6 +50,9 @@ SAGEMAKER_TRAINING_SYNC = "arn:aws:states:::sagemaker:createTrainingJob.sync"
 EKS_CALL = "arn:aws:states:::eks:call"
 """The Step Functions integrations of the two branches. Source: Step Functions developer guide, connect-sagemaker.html
 and connect-eks.html."""
+
+KUBERNETES_TRAINING_FAILED = "TrainJobFailed"
+"""The error of an execution whose TrainJob failed (its JobSet has ended its pods; the TrainJob stays, for logs)."""
 
 DEFAULT_SAGEMAKER_INSTANCE_TYPE = "ml.m5.xlarge"
 """4 vCPUs, 16 GiB, no accelerator: the CPU twin of the default Kubernetes node group of the Kubeflow system."""
@@ -101,6 +106,14 @@ JOB_SUFFIX_LENGTH = 10
 """Characters of the execution name in a job's name, ``<base>-<last 10 letters and digits of the execution
 name, lowercased>``: unique per run for the default execution names (UUIDs), a DNS-1123 label of at most 39
 characters and a valid SageMaker training job name."""
+
+EXECUTION_ANNOTATION = "trainium-eks/execution"
+"""Annotation of a run's TrainJob: the ARN of the execution that created it. Two executions whose names end in the
+same ten letters and digits name the same job; the second one's create then fails (409), and the cleanup of its
+failed execution must not delete the first one's TrainJob: it deletes only a TrainJob carrying its own ARN."""
+
+EXECUTION_ARN = "$states.context.Execution.Id"
+"""JSONata of the execution's ARN (Step Functions context object)."""
 
 SAGEMAKER_EVENTS_RULE = "StepFunctionsGetEventsForSageMakerTrainingJobsRule"
 """The EventBridge rule Step Functions manages for ``createTrainingJob.sync``. Source: Step Functions developer
@@ -212,6 +225,17 @@ class HybridTrainingWorkflow(Construct):
     objects under the output prefix. The state machine logs every event to a log group (one year; CloudWatch Logs
     encrypts it) and traces with X-Ray.
 
+    **No run outlives its execution**: a TrainJob carries ``activeDeadlineSeconds`` of ``max_runtime`` (the Trainer
+    then fails it and deletes its JobSet: kubeflow/trainer v2.3.0 ``pkg/controller/trainjob_controller.go``
+    ``reconcileDeadline``), and an execution that fails for another reason than a failed TrainJob, times out or is
+    stopped has its TrainJob deleted by :class:`~trainium_eks.constructs.workflow_run_cleanup.WorkflowRunCleanup`
+    (an EventBridge rule on the execution's status and an Express state machine); a failed TrainJob is kept for its
+    logs (its JobSet has already deleted its running Jobs). A SageMaker job of a stopped execution is stopped by
+    Step Functions itself (``.sync`` integrations).
+
+    **Data first**: with ``data_job`` (the Job that stages the data set onto the file system), every run first reads
+    that Job and fails with ``DataNotStaged`` unless it has completed, on either runtime.
+
     Outputs: :attr:`state_machine`, :attr:`role` (the state machine's), :attr:`sagemaker_role`,
     :attr:`output_bucket`, :attr:`sagemaker_security_group`, :attr:`access_entry`, :attr:`access` (the applied
     RBAC chart), :attr:`log_group`.
@@ -230,6 +254,11 @@ class HybridTrainingWorkflow(Construct):
     :param endpoint_access: The cluster's API endpoint access. Default: read from the cluster when it is defined in
         this app; required for an imported cluster.
     :param data_directory: The data's directory on the file system. Default: :data:`DEFAULT_DATA_DIRECTORY`.
+    :param data_job: Name of the batch/v1 Job in ``namespace`` that stages the data (``DatasetStagingChart.job_name``),
+        or None. Default: None.
+    :param image_accelerators: What the image runs on: SageMaker types of other accelerators are refused (a CUDA
+        PyTorch image trains on GPU and CPU instances, not on Trainium, which needs the Neuron SDK).
+        Default: NVIDIA and CPU.
     :param sagemaker_instance_type: Default: :data:`DEFAULT_SAGEMAKER_INSTANCE_TYPE`.
     :param sagemaker_instance_count: Default: :data:`DEFAULT_SAGEMAKER_INSTANCE_COUNT`.
     :param volume_size_gib: Default: :data:`DEFAULT_VOLUME_SIZE_GIB`.
@@ -263,6 +292,8 @@ class HybridTrainingWorkflow(Construct):
         image_uri: Optional[str] = None,
         endpoint_access: Optional[eks.EndpointAccess] = None,
         data_directory: str = DEFAULT_DATA_DIRECTORY,
+        data_job: Optional[str] = None,
+        image_accelerators: Sequence[Accelerator] = (Accelerator.NVIDIA, Accelerator.NONE),
         sagemaker_instance_type: str = DEFAULT_SAGEMAKER_INSTANCE_TYPE,
         sagemaker_instance_count: int = DEFAULT_SAGEMAKER_INSTANCE_COUNT,
         volume_size_gib: int = DEFAULT_VOLUME_SIZE_GIB,
@@ -309,12 +340,19 @@ class HybridTrainingWorkflow(Construct):
                 "inside the VPC",
             )
         check_absolute_path(problems, "data_directory", data_directory)
-        allowed_types = list(SAGEMAKER_TRAINING_TYPES)
+        if data_job is not None:
+            check_dns_subdomain(problems, "data_job", data_job)
+        if not isinstance(image_accelerators, (list, tuple)) or not all(
+            isinstance(item, Accelerator) for item in image_accelerators
+        ):
+            problems.add("image_accelerators", image_accelerators, "a list of Accelerator")
+            image_accelerators = ()
+        allowed_types = sagemaker_types_for(image_accelerators)
         if sagemaker_instance_type not in allowed_types:
             problems.add(
                 "sagemaker_instance_type",
                 sagemaker_instance_type,
-                f"a SageMaker training type (ml.*) of the catalog: {', '.join(allowed_types)}",
+                f"a SageMaker training type (ml.*) of the catalog the image runs on: {', '.join(allowed_types)}",
             )
         check_integer(problems, "sagemaker_instance_count", sagemaker_instance_count, minimum=1)
         check_integer(problems, "volume_size_gib", volume_size_gib, minimum=1)
@@ -405,7 +443,9 @@ class HybridTrainingWorkflow(Construct):
             kubernetes_groups=[kubernetes_group],
             type="STANDARD",
         )
-        self.access_chart = WorkflowAccessChart(group=kubernetes_group, namespace=namespace)
+        self.access_chart = WorkflowAccessChart(
+            group=kubernetes_group, namespace=namespace, read_jobs=data_job is not None
+        )
         self.access = AppliedChart(
             self, "Access", cluster=eks_cluster, chart=self.access_chart, after=list(apply_after)
         )
@@ -430,20 +470,26 @@ class HybridTrainingWorkflow(Construct):
             allowed_instance_types=allowed_types,
             poll_seconds=poll_seconds,
             max_polls=self.max_polls,
+            deadline_seconds=runtime_seconds,
+            data_job=data_job,
         )
-        self.log_group = logs.LogGroup(
-            self, "Logs", retention=logs.RetentionDays.ONE_YEAR, removal_policy=RemovalPolicy.RETAIN
-        )
-        self.state_machine = sfn.StateMachine(
+        self.log_group, self.state_machine = logged_state_machine(
             self,
-            "StateMachine",
-            definition_body=sfn.DefinitionBody.from_chainable(start),
-            query_language=sfn.QueryLanguage.JSONATA,
+            start=start,
             state_machine_type=sfn.StateMachineType.STANDARD,
             role=self.role,
-            logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
-            tracing_enabled=True,
             comment="Train on SageMaker or on the EKS cluster, chosen by the request's training_runtime",
+        )
+        self.cleanup = WorkflowRunCleanup(
+            self,
+            "Cleanup",
+            workflow=self.state_machine,
+            role=self.role,
+            cluster=eks_cluster,
+            trainjobs_path=f"/apis/{TRAINER_API_VERSION}/namespaces/{namespace}/trainjobs",
+            job_name=lambda execution_name: job_name_expression(self.job_base_name, execution_name),
+            keep_on_error=KUBERNETES_TRAINING_FAILED,
+            owner_annotation=EXECUTION_ANNOTATION,
         )
         self._acknowledge()
 
@@ -651,6 +697,8 @@ def _chain(
     allowed_instance_types: Sequence[str],
     poll_seconds: int,
     max_polls: int,
+    deadline_seconds: int,
+    data_job: Optional[str],
 ) -> sfn.IChainable:
     """The states of the workflow, wired from the request's reading to every end."""
     base = train_job.component
@@ -754,7 +802,7 @@ def _chain(
                 **cluster_arguments,
                 "Method": "POST",
                 "Path": trainjobs,
-                "RequestBody": trainjob_template(train_job),
+                "RequestBody": trainjob_template(train_job, deadline_seconds),
             },
             "Output": jsonata("$states.input"),
         },
@@ -792,7 +840,7 @@ def _chain(
     failed = sfn.Fail.jsonata(
         scope,
         "Kubernetes training failed",
-        error="TrainJobFailed",
+        error=KUBERNETES_TRAINING_FAILED,
         cause=jsonata(
             "($c := $conditions[type = 'Failed' and status = 'True'][0]; "
             "'TrainJob ' & $job_name & ': ' & $c.reason & ': ' & $c.message)"
@@ -844,7 +892,56 @@ def _chain(
         .when(sfn.Condition.jsonata(jsonata("$runtime = 'kubernetes'")), check_kubernetes.next(kubernetes))
         .otherwise(unknown)
     )
-    return read.next(choose)
+    if data_job is None:
+        return read.next(choose)
+    return read.next(_data_check(scope, cluster_arguments, namespace, data_job, then=choose))
+
+
+def _data_check(
+    scope: Construct, cluster_arguments: Mapping[str, Any], namespace: str, data_job: str, *, then: sfn.IChainable
+) -> sfn.IChainable:
+    """Read the Job that stages the data; go on to ``then`` once it has completed, else fail with DataNotStaged."""
+    path = f"/apis/batch/v1/namespaces/{namespace}/jobs/{data_job}"
+    not_staged = sfn.Fail.jsonata(
+        scope,
+        "Data not staged",
+        error="DataNotStaged",
+        cause=jsonata(
+            f"'job/{data_job}, which stages the data set, has not completed ('"
+            " & ($true := $data_conditions[status = 'True'].type;"
+            " $count($true) > 0 ? $join($true, ', ') : 'no condition yet')"
+            " & '): run again once kubectl get job -n " + namespace + " " + data_job + " says Complete'"
+        ),
+    )
+    unreadable = sfn.Fail.jsonata(
+        scope,
+        "Data job not readable",
+        error="DataNotStaged",
+        cause=jsonata(f"'cannot read job/{data_job}: ' & $states.input.Error & ': ' & $states.input.Cause"),
+    )
+    read = sfn.CustomState(
+        scope,
+        "Read data job",
+        state_json={
+            "Type": "Task",
+            "Resource": EKS_CALL,
+            "Arguments": {**cluster_arguments, "Method": "GET", "Path": path},
+            "Assign": {
+                "data_conditions": jsonata(
+                    "($c := $states.result.ResponseBody.status.conditions; $exists($c) ? $c : [])"
+                )
+            },
+            "Output": jsonata("$states.input"),
+        },
+    )
+    read.add_retry(errors=["States.ALL"], interval=Duration.seconds(5), max_attempts=2, backoff_rate=2)
+    read.add_catch(unreadable, errors=["States.ALL"])
+    staged = (
+        sfn.Choice.jsonata(scope, "Data staged?")
+        .when(sfn.Condition.jsonata(jsonata("$exists($data_conditions[type = 'Complete' and status = 'True'])")), then)
+        .otherwise(not_staged)
+    )
+    return read.next(staged)
 
 
 def _resource_finding(stack: Stack, arn: str) -> str:
@@ -870,12 +967,10 @@ def _has_condition(kind: str) -> str:
     return f"$exists($conditions[type = {_quoted(kind)} and status = 'True'])"
 
 
-def job_name_expression(base: str) -> str:
+def job_name_expression(base: str, execution_name: str = "$states.context.Execution.Name") -> str:
     """JSONata of a run's job name: ``<base>-`` and the last :data:`JOB_SUFFIX_LENGTH` letters and digits of the
-    execution name, lowercased (``run`` if it has none)."""
-    suffix = (
-        f"$substring($lowercase($replace($states.context.Execution.Name, /[^A-Za-z0-9]/, '')), -{JOB_SUFFIX_LENGTH})"
-    )
+    execution's name (the JSONata ``execution_name``), lowercased (``run`` if it has none)."""
+    suffix = f"$substring($lowercase($replace({execution_name}, /[^A-Za-z0-9]/, '')), -{JOB_SUFFIX_LENGTH})"
     return f"($s := {suffix}; {_quoted(base + '-')} & ($s = '' ? 'run' : $s))"
 
 
@@ -910,9 +1005,10 @@ def request_problems(
     return "[" + ", ".join(checks) + "]"
 
 
-def trainjob_template(train_job: TrainJobChart) -> Dict[str, Any]:
+def trainjob_template(train_job: TrainJobChart, deadline_seconds: int) -> Dict[str, Any]:
     """The TrainJob of ``train_job`` with the run's name, node count, hyperparameters (:data:`HYPERPARAMETERS_ENV`)
-    and job name (:data:`JOB_NAME_ENV`) as JSONata.
+    and job name (:data:`JOB_NAME_ENV`) as JSONata, the execution that created it (:data:`EXECUTION_ANNOTATION`),
+    ending after ``deadline_seconds`` (``activeDeadlineSeconds``).
 
     Strings that a JSONata state cannot hold as plain literals in the validator's reading (empty, multi-line, or
     starting with ``{%``) become JSONata string literals, which evaluate to the same string."""
@@ -920,6 +1016,7 @@ def trainjob_template(train_job: TrainJobChart) -> Dict[str, Any]:
     manifest = _literals(manifest)
     metadata = manifest["metadata"]
     metadata["name"] = jsonata("$job_name")
+    metadata["annotations"] = {**(metadata.get("annotations") or {}), EXECUTION_ANNOTATION: jsonata(EXECUTION_ARN)}
     labels = metadata.get("labels") or {}
     if "app.kubernetes.io/instance" in labels:
         labels["app.kubernetes.io/instance"] = jsonata("$job_name")
@@ -930,7 +1027,17 @@ def trainjob_template(train_job: TrainJobChart) -> Dict[str, Any]:
         {"name": HYPERPARAMETERS_ENV, "value": jsonata("$string($hyperparameters)")},
         {"name": JOB_NAME_ENV, "value": jsonata("$job_name")},
     ]
+    manifest["spec"]["activeDeadlineSeconds"] = deadline_seconds
     return manifest
+
+
+def sagemaker_types_for(accelerators: Sequence[Accelerator]) -> List[str]:
+    """The SageMaker training types of the catalog whose instances have one of ``accelerators``."""
+    return [
+        name
+        for name in SAGEMAKER_TRAINING_TYPES
+        if INSTANCE_CATALOG[name.removeprefix("ml.")].accelerator in tuple(accelerators)
+    ]
 
 
 def _literals(value: Any) -> Any:
