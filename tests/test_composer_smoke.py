@@ -61,8 +61,17 @@ def environment() -> Dict[str, str]:
     return {**env, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 
 
-def train(data_dir: Path, output: Path, recipe: ComposerRecipe, *, epochs: int, launcher: Sequence[str] = ()) -> Any:
-    """Run the script (under ``launcher`` when given); its summary, after checking the file matches the output."""
+def train(
+    data_dir: Path,
+    output: Path,
+    recipe: ComposerRecipe,
+    *,
+    epochs: int,
+    launcher: Sequence[str] = (),
+    extra: Sequence[str] = (),
+) -> Any:
+    """Run the script (under ``launcher`` when given, with ``extra`` arguments); its summary, after checking the file
+    matches the output."""
     command = [
         *(launcher or [str(ENV_BIN / "python")]),
         str(SCRIPT),
@@ -77,6 +86,7 @@ def train(data_dir: Path, output: Path, recipe: ComposerRecipe, *, epochs: int, 
         "--max-eval-batches=1",
         "--warmup=1ba",
         "--workers=0",
+        *extra,
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=environment())
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
@@ -97,6 +107,21 @@ def test_baseline_trains_and_reports(data_dir: Path, tmp_path: Path) -> None:
     assert (summary["start_epoch"], summary["epochs"], summary["batches"]) == (0, 1, 2)
     assert 0.0 <= summary["final_accuracy"] <= 1.0
     assert summary["wall_clock_s"] >= summary["fit_s"] > 0
+
+
+def test_a_scaled_schedule_trains_its_share_and_reports_the_accuracy_after_every_epoch(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """What ``cost --run-summary`` prices: the run's name, and (epoch, seconds, accuracy) after each evaluation."""
+    extra = ["--scale-schedule-ratio=0.5", "--run-name=resnet-half"]
+    summary = train(data_dir, tmp_path / "half", ComposerRecipe.preset("baseline"), epochs=4, extra=extra)
+
+    assert summary["run_name"] == "resnet-half" and summary["scale_schedule_ratio"] == 0.5
+    assert summary["trained_duration"] == "2ep" and (summary["epochs"], summary["batches"]) == (2, 4)
+    points = summary["accuracy_by_epoch"]
+    assert [epoch for epoch, _, _ in points] == [1, 2]
+    assert 0 < points[0][1] <= points[1][1] <= summary["fit_s"], "seconds since the fit started, rising"
+    assert points[-1][2] == round(summary["final_accuracy"], 5)
 
 
 def test_recipe_changes_model_and_targets_then_resumes(data_dir: Path, tmp_path: Path) -> None:

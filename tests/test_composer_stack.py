@@ -5,9 +5,16 @@ import pytest
 from aws_cdk import assertions
 
 from tests.conftest import COMPOSER_TRAINING, REPO, build_default_stack, new_app, resources_of, stack_template
-from tests.job_helpers import flag, job_manifests, pod_spec, volcano_launch
+from tests.job_helpers import (
+    applied_objects,
+    flag,
+    job_manifests,
+    nodegroups,
+    pod_spec,
+    release_manifests,
+    volcano_launch,
+)
 from tests.k8s_validation import validate_objects
-from tests.test_kubeflow_stack import applied_objects, nodegroups
 from trainium_eks import composer_resnet, versions
 from trainium_eks.composer_recipe import ComposerRecipe
 from trainium_eks.composer_stack import ComposerTrainingStack
@@ -46,14 +53,29 @@ def test_baseline_then_recipe_on_the_same_gpu_nodes_each_with_composers_launcher
     for job in (baseline, recipe):
         (worker,) = pod_spec(job)["containers"]
         assert worker["resources"]["limits"]["nvidia.com/gpu"] == 1
-    gate = pod_spec(recipe)["initContainers"][0]["command"][3:]
-    assert gate == ["training", f"vcjob/{baseline['metadata']['name']}"], "the recipe run starts after the baseline"
-    assert pod_spec(recipe)["priorityClassName"] != pod_spec(baseline)["priorityClassName"]
+    releases = release_manifests(template())
+    waits = releases["Recipe"]["spec"]["template"]["spec"]["containers"][0]["command"][5:]
+    assert waits == [f"vcjob/{baseline['metadata']['name']}"], "the recipe run is created once the baseline completed"
     started = volcano_launch(recipe, tmp_path)
     assert started["argv"][0] == "composer" and flag(started["argv"], "-n") == "1"
     assert flag(started["argv"], "--recipe") == composer_resnet.DEFAULT_RECIPE.to_json()
-    assert flag(volcano_launch(baseline, tmp_path)["argv"], "--recipe") == "[]"
+    baseline_started = volcano_launch(baseline, tmp_path)
+    assert flag(baseline_started["argv"], "--recipe") == "[]"
     assert flag(started["argv"], "--data-dir") == "/data/cifar10"
+
+
+def test_each_run_has_its_own_identity_and_the_recipe_its_shorter_schedule(tmp_path):
+    """A changed job never autoresumes another run's checkpoint: outputs and run name are the job's own name."""
+    jobs = job_manifests(template())
+    for name in ("Baseline", "Recipe"):
+        argv = volcano_launch(jobs[name], tmp_path)["argv"]
+        job_name = jobs[name]["metadata"]["name"]
+        assert flag(argv, "--output-dir") == f"/data/output/{job_name}" and flag(argv, "--run-name") == job_name
+        assert flag(argv, "--epochs") == str(composer_resnet.EPOCHS)
+        assert flag(argv, "--workers") == "2", "half of a g5.xlarge's 4 vCPUs, for its one GPU"
+    recipe = volcano_launch(jobs["Recipe"], tmp_path)["argv"]
+    assert flag(recipe, "--scale-schedule-ratio") == "0.4", "MosaicML's mild recipe trains 0.4 of the schedule"
+    assert flag(volcano_launch(jobs["Baseline"], tmp_path)["argv"], "--scale-schedule-ratio") == "1"
     validate_objects(list(jobs.values()), tmp_path)
 
 
@@ -98,7 +120,7 @@ def test_a_recipe_of_the_stack_reaches_the_recipe_run_and_only_it(tmp_path):
 def test_cost_outputs_price_the_gpu_nodes():
     outputs = template(region="us-east-1", composerAzId="use1-az6").to_json()["Outputs"]
     # g5.xlarge in us-east-1: 1.006 USD per hour and 500 GiB of gp3 (0.08 per GB-month / 730).
-    assert float(outputs["TrainingNodesUsdPerHour"]["Value"]) == pytest.approx(1.006 + 500 * 0.08 / 730, abs=0.006)
+    assert float(outputs["TrainingNodesUsdPerHour"]["Value"]) == pytest.approx(1.006 + 200 * 0.08 / 730, abs=0.006)
 
 
 @pytest.mark.parametrize(

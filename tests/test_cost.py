@@ -126,7 +126,9 @@ def test_stack_outputs_are_the_sums_of_its_cost_lines_and_list_every_line():
     gp3 = 0.08 / 730
     expected_idle = 0.10 + 2 * 0.045 + 2 * (0.2016 + 100 * gp3) + 0.30 / 730
     assert float(outputs["IdleClusterUsdPerHour"]["Value"]) == pytest.approx(expected_idle, abs=0.005)
-    assert float(outputs["TrainingNodesUsdPerHour"]["Value"]) == pytest.approx(1.006 + 500 * gp3, abs=0.005)
+    assert float(outputs["TrainingNodesUsdPerHour"]["Value"]) == pytest.approx(1.006 + 200 * gp3, abs=0.005), (
+        "a GPU node's root volume is 200 GiB"
+    )
 
 
 def test_the_seed_stack_in_us_east_1_splits_idle_and_training_cost():
@@ -225,20 +227,57 @@ def test_render_marks_missing_prices_and_compares_runs():
     assert "recipe: 1:00:00 = 1.00 h, 2.10 USD (2.00); 0.50 x the time of baseline, +2.10 USD saved" in text
 
 
+COMPOSER_IN_US_EAST_1 = (
+    *("--project", str(REPO), "--stack", COMPOSER_TRAINING),
+    *("-c", "region=us-east-1", "-c", "composerAzId=use1-az6"),
+)
+"""The cost command's arguments for the ComposerTraining stack in us-east-1 (priced there)."""
+
+
+def summary(name, final, seconds, points):
+    """The last line a Composer run prints (images/composer-resnet/train_composer.py)."""
+    return json.dumps({"run_name": name, "final_accuracy": final, "fit_s": seconds, "accuracy_by_epoch": points})
+
+
+def test_later_runs_are_priced_to_the_first_runs_accuracy_as_mosaicml_compares_recipes(tmp_path, capsys):
+    baseline, mild, short = (tmp_path / f"{name}.log" for name in ("baseline", "mild", "short"))
+    baseline.write_text("epoch 1\n" + summary("resnet-baseline", 0.90, 3600, [[1, 1800, 0.80], [2, 3600, 0.90]]))
+    mild.write_text(summary("resnet-mild", 0.91, 1800, [[1, 900, 0.85], [2, 1350, 0.905], [3, 1800, 0.91]]) + "\n")
+    short.write_text(summary("resnet-short", 0.70, 600, [[1, 600, 0.70]]))
+    argv = list(COMPOSER_IN_US_EAST_1)
+    for path in (baseline, mild, short):
+        argv += ["--run-summary", str(path)]
+    assert command.main(argv) == 0
+    out = capsys.readouterr().out
+    lines = {line.split(":")[0].strip(): line for line in out.splitlines() if line.startswith("    resnet-")}
+    assert lines["resnet-baseline"].startswith("    resnet-baseline: 90.00 % after 1.00 h, ")
+    assert "; reached resnet-baseline's 90.00 % after 0.38 h (0.38 x its time, " in lines["resnet-mild"]
+    assert lines["resnet-short"].endswith("; never reached resnet-baseline's 90.00 %")
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("no json here", "no JSON line"),
+        (json.dumps({"run_name": "x"}), "no final_accuracy"),
+        (json.dumps({"final_accuracy": 0.9, "accuracy_by_epoch": [[1, 0.9]]}), "[[epoch, seconds, accuracy], ...]"),
+    ],
+)
+def test_a_file_that_is_not_a_run_summary_is_refused(tmp_path, capsys, text, message):
+    path = tmp_path / "log.txt"
+    path.write_text(text)
+    argv = ["--project", str(REPO), "--stack", COMPOSER_TRAINING, "--run-summary", str(path)]
+    assert command.main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
 def test_the_command_prices_the_app_and_two_runs(tmp_path, capsys):
     baseline, recipe = tmp_path / "baseline.json", tmp_path / "recipe.json"
     baseline.write_text(json.dumps(vcjob()))
     recipe.write_text(json.dumps(vcjob(end="2026-11-30T10:45:00Z")))
     status = command.main(
         [
-            "--project",
-            str(REPO),
-            "--stack",
-            COMPOSER_TRAINING,
-            "-c",
-            "region=us-east-1",
-            "-c",
-            "composerAzId=use1-az6",
+            *COMPOSER_IN_US_EAST_1,
             "--job-status",
             str(baseline),
             "--job-status",

@@ -118,7 +118,6 @@ class ComposerTrainingStack(TrainingSystemStack):
             volume=self.storage.volume_source,
             image_directory=image_directory,
             image_build_args=image_build_args,
-            nvidia_device_plugin=instance.accelerator is Accelerator.NVIDIA,
         )
         self.gpu_nodes.add_shared_volume(self.addons.volume_chart.claim_name)
         self.seed_jobs: Optional[ComposerComparisonJobs] = None

@@ -86,6 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
     length.add_argument(
         "--max-duration", help="training length as a Composer time string, e.g. 160ep or 8000ba (instead of --epochs)"
     )
+    parser.add_argument(
+        "--scale-schedule-ratio",
+        type=float,
+        default=1.0,
+        help="train this share of the schedule (Composer's scale_schedule_ratio: the duration and the learning-rate "
+        "milestones; MosaicML's mild recipe uses 0.4); default %(default)s",
+    )
     parser.add_argument("--batch-size", type=int, default=DEFAULTS["batch_size"], help="global; default %(default)s")
     parser.add_argument("--eval-batch-size", type=int, default=1024, help="global; default %(default)s")
     parser.add_argument("--lr", type=float, default=DEFAULTS["lr"], help="peak learning rate; default %(default)s")
@@ -96,7 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--warmup", default=DEFAULTS["warmup"], help="warm-up as a Composer time string; default %(default)s"
     )
-    parser.add_argument("--workers", type=int, default=8, help="data-loader workers per process; default 8")
+    parser.add_argument(
+        "--workers", type=int, default=2, help="data-loader workers per process (CPU cores per GPU); default 2"
+    )
     parser.add_argument("--device", choices=("auto", "gpu", "cpu"), default="auto", help="default: gpu if CUDA")
     parser.add_argument("--precision", help="Composer precision (fp32, amp_fp16, amp_bf16); default: Composer's")
     parser.add_argument("--run-name", default="composer-resnet", help="autoresume key; default %(default)s")
@@ -133,6 +142,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.error(str(err))
     if args.batch_size <= 0 or args.eval_batch_size <= 0:
         parser.error("--batch-size and --eval-batch-size must be positive")
+    if not 0 < args.scale_schedule_ratio <= 10:
+        parser.error("--scale-schedule-ratio must be in (0, 10]")
     missing = [str(p) for paths in cifar_files(args.data_dir).values() for p in paths if not p.is_file()]
     if missing:
         parser.error(
@@ -192,6 +203,7 @@ def train(args: argparse.Namespace, recipe: List[Dict[str, Any]]) -> Dict[str, A
     for algorithm in algorithms:
         _count_calls(algorithm, calls)
     evidence = _batch_evidence()
+    history = _accuracy_history()
 
     optimizer = DecoupledSGDW(model.parameters(), lr=args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
     max_duration = args.max_duration or f"{args.epochs}ep"
@@ -204,7 +216,8 @@ def train(args: argparse.Namespace, recipe: List[Dict[str, Any]]) -> Dict[str, A
         optimizers=optimizer,
         schedulers=MultiStepWithWarmupScheduler(t_warmup=args.warmup, milestones=["0.5dur", "0.75dur"], gamma=0.1),
         step_schedulers_every_batch=True,
-        callbacks=[evidence],
+        scale_schedule_ratio=args.scale_schedule_ratio,
+        callbacks=[evidence, history],
         device=device,
         precision=args.precision,
         train_subset_num_batches=args.max_train_batches or -1,
@@ -237,11 +250,14 @@ def train(args: argparse.Namespace, recipe: List[Dict[str, Any]]) -> Dict[str, A
     stem = model.module.stem[0]
     summary = {
         "rank": dist.get_global_rank(),
+        "run_name": args.run_name,
         "arch": args.arch,
         "device": device,
         "world_size": world_size,
         "precision": trainer.state.precision.value,
         "max_duration": max_duration,
+        "scale_schedule_ratio": args.scale_schedule_ratio,
+        "trained_duration": str(trainer.state.max_duration),
         "batch_size": args.batch_size,
         "lr": args.lr,
         "recipe": recipe,
@@ -257,6 +273,7 @@ def train(args: argparse.Namespace, recipe: List[Dict[str, Any]]) -> Dict[str, A
         "epochs": int(end.epoch),
         "batches": int(end.batch),
         "final_accuracy": float(trainer.state.eval_metric_values["MulticlassAccuracy"]),
+        "accuracy_by_epoch": history.points,
         "fit_s": round(fit_s, 3),
     }
     trainer.close()
@@ -302,6 +319,30 @@ def _count_calls(algorithm: Any, calls: Counter) -> None:
         return apply(event, state, logger)
 
     algorithm.apply = counted
+
+
+def _accuracy_history() -> Any:
+    """A Composer callback recording, after each evaluation of a fit, the epoch, the seconds since the fit started and
+    the test accuracy: ``points`` is ``[[epoch, seconds, accuracy], ...]`` (time to an accuracy, as MosaicML compares
+    recipes)."""
+    from composer.core import Callback, State
+    from composer.loggers import Logger
+
+    class AccuracyHistory(Callback):
+        def __init__(self) -> None:
+            self.points: List[List[float]] = []
+            self.started = time.monotonic()
+
+        def fit_start(self, state: State, logger: Logger) -> None:
+            self.started = time.monotonic()
+
+        def eval_end(self, state: State, logger: Logger) -> None:
+            accuracy = state.eval_metric_values.get("MulticlassAccuracy")
+            if accuracy is not None:
+                elapsed = round(time.monotonic() - self.started, 3)
+                self.points.append([int(state.timestamp.epoch), elapsed, round(float(accuracy), 5)])
+
+    return AccuracyHistory()
 
 
 def _batch_evidence() -> Any:

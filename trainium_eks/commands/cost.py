@@ -10,6 +10,10 @@ every sum that lacks it says so.
 - ``--job-status FILE`` (``kubectl get vcjob <name> -o json``, or ``job``): the run's duration from the job's status
   and what the stack cost during it; with several files, how each compares with the first (e.g. the Composer
   baseline and recipe runs). ``--duration 1h20m`` gives a duration by hand instead.
+- ``--run-summary FILE``: the summary a Composer run prints last (``kubectl logs <pod of node 0> | tail -n 1``):
+  each run's final accuracy next to its time and cost, and, as MosaicML compares recipes, the time and cost each
+  later run took to reach the first run's final accuracy (from the accuracy after every epoch), or that it never
+  did.
 - ``--chart PATH``: a bar chart of the stacks' cost per hour by component (PNG, matplotlib).
 """
 
@@ -52,6 +56,33 @@ class Run:
     duration: timedelta
 
 
+@dataclass(frozen=True)
+class RunSummary:
+    """What a training run reported (``run-summary.json`` of ``images/composer-resnet``): its name, final test
+    accuracy, training time, and ``(epoch, seconds since the fit started, accuracy)`` after every evaluation."""
+
+    name: str
+    final_accuracy: float
+    seconds: float
+    accuracy_by_epoch: Sequence[Sequence[float]]
+
+    def seconds_to(self, accuracy: float) -> Optional[float]:
+        """Seconds into the fit when the run first reached ``accuracy``, or None if it never did."""
+        return next((float(t) for _, t, value in self.accuracy_by_epoch if value >= accuracy), None)
+
+
+def summary_of(name: str, data: Any) -> RunSummary:
+    """The :class:`RunSummary` of a run summary's JSON; a summary without accuracy is refused."""
+    if not isinstance(data, dict) or not isinstance(data.get("final_accuracy"), (int, float)):
+        raise CostError(f"{name}: not a run summary (no final_accuracy): give the last log line of node 0's pod")
+    points = data.get("accuracy_by_epoch") or []
+    if not all(isinstance(p, list) and len(p) == 3 for p in points):
+        raise CostError(f"{name}: accuracy_by_epoch must be [[epoch, seconds, accuracy], ...]")
+    seconds = float(data.get("fit_s") or data.get("wall_clock_s") or 0)
+    label = data.get("run_name") or name
+    return RunSummary(str(label), float(data["final_accuracy"]), seconds, points)
+
+
 def parse_duration(text: str) -> timedelta:
     """``1h20m``, ``45m``, ``90s``, ``1.5h`` (Go's duration form, as Volcano's ``runningDuration``) -> timedelta."""
     match = _DURATION.match(text.strip()) if isinstance(text, str) else None
@@ -69,8 +100,8 @@ def _time(text: Any, where: str) -> datetime:
 
 
 def run_of(job: Mapping[str, Any]) -> Run:
-    """The duration of a finished job from its status: a Volcano Job (from its ``Running`` condition, when its pods
-    had passed their start gate, to its last transition to ``Completed``; Volcano keeps one condition per status, so
+    """The duration of a finished job from its status: a Volcano Job (from its ``Running`` condition, when its
+    ``minAvailable`` pods ran, to its last transition to ``Completed``; Volcano keeps one condition per status, so
     after a restart the run counts from the last ``Running``) or a batch/v1 Job (``startTime`` to
     ``completionTime``). A job that has not finished is refused."""
     kind = job.get("kind")
@@ -97,6 +128,14 @@ def run_of(job: Mapping[str, Any]) -> Run:
         f"{kind}/{name}: the status of a Volcano Job or a batch/v1 Job (kubectl get vcjob|job <name> -o json); "
         "for another kind, give --duration"
     )
+
+
+def _last_json_line(path: Path) -> Any:
+    """The last line of ``path`` that is a JSON object (a log's summary line, or a summary file)."""
+    for line in reversed(path.read_text().splitlines()):
+        if line.strip().startswith("{"):
+            return json.loads(line)
+    raise CostError(f"{path}: no JSON line (the run summary is the last line node 0's pod prints)")
 
 
 def load_app_module(project: Path) -> Any:
@@ -150,8 +189,15 @@ def _usd(value: Optional[float]) -> str:
     return "n/a" if value is None else f"{value:,.2f}"
 
 
-def render(costs: StackCost, *, hours: Optional[float] = None, runs: Sequence[Run] = ()) -> str:
-    """The table of one stack: every line per hour (and over ``hours``), the idle and training sums, the runs."""
+def render(
+    costs: StackCost,
+    *,
+    hours: Optional[float] = None,
+    runs: Sequence[Run] = (),
+    summaries: Sequence[RunSummary] = (),
+) -> str:
+    """The table of one stack: every line per hour (and over ``hours``), the idle and training sums, the runs and what
+    they reached."""
     header = ["component", "quantity", "USD/hour"] + ([f"USD/{hours:g} h"] if hours is not None else [])
     rows: List[List[str]] = []
     for line in costs.lines:
@@ -196,7 +242,35 @@ def render(costs: StackCost, *, hours: Optional[float] = None, runs: Sequence[Ru
                 ratio = run.duration / first.duration if first.duration else float("nan")
                 text += f"; {ratio:.2f} x the time of {first.name}, {whole * saved:+,.2f} USD saved"
             lines.append(text)
+    if summaries:
+        lines.extend(_accuracy_lines(total(costs.lines).usd_per_hour, summaries))
     return "\n".join(lines)
+
+
+def _accuracy_lines(usd_per_hour: float, summaries: Sequence[RunSummary]) -> List[str]:
+    """Each run's accuracy next to its training time and cost; each later run's time and cost to the first run's
+    final accuracy."""
+    first = summaries[0]
+    target = first.final_accuracy
+    lines = ["  accuracy (training time from each run's summary; cost at the whole stack's rate):"]
+    for summary in summaries:
+        run_hours = summary.seconds / 3600
+        text = (
+            f"    {summary.name}: {100 * summary.final_accuracy:.2f} % after {run_hours:.2f} h, "
+            f"{usd_per_hour * run_hours:,.2f} USD"
+        )
+        if summary is not first:
+            reached = summary.seconds_to(target)
+            if reached is None:
+                text += f"; never reached {first.name}'s {100 * target:.2f} %"
+            else:
+                ratio = reached / first.seconds if first.seconds else float("nan")
+                text += (
+                    f"; reached {first.name}'s {100 * target:.2f} % after {reached / 3600:.2f} h "
+                    f"({ratio:.2f} x its time, {usd_per_hour * reached / 3600:,.2f} USD)"
+                )
+        lines.append(text)
+    return lines
 
 
 def write_chart(costs: Sequence[StackCost], path: Path) -> None:
@@ -242,6 +316,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--hours", type=float, help="also show the cost over this many hours")
     parser.add_argument("--job-status", type=Path, action="append", default=[], help="a finished job's JSON (repeat)")
     parser.add_argument("--duration", action="append", default=[], help="a run's duration, e.g. 1h20m (repeat)")
+    parser.add_argument(
+        "--run-summary", type=Path, action="append", default=[], help="a run's summary JSON, the first the reference"
+    )
     parser.add_argument("--chart", type=Path, help="write a bar chart of the cost per hour (PNG)")
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="the project directory (default: here)")
     options = parser.parse_args(argv)
@@ -250,10 +327,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise CostError(f"--hours {options.hours}: a positive number of hours")
         runs = [run_of(json.loads(path.read_text())) for path in options.job_status]
         runs += [Run(f"run {text}", parse_duration(text)) for text in options.duration]
+        summaries = [summary_of(str(path), _last_json_line(path)) for path in options.run_summary]
         costs = stack_costs(options.project, options.context, options.stack)
-        if runs and len(costs) != 1:
-            raise CostError("a run belongs to one stack: give --stack with --job-status or --duration")
-        print("\n\n".join(render(stack, hours=options.hours, runs=runs) for stack in costs))
+        if (runs or summaries) and len(costs) != 1:
+            raise CostError("a run belongs to one stack: give --stack with --job-status, --duration or --run-summary")
+        print("\n\n".join(render(stack, hours=options.hours, runs=runs, summaries=summaries) for stack in costs))
         if options.chart:
             write_chart(costs, options.chart)
             print(f"\nchart: {options.chart}")
