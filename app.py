@@ -18,7 +18,6 @@ from typing import Dict, Mapping
 
 import aws_cdk as cdk
 
-from trainium_eks import versions
 from trainium_eks.app_context import settings_from_context
 from trainium_eks.composer_stack import ComposerTrainingStack
 from trainium_eks.kubeflow_stack import KubeflowTrainingStack
@@ -40,13 +39,6 @@ IMAGE_DIRECTORIES: Mapping[str, Path] = {
     "ComposerTraining": IMAGES / "composer-resnet",
 }
 
-BASE_IMAGES: Mapping[str, str] = {
-    "TrainiumEks": versions.NEURON_PYTORCH_TRAINING.image,
-    "KubeflowTraining": versions.PYTORCH_RUNTIME.image,
-    "ComposerTraining": versions.COMPOSER_BASE.image,
-}
-"""The ``BASE_IMAGE`` build argument of each stack's training image (the Dockerfiles have no default)."""
-
 
 def build_app(app: cdk.App) -> Dict[str, TrainingSystemStack]:
     """Add the stacks the context selects (``stacks``, default all) to ``app``, configured from its context."""
@@ -64,7 +56,6 @@ def build_app(app: cdk.App) -> Dict[str, TrainingSystemStack]:
             description=DESCRIPTIONS[name],
             setting_names=settings.setting_names(name),
             image_directory=str(IMAGE_DIRECTORIES[name]),
-            image_build_args={"BASE_IMAGE": BASE_IMAGES[name]},
             **settings.props[name],
         )
         for name in settings.stacks
