@@ -272,3 +272,8 @@ def test_the_same_job_added_twice_under_new_ids_is_two_resources_of_one_name():
     for key, (obj, _) in found.items():
         assert obj["metadata"]["name"].replace("-", "") in key
     assert len(resources_of(assertions.Template.from_stack(stack), MANIFEST)) == 2
+
+
+def test_the_release_program_runs_without_its_docstring_so_moving_the_library_does_not_rename_held_jobs():
+    assert RELEASE_PROGRAM_SOURCE.startswith("import ") and "trainium_eks" not in RELEASE_PROGRAM_SOURCE
+    compile(RELEASE_PROGRAM_SOURCE, "job_release_program", "exec")

@@ -14,8 +14,19 @@ from trainium_eks.manifests.chart import LibraryChart, locked_down_container, un
 from trainium_eks.manifests.job_release_program import DEADLINE_MARGIN_SECONDS, NEVER, ref_of
 from trainium_eks.validation import Problems, check_integer, check_strings
 
-RELEASE_PROGRAM_SOURCE = (Path(__file__).parent / "job_release_program.py").read_text()
-"""The release program (:mod:`~trainium_eks.manifests.job_release_program`), run as ``python3 -c``."""
+
+def _program_without_its_docstring(source: str) -> str:
+    """``source`` less its module docstring: the program's code, which is what the held job's name depends on (the
+    docstring names the library's modules, which may move without the program changing)."""
+    opening = '"""'
+    if not source.startswith(opening):
+        raise ValueError("the release program starts with its module docstring")
+    return source[source.index(opening, len(opening)) + len(opening) :].lstrip("\n")
+
+
+RELEASE_PROGRAM_SOURCE = _program_without_its_docstring((Path(__file__).parent / "job_release_program.py").read_text())
+"""The release program (:mod:`~trainium_eks.manifests.job_release_program`) without its module docstring, run as
+``python3 -c``."""
 
 RELEASE_IMAGE = versions.JOB_RELEASE_IMAGE.image
 
