@@ -28,7 +28,7 @@ import app as default_app  # noqa: E402
 try:  # the rehearsal's home before and after it left the package
     from rehearsal.scenarios import all_scenarios, default_app_source  # noqa: E402
 except ImportError:
-    from trainium_eks.rehearsal.scenarios import all_scenarios, default_app_source  # noqa: E402
+    from rehearsal.scenarios import all_scenarios, default_app_source  # noqa: E402
 
 ASSET_HASH = re.compile(r"[0-9a-f]{64}")
 

@@ -3,7 +3,7 @@
 
 For each scenario: CloudFormation's actions between the two templates, the commands the real aws-eks-v2 kubectl
 handler (from the installed aws-cdk-lib) runs against fake ``aws``/``kubectl``/``helm``, the cluster's objects
-before and after, and the promises (:mod:`trainium_eks.rehearsal`). Exit status 1 when a promise is broken.
+before and after, and the promises (:mod:`rehearsal`). Exit status 1 when a promise is broken.
 
     python scripts/rehearse.py                      # every scenario
     python scripts/rehearse.py --scenario destroy   # scenarios whose name contains "destroy"
@@ -26,9 +26,9 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 import aws_cdk as cdk  # noqa: E402
 
 import app as default_app  # noqa: E402
-from trainium_eks.rehearsal.report import render  # noqa: E402
-from trainium_eks.rehearsal.scenario import Rehearsal  # noqa: E402
-from trainium_eks.rehearsal.scenarios import all_scenarios, default_app_sources  # noqa: E402
+from rehearsal.report import render  # noqa: E402
+from rehearsal.scenario import Rehearsal  # noqa: E402
+from rehearsal.scenarios import all_scenarios, default_app_sources  # noqa: E402
 
 
 def new_app(**context: Any) -> cdk.App:

@@ -7,9 +7,9 @@ import os
 import subprocess
 from typing import Any, Dict
 
+from rehearsal.kubelet_expansion import expand
 from tests.conftest import resources_of
 from trainium_eks.manifests.job_release import HELD_JOB_LABEL
-from trainium_eks.rehearsal.kubelet_expansion import expand
 
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
 

@@ -1,4 +1,4 @@
-"""The webhooks' rules (trainium_eks/rehearsal/admission.py) on what the stacks render, and each rule denying what it
+"""The webhooks' rules (rehearsal/admission.py) on what the stacks render, and each rule denying what it
 should: a rule that cannot fail here proves nothing about the objects that pass it."""
 
 import copy
@@ -7,11 +7,11 @@ from typing import Any, Callable, Dict, List
 
 import pytest
 
+from rehearsal.admission import RULES, denials, domain_prefixed_path_problem, view_of
+from rehearsal.scenarios import workflow_run
+from rehearsal.workload_controllers import QUEUE_ANNOTATION, merged_pod_spec
 from tests.conftest import COMPOSER_TRAINING, KUBEFLOW_TRAINING, TRAINIUM_EKS, stack_template
 from tests.job_helpers import applied_objects
-from trainium_eks.rehearsal.admission import RULES, denials, domain_prefixed_path_problem, view_of
-from trainium_eks.rehearsal.scenarios import workflow_run
-from trainium_eks.rehearsal.workload_controllers import QUEUE_ANNOTATION, merged_pod_spec
 
 VARIANTS = [
     (TRAINIUM_EKS, {}),
@@ -171,7 +171,7 @@ def test_the_domain_prefixed_path_rule(value, accepted):
 
 
 def test_the_deploy_rehearsal_api_server_runs_the_webhooks():
-    from trainium_eks.rehearsal.cluster_model import Cluster
+    from rehearsal.cluster_model import Cluster
 
     objects = library_objects()
     cluster = Cluster.new("c")

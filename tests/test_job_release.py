@@ -6,6 +6,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import assertions
 
+from rehearsal.kubelet_expansion import expand
 from tests.conftest import new_app, resources_of
 from tests.job_helpers import MANIFEST, held_job, manifest_of
 from tests.test_composition import ENV, imported_cluster
@@ -25,7 +26,6 @@ from trainium_eks.manifests.job_release import (
 )
 from trainium_eks.manifests.job_release_program import NEVER
 from trainium_eks.manifests.training_job import TrainingJobChart
-from trainium_eks.rehearsal.kubelet_expansion import expand
 from trainium_eks.validation import ConfigurationError
 
 

@@ -12,16 +12,16 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from trainium_eks.rehearsal import fake_commands
-from trainium_eks.rehearsal.cfn_changes import Action, Deployment, create_only_paths, plan
-from trainium_eks.rehearsal.cluster_model import Cluster, ClusterModel, parse_selector, selector_matches
-from trainium_eks.rehearsal.handler import (
+from rehearsal import fake_commands
+from rehearsal.cfn_changes import Action, Deployment, create_only_paths, plan
+from rehearsal.cluster_model import Cluster, ClusterModel, parse_selector, selector_matches
+from rehearsal.handler import (
     FRAMEWORK_IN_TARBALL,
     HandlerWorkspace,
     aws_cdk_lib_tarball,
     framework_physical_id,
 )
-from trainium_eks.rehearsal.intrinsics import (
+from rehearsal.intrinsics import (
     PhysicalResource,
     Resolver,
     StackIdentity,
@@ -29,10 +29,10 @@ from trainium_eks.rehearsal.intrinsics import (
     new_physical_id,
     references,
 )
-from trainium_eks.rehearsal.kubectl_probe import can_run_layer_binaries, kubectl_version, layer_kubectl, observe_prune
-from trainium_eks.rehearsal.kubectl_prune import KUBECTL_DEFAULT_PRUNE_ALLOWLIST
-from trainium_eks.rehearsal.promises import DEPLOY_PROMISES, one_copy_of_each_job
-from trainium_eks.rehearsal.scenario import Rehearsal, Scenario, Variant, custom_resource_event
+from rehearsal.kubectl_probe import can_run_layer_binaries, kubectl_version, layer_kubectl, observe_prune
+from rehearsal.kubectl_prune import KUBECTL_DEFAULT_PRUNE_ALLOWLIST
+from rehearsal.promises import DEPLOY_PROMISES, one_copy_of_each_job
+from rehearsal.scenario import Rehearsal, Scenario, Variant, custom_resource_event
 
 IDENTITY = StackIdentity("Rehearsal", "us-west-2")
 KUBERNETES = "Custom::AWSCDK-EKS-KubernetesResource"

@@ -1,7 +1,7 @@
 """The deploy rehearsal of the default app: each scenario of ``make rehearse`` keeps every promise.
 
 Templates are synthesized once per variant and each old variant is deployed once (``rehearsal`` fixture); the
-real aws-eks-v2 handler runs against fake ``aws``/``kubectl``/``helm`` (:mod:`trainium_eks.rehearsal`). A scenario
+real aws-eks-v2 handler runs against fake ``aws``/``kubectl``/``helm`` (:mod:`rehearsal`). A scenario
 whose promise the library breaks today is listed in :data:`KNOWN_DEFECTS` with the defect (a strict xfail: remove
 the entry when the library is fixed).
 """
@@ -13,17 +13,17 @@ from typing import Dict, List
 import pytest
 
 import app as default_app
-from tests.conftest import new_app
-from trainium_eks.rehearsal.cfn_changes import Action
-from trainium_eks.rehearsal.report import render
-from trainium_eks.rehearsal.scenario import Rehearsal, ScenarioResult
-from trainium_eks.rehearsal.scenarios import (
+from rehearsal.cfn_changes import Action
+from rehearsal.report import render
+from rehearsal.scenario import Rehearsal, ScenarioResult
+from rehearsal.scenarios import (
     COMPOSER_TRAINING,
     KUBEFLOW_TRAINING,
     TRAINIUM_EKS,
     all_scenarios,
     default_app_sources,
 )
+from tests.conftest import new_app
 
 SCENARIOS = {f"{scenario.stack}: {scenario.name}": scenario for scenario in all_scenarios()}
 

@@ -8,6 +8,12 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
+from rehearsal.container_programs import Programs, WaitForJobs
+from rehearsal.kubelet_expansion import expand
+from rehearsal.node_capacity import allocatable, kube_reserved_millicpu
+from rehearsal.scenarios import workflow_run
+from rehearsal.scheduling_run import broken, is_job, rehearse_jobs, run_jobs, step
+from rehearsal.simulated_cluster import SimulatedCluster, nodes_of
 from tests.conftest import COMPOSER_TRAINING, KUBEFLOW_TRAINING, TRAINIUM_EKS, resources_of, stack_template
 from tests.job_helpers import MANIFEST, manifest_of
 from trainium_eks.conventions import Taint
@@ -17,12 +23,6 @@ from trainium_eks.manifests.topology import NodeGroupTopology
 from trainium_eks.manifests.train_job import TrainJobChart
 from trainium_eks.manifests.training_job import TrainingJobChart
 from trainium_eks.manifests.training_runtime import TrainingRuntimeChart
-from trainium_eks.rehearsal.container_programs import Programs, WaitForJobs
-from trainium_eks.rehearsal.kubelet_expansion import expand
-from trainium_eks.rehearsal.node_capacity import allocatable, kube_reserved_millicpu
-from trainium_eks.rehearsal.scenarios import workflow_run
-from trainium_eks.rehearsal.scheduling_run import broken, is_job, rehearse_jobs, run_jobs, step
-from trainium_eks.rehearsal.simulated_cluster import SimulatedCluster, nodes_of
 
 NEURON = (Taint("aws.amazon.com/neuron", "true", "NoSchedule"),)
 

@@ -79,7 +79,7 @@ and no ``--prune-allowlist``, so every other kind (custom resources, ServiceAcco
 PriorityClasses) is never pruned; the library does not rely on prune at all (``AppliedChart``). Source: kubernetes
 ``staging/src/k8s.io/kubectl/pkg/util/prune/prune.go`` (``defaultNamespacedPruneResources``,
 ``defaultNonNamespacedPruneResources``) of kubectl 1.36.3 (kubernetes/kubectl tag v0.36.3), confirmed against the
-layer's kubectl binary by ``trainium_eks.rehearsal.kubectl_probe``. Checked 2026-12-01."""
+layer's kubectl binary by ``rehearsal.kubectl_probe``. Checked 2026-12-01."""
 
 
 # --- EKS managed add-ons ----------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
-"""The handler process of :class:`~trainium_eks.rehearsal.handler.HandlerWorkspace`: a warm Lambda environment.
+"""The handler process of :class:`~rehearsal.handler.HandlerWorkspace`: a warm Lambda environment.
 
-``python -m trainium_eks.rehearsal.handler_process <fd>`` imports the extracted handler's ``index`` once (as a
+``python -m rehearsal.handler_process <fd>`` imports the extracted handler's ``index`` once (as a
 Lambda execution environment does on a cold start), then reads one JSON line per invocation from stdin,
 ``[event file, result file]``, runs ``index.handler(event, None)``, writes the result file and signals the end of
 the invocation on file descriptor ``<fd>``. The handler's prints go to stdout (the workspace's handler log).

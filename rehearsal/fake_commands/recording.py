@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from trainium_eks.rehearsal.fake_commands import CLUSTER_ENV, LOG_ENV
+from rehearsal.fake_commands import CLUSTER_ENV, LOG_ENV
 
 if TYPE_CHECKING:
-    from trainium_eks.rehearsal.cluster_model import Cluster, Outcome
+    from rehearsal.cluster_model import Cluster, Outcome
 
 
 class CommandError(Exception):
@@ -97,7 +97,7 @@ def cluster_exists(cluster_name: str) -> bool:
 def with_cluster(cluster_name: str, result: Result, action: Callable[["Cluster"], "Outcome"]) -> Result:
     """Run ``action`` on the named cluster of the model and save the model; fail as kubectl does when the cluster
     does not exist (its API endpoint no longer resolves)."""
-    from trainium_eks.rehearsal.cluster_model import ClusterModel
+    from rehearsal.cluster_model import ClusterModel
 
     path = Path(os.environ[CLUSTER_ENV])
     model = ClusterModel.load(path)
@@ -116,7 +116,7 @@ def with_cluster(cluster_name: str, result: Result, action: Callable[["Cluster"]
 
 def run(tool: str, argv: List[str]) -> int:
     """Run the fake ``tool`` with ``argv``, print its output, append its record to the log, return its status."""
-    from trainium_eks.rehearsal.fake_commands import aws, helm, kubectl
+    from rehearsal.fake_commands import aws, helm, kubectl
 
     mains: Dict[str, Callable[[List[str]], Result]] = {"aws": aws.main, "helm": helm.main, "kubectl": kubectl.main}
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from trainium_eks.rehearsal.fake_commands.recording import (
+from rehearsal.fake_commands.recording import (
     CommandError,
     Result,
     cluster_name_from_kubeconfig,

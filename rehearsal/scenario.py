@@ -19,10 +19,10 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
-from trainium_eks.rehearsal.cfn_changes import Deployment, Plan, Step, plan
-from trainium_eks.rehearsal.cluster_model import ClusterModel
-from trainium_eks.rehearsal.handler import HandlerWorkspace, Invocation
-from trainium_eks.rehearsal.intrinsics import Resolver, StackIdentity, as_strings
+from rehearsal.cfn_changes import Deployment, Plan, Step, plan
+from rehearsal.cluster_model import ClusterModel
+from rehearsal.handler import HandlerWorkspace, Invocation
+from rehearsal.intrinsics import Resolver, StackIdentity, as_strings
 
 HANDLER_TYPES = (
     "Custom::AWSCDK-EKS-KubernetesResource",

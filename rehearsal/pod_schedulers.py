@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from trainium_eks.rehearsal.pod_placement import fits, selection_problems
-from trainium_eks.rehearsal.simulated_cluster import Node, Pod, PodGroup, SimulatedCluster
+from rehearsal.pod_placement import fits, selection_problems
+from rehearsal.simulated_cluster import Node, Pod, PodGroup, SimulatedCluster
 
 OVERCOMMIT_FACTOR = 1.2
 """Volcano's ``overcommit-factor`` default (``pkg/scheduler/plugins/overcommit/overcommit.go``)."""

@@ -20,11 +20,11 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Mapping, Optional, Sequence
 
+from rehearsal.kubelet_expansion import expand
 from trainium_eks.manifests.job_release_program import NEVER, decide, owned_manifest, ref_of, state, wait_states
-from trainium_eks.rehearsal.kubelet_expansion import expand
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trainium_eks.rehearsal.simulated_cluster import Pod, SimulatedCluster
+    from rehearsal.simulated_cluster import Pod, SimulatedCluster
 
 RENDEZVOUS_TIMEOUT_TICKS = 10
 WORK_TICKS = 3
@@ -136,7 +136,7 @@ def _is_release(container: Mapping[str, Any]) -> bool:
 
 
 def _status(cluster: "SimulatedCluster", namespace: str, ref: str) -> Optional[Dict[str, Any]]:
-    from trainium_eks.rehearsal.workload_controllers import status_of
+    from rehearsal.workload_controllers import status_of
 
     kind, name = ref.split("/")
     return status_of(cluster.workloads.get(f"{kind}/{namespace}/{name}"))

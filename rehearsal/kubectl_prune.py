@@ -12,7 +12,7 @@ The kubectl the handler runs is the one of the kubectl layer: aws-cdk.lambda-lay
 1.36.3 and Helm 4.2.3 (its ``layer/Dockerfile``: ``KUBECTL_VERSION=1.36.3``, ``HELM_VERSION=4.2.3``; its README
 says the same). The list and the traversal below were confirmed against that very binary (``kubectl version
 --client``: v1.36.3), taken from the layer's ``layer.zip`` and run against an API server that logs every request
-(:mod:`trainium_eks.rehearsal.kubectl_probe`, also a test): the requests it makes while pruning are exactly these
+(:mod:`rehearsal.kubectl_probe`, also a test): the requests it makes while pruning are exactly these
 kinds, in this order.
 
 What pruning does (kubectl 1.36, apply without ``--applyset``):

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Dict, List, Mapping, Optional, Tuple
 
-from trainium_eks.rehearsal import fake_commands
+from rehearsal import fake_commands
 
 HANDLER_IN_TARBALL = "package/custom-resource-handlers/dist/aws-eks-v2/kubectl-handler/"
 FRAMEWORK_IN_TARBALL = "package/custom-resources/lib/provider-framework/runtime/framework.js"
@@ -135,7 +135,7 @@ class HandlerWorkspace:
         (self.stand_ins / "boto3").mkdir(parents=True)
         (self.stand_ins / "boto3" / "__init__.py").write_text(_BOTO3_STAND_IN)
         self.bin_dir = self.root / "bin"
-        self.import_root = Path(__file__).resolve().parents[2]
+        self.import_root = Path(__file__).resolve().parents[1]
         fake_commands.install(self.bin_dir, python=sys.executable, import_root=self.import_root)
         self.outdir = self.root / "outdir"
         self.outdir.mkdir()
@@ -186,7 +186,7 @@ class HandlerWorkspace:
             read_end, write_end = os.pipe()
             with open(self.handler_log, "a") as log:
                 self._process = subprocess.Popen(
-                    [sys.executable, "-S", "-m", "trainium_eks.rehearsal.handler_process", str(write_end)],
+                    [sys.executable, "-S", "-m", "rehearsal.handler_process", str(write_end)],
                     env=self.environment(),
                     cwd=self.root,
                     stdin=subprocess.PIPE,

@@ -8,7 +8,7 @@ request: kubectl applies a one-object manifest with ``--prune -l <label>``, and 
 with the label selector, are the kinds it prunes and the namespaces it visits. Every list answers with one labelled
 object that kubectl did not apply, so kubectl also deletes it: what it deletes is what it would prune.
 
-The result is compared with :data:`~trainium_eks.rehearsal.kubectl_prune.KUBECTL_DEFAULT_PRUNE_ALLOWLIST` in the
+The result is compared with :data:`~rehearsal.kubectl_prune.KUBECTL_DEFAULT_PRUNE_ALLOWLIST` in the
 tests. The binary is linux/amd64, so the probe runs only there.
 """
 
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Tuple
 from urllib.parse import parse_qs, urlparse
 
-from trainium_eks.rehearsal.cluster_model import plural
-from trainium_eks.rehearsal.kubectl_prune import KUBECTL_DEFAULT_PRUNE_ALLOWLIST
+from rehearsal.cluster_model import plural
+from rehearsal.kubectl_prune import KUBECTL_DEFAULT_PRUNE_ALLOWLIST
 
 EXTRA_KINDS: Tuple[Tuple[str, str, str, bool], ...] = (
     ("", "v1", "ServiceAccount", True),

@@ -13,14 +13,14 @@ import functools
 import json
 from typing import Any, Callable, Dict, List, Mapping, Tuple
 
+from rehearsal.promises import ALL_PROMISES, NAMESPACE_VOLUME_CLAIM_SURVIVE
+from rehearsal.scenario import Patch, Scenario, TemplateSource, Variant
 from trainium_eks import cifar10_ddp
 from trainium_eks.composer_recipe import ComposerRecipe
 from trainium_eks.constructs.hybrid_workflow import HYPERPARAMETERS_ENV, JOB_NAME_ENV
 from trainium_eks.kubeflow_stack import DEFAULT_CPU_INSTANCE_TYPE, DEFAULT_CPU_NODE_COUNT
 from trainium_eks.manifests.efs_volume import DEFAULT_CLAIM_NAME as EFS_CLAIM
 from trainium_eks.manifests.topology import NodeGroupTopology
-from trainium_eks.rehearsal.promises import ALL_PROMISES, NAMESPACE_VOLUME_CLAIM_SURVIVE
-from trainium_eks.rehearsal.scenario import Patch, Scenario, TemplateSource, Variant
 
 TRAINIUM_EKS = "TrainiumEks"
 KUBEFLOW_TRAINING = "KubeflowTraining"

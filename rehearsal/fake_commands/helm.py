@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from trainium_eks.rehearsal.fake_commands.recording import (
+from rehearsal.fake_commands.recording import (
     CommandError,
     Result,
     cluster_name_from_kubeconfig,

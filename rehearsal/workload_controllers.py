@@ -31,9 +31,9 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Mapping, Optional
 
-from trainium_eks.rehearsal.container_programs import Programs
-from trainium_eks.rehearsal.pod_placement import pod_requests, selection_problems
-from trainium_eks.rehearsal.simulated_cluster import DEVICE_PLUGINS, Pod, PodGroup, SimulatedCluster, Workload
+from rehearsal.container_programs import Programs
+from rehearsal.pod_placement import pod_requests, selection_problems
+from rehearsal.simulated_cluster import DEVICE_PLUGINS, Pod, PodGroup, SimulatedCluster, Workload
 
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import List
 
-from trainium_eks.rehearsal.fake_commands.recording import CommandError, Result, cluster_exists
+from rehearsal.fake_commands.recording import CommandError, Result, cluster_exists
 
 PASSWORD = "rehearsal-registry-password"
 """What ``get-login-password`` prints."""

@@ -2,10 +2,10 @@
 the API server change them, as far as the rehearsal needs.
 
 The model is plain JSON (:meth:`ClusterModel.to_json`), so the fake ``kubectl`` and ``helm`` commands
-(:mod:`trainium_eks.rehearsal.fake_commands`) load it, change it and write it back between the handler's commands.
+(:mod:`rehearsal.fake_commands`) load it, change it and write it back between the handler's commands.
 
 What is modelled, and where it comes from (kubectl behaviour confirmed with the layer's kubectl 1.36.3 against a
-request-logging API server, see :mod:`trainium_eks.rehearsal.kubectl_probe`):
+request-logging API server, see :mod:`rehearsal.kubectl_probe`):
 
 - objects keyed by (API group, kind, namespace, name), with their labels, their content (everything but
   ``metadata`` and ``status``) and whether they carry kubectl's last-applied annotation;
@@ -44,8 +44,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from trainium_eks.rehearsal.admission import ApiView, denials
-from trainium_eks.rehearsal.kubectl_prune import KUBECTL_DEFAULT_PRUNE_ALLOWLIST
+from rehearsal.admission import ApiView, denials
+from rehearsal.kubectl_prune import KUBECTL_DEFAULT_PRUNE_ALLOWLIST
 
 WEBHOOKS: Mapping[Tuple[str, str], str] = {
     ("batch.volcano.sh", "Job"): "volcano",

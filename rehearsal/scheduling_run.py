@@ -21,16 +21,16 @@ import itertools
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from trainium_eks.rehearsal.container_programs import Classifier, Programs
-from trainium_eks.rehearsal.pod_placement import NodeFacts, first_problem, invalid_requests, selection_problems
-from trainium_eks.rehearsal.pod_schedulers import default_scheduler, volcano_scheduler
-from trainium_eks.rehearsal.simulated_cluster import (
+from rehearsal.container_programs import Classifier, Programs
+from rehearsal.pod_placement import NodeFacts, first_problem, invalid_requests, selection_problems
+from rehearsal.pod_schedulers import default_scheduler, volcano_scheduler
+from rehearsal.simulated_cluster import (
     DEVICE_PLUGINS,
     Node,
     SimulatedCluster,
     workload_kind,
 )
-from trainium_eks.rehearsal.workload_controllers import merged_pod_spec, reconcile
+from rehearsal.workload_controllers import merged_pod_spec, reconcile
 
 MAX_TICKS = 1000
 STALL_TICKS = 60

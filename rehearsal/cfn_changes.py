@@ -48,7 +48,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
-from trainium_eks.rehearsal.intrinsics import (
+from rehearsal.intrinsics import (
     PhysicalResource,
     Resolver,
     StackIdentity,

@@ -1,4 +1,4 @@
-"""The promises a deploy keeps, as checks over a :class:`~trainium_eks.rehearsal.scenario.ScenarioResult`.
+"""The promises a deploy keeps, as checks over a :class:`~rehearsal.scenario.ScenarioResult`.
 
 Each check returns its violations (empty when the promise holds), each naming the step, command or object at fault.
 """
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Set, Tuple
 
-from trainium_eks.rehearsal.cfn_changes import Action
-from trainium_eks.rehearsal.cluster_model import split_api_version
-from trainium_eks.rehearsal.scenario import (
+from rehearsal.cfn_changes import Action
+from rehearsal.cluster_model import split_api_version
+from rehearsal.scenario import (
     HANDLER_TYPES,
     Promise,
     ScenarioResult,
@@ -17,8 +17,8 @@ from trainium_eks.rehearsal.scenario import (
     desired_objects,
     desired_releases,
 )
-from trainium_eks.rehearsal.scheduling_run import broken, is_job, rehearse_jobs
-from trainium_eks.rehearsal.simulated_cluster import nodes_of
+from rehearsal.scheduling_run import broken, is_job, rehearse_jobs
+from rehearsal.simulated_cluster import nodes_of
 
 STATEFUL_TYPES: Tuple[str, ...] = (
     "AWS::FSx::FileSystem",

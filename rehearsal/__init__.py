@@ -1,5 +1,6 @@
 """The deploy rehearsal: what CloudFormation and the kubectl handler of aws-eks-v2 would do between two templates,
-offline, with the handler's real code.
+offline, with the handler's real code, and what the cluster then does with the objects. A test tool of this
+repository, not part of the installed library (``pyproject.toml`` packages ``trainium_eks`` only).
 
 - :mod:`.cfn_changes`: CloudFormation's action per resource (create, update, replace, delete, retain) and their
   order, from the CloudFormation registry schemas that cfn-lint ships;

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Sequence, Tuple
 
-from trainium_eks.rehearsal.cluster_model import ClusterModel
-from trainium_eks.rehearsal.scenario import ScenarioResult
+from rehearsal.cluster_model import ClusterModel
+from rehearsal.scenario import ScenarioResult
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], indent: str = "  ") -> List[str]:
