@@ -18,12 +18,12 @@ from typing import Dict, Mapping
 
 import aws_cdk as cdk
 
-from trainium_eks.app_context import settings_from_context
-from trainium_eks.composer_stack import ComposerTrainingStack
-from trainium_eks.kubeflow_stack import KubeflowTrainingStack
-from trainium_eks.system_stack import TrainingSystemStack
-from trainium_eks.training_stack import TrainingStack
-from trainium_eks.validation import ConfigurationError
+from trainium_eks.core.validation import ConfigurationError
+from trainium_eks.stacks.app_context import settings_from_context
+from trainium_eks.stacks.composer_stack import ComposerTrainingStack
+from trainium_eks.stacks.kubeflow_stack import KubeflowTrainingStack
+from trainium_eks.stacks.system_stack import TrainingSystemStack
+from trainium_eks.stacks.training_stack import TrainingStack
 
 IMAGES = Path(__file__).parent / "images"
 

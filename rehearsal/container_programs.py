@@ -1,7 +1,7 @@
 """What the containers of the scheduling rehearsal do while they run, and when they exit.
 
 - **Services** (the containers of Deployments and DaemonSets) run for ever.
-- **The release program** (:mod:`trainium_eks.manifests.job_release_program`, recognised by its source) reads the
+- **The release program** (:mod:`trainium_eks.manifests.jobs.job_release_program`, recognised by its source) reads the
   status of the jobs it waits for with the program's own ``wait_states`` and ``decide``, creates the held job owned
   by its Job when they have all completed (through the webhooks of :mod:`.admission`), and exits 0; 3 when one failed or
   the API server refused the job; it leaves an existing held job alone.
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Mapping, Optional, Sequence
 
 from rehearsal.kubelet_expansion import expand
-from trainium_eks.manifests.job_release_program import NEVER, decide, owned_manifest, ref_of, state, wait_states
+from trainium_eks.manifests.jobs.job_release_program import NEVER, decide, owned_manifest, ref_of, state, wait_states
 
 if TYPE_CHECKING:  # pragma: no cover
     from rehearsal.simulated_cluster import Pod, SimulatedCluster

@@ -1,7 +1,7 @@
 """kubectl's default prune allow-list: what ``kubectl apply --prune -l <selector>`` may delete when no
 ``--prune-allowlist`` is given (the aws-eks-v2 kubectl handler never gives one).
 
-The list itself is pinned in :data:`trainium_eks.versions.KUBECTL_DEFAULT_PRUNE_ALLOWLIST`.
+The list itself is pinned in :data:`trainium_eks.facts.versions.KUBECTL_DEFAULT_PRUNE_ALLOWLIST`.
 Source: kubernetes/kubernetes ``staging/src/k8s.io/kubectl/pkg/util/prune/prune.go``, the variables
 ``defaultNamespacedPruneResources`` and ``defaultNonNamespacedPruneResources`` (the file that carries the
 "Deprecated: kubectl apply will no longer prune non-namespaced resources by default when used with the --namespace
@@ -31,6 +31,6 @@ What pruning does (kubectl 1.36, apply without ``--applyset``):
 
 from __future__ import annotations
 
-from trainium_eks.versions import KUBECTL_DEFAULT_PRUNE_ALLOWLIST
+from trainium_eks.facts.versions import KUBECTL_DEFAULT_PRUNE_ALLOWLIST
 
 __all__ = ["KUBECTL_DEFAULT_PRUNE_ALLOWLIST"]

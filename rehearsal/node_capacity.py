@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Iterable, Mapping, Optional, Tuple
 
-from trainium_eks.catalog import Accelerator, instance_facts
+from trainium_eks.facts.catalog import Accelerator, instance_facts
 
 MAX_PODS: Mapping[str, int] = {
     "trn1.2xlarge": 58,

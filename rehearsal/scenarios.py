@@ -15,12 +15,12 @@ from typing import Any, Callable, Dict, List, Mapping, Tuple
 
 from rehearsal.promises import ALL_PROMISES, NAMESPACE_VOLUME_CLAIM_SURVIVE
 from rehearsal.scenario import Patch, Scenario, TemplateSource, Variant
-from trainium_eks import cifar10_ddp
-from trainium_eks.composer_recipe import ComposerRecipe
 from trainium_eks.constructs.hybrid_workflow import HYPERPARAMETERS_ENV, JOB_NAME_ENV
-from trainium_eks.kubeflow_stack import DEFAULT_CPU_INSTANCE_TYPE, DEFAULT_CPU_NODE_COUNT
-from trainium_eks.manifests.efs_volume import DEFAULT_CLAIM_NAME as EFS_CLAIM
-from trainium_eks.manifests.topology import NodeGroupTopology
+from trainium_eks.manifests.jobs.topology import NodeGroupTopology
+from trainium_eks.manifests.storage.efs_volume import DEFAULT_CLAIM_NAME as EFS_CLAIM
+from trainium_eks.stacks.kubeflow_stack import DEFAULT_CPU_INSTANCE_TYPE, DEFAULT_CPU_NODE_COUNT
+from trainium_eks.workloads import cifar10_ddp
+from trainium_eks.workloads.composer_recipe import ComposerRecipe
 
 TRAINIUM_EKS = "TrainiumEks"
 KUBEFLOW_TRAINING = "KubeflowTraining"
@@ -57,7 +57,11 @@ TRN1N = Variant("instanceType=trn1n.32xlarge", context=(("instanceType", "trn1n.
 KUBERNETES_1_35 = Variant("kubernetesVersion=1.35", context=(("kubernetesVersion", "1.35"),))
 SMALLER_BATCHES = Variant(
     "training arguments --batch_size 8 --grad_accum_usteps 64",
-    patches=(Patch("trainium_eks.bert_phase1.script_args", _smaller_batches, "micro-batch 8, 64 accumulation steps"),),
+    patches=(
+        Patch(
+            "trainium_eks.workloads.bert_phase1.script_args", _smaller_batches, "micro-batch 8, 64 accumulation steps"
+        ),
+    ),
 )
 NO_SEED_JOBS = Variant(
     "seed jobs removed (TrainingStack seed_jobs=False)",
@@ -65,7 +69,7 @@ NO_SEED_JOBS = Variant(
 )
 NEWER_VOLCANO = Variant(
     "Volcano chart one minor version newer",
-    patches=(Patch("trainium_eks.versions.VOLCANO", _next_minor, "Volcano chart pin + 1 minor"),),
+    patches=(Patch("trainium_eks.facts.versions.VOLCANO", _next_minor, "Volcano chart pin + 1 minor"),),
 )
 
 
@@ -87,13 +91,15 @@ CPU_NODES_3 = Variant("kubeflowCpuNodes=3", context=(("kubeflowCpuNodes", "3"),)
 GPU_GROUP = Variant("kubeflowAcceleratedType=g5.12xlarge", context=(("kubeflowAcceleratedType", "g5.12xlarge"),))
 NEWER_TRAINER = Variant(
     "Kubeflow Trainer chart one minor version newer",
-    patches=(Patch("trainium_eks.versions.KUBEFLOW_TRAINER", _next_minor, "Kubeflow Trainer chart pin + 1 minor"),),
+    patches=(
+        Patch("trainium_eks.facts.versions.KUBEFLOW_TRAINER", _next_minor, "Kubeflow Trainer chart pin + 1 minor"),
+    ),
 )
 FEWER_EPOCHS = Variant(
     "CIFAR-10 run with 2 epochs",
     patches=(
         Patch(
-            "trainium_eks.cifar10_ddp.script_args",
+            "trainium_eks.workloads.cifar10_ddp.script_args",
             lambda script_args: functools.partial(script_args, epochs=2),
             "--epochs 2",
         ),

@@ -14,8 +14,8 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from rehearsal.admission import ApiView, denials
 from rehearsal.node_capacity import addon_pods, allocatable
 from rehearsal.pod_placement import NodeFacts, pod_requests
-from trainium_eks.catalog import instance_facts
-from trainium_eks.conventions import EFA_RESOURCE, GPU_RESOURCE, NEURON_CORE_RESOURCE, NEURON_DEVICE_RESOURCE
+from trainium_eks.core.conventions import EFA_RESOURCE, GPU_RESOURCE, NEURON_CORE_RESOURCE, NEURON_DEVICE_RESOURCE
+from trainium_eks.facts.catalog import instance_facts
 
 EFA_INTERFACE_TYPES = ("efa", "efa-only")
 

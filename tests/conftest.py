@@ -13,8 +13,8 @@ import pytest
 from aws_cdk import assertions
 
 import app as default_app
-from trainium_eks.system_stack import TrainingSystemStack
-from trainium_eks.training_stack import TrainingStack
+from trainium_eks.stacks.system_stack import TrainingSystemStack
+from trainium_eks.stacks.training_stack import TrainingStack
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

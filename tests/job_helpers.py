@@ -9,7 +9,7 @@ from typing import Any, Dict
 
 from rehearsal.kubelet_expansion import expand
 from tests.conftest import resources_of
-from trainium_eks.manifests.job_release import HELD_JOB_LABEL
+from trainium_eks.manifests.jobs.job_release import HELD_JOB_LABEL
 
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
 

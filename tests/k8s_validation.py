@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from tests.conftest import SHARED
-from trainium_eks import versions
+from trainium_eks.facts import versions
 
 VALIDATOR = SHARED / "k8s-schemas" / "validate.py"
 

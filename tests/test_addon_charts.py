@@ -3,18 +3,18 @@
 import pytest
 
 from tests.k8s_validation import validate_objects
-from trainium_eks import versions
-from trainium_eks.catalog import INSTANCE_CATALOG, Accelerator
-from trainium_eks.conventions import LustreVolumeSource
-from trainium_eks.manifests.efa_device_plugin import EfaDevicePluginChart
-from trainium_eks.manifests.etcd import EtcdChart
-from trainium_eks.manifests.fsx_volume import FsxVolumeChart
-from trainium_eks.manifests.job_release_access import JobReleaseAccessChart, JobReleaseCreatorChart
-from trainium_eks.manifests.neuron_device_plugin import NeuronDevicePluginChart
-from trainium_eks.manifests.tensorboard import TensorBoardChart
-from trainium_eks.manifests.training_namespace import TrainingNamespaceChart
-from trainium_eks.manifests.volcano_queue import VolcanoQueueChart
-from trainium_eks.validation import ConfigurationError
+from trainium_eks.core.conventions import LustreVolumeSource
+from trainium_eks.core.validation import ConfigurationError
+from trainium_eks.facts import versions
+from trainium_eks.facts.catalog import INSTANCE_CATALOG, Accelerator
+from trainium_eks.manifests.access.job_release_access import JobReleaseAccessChart, JobReleaseCreatorChart
+from trainium_eks.manifests.access.training_namespace import TrainingNamespaceChart
+from trainium_eks.manifests.addons.efa_device_plugin import EfaDevicePluginChart
+from trainium_eks.manifests.addons.etcd import EtcdChart
+from trainium_eks.manifests.addons.neuron_device_plugin import NeuronDevicePluginChart
+from trainium_eks.manifests.addons.tensorboard import TensorBoardChart
+from trainium_eks.manifests.addons.volcano_queue import VolcanoQueueChart
+from trainium_eks.manifests.storage.fsx_volume import FsxVolumeChart
 
 REGISTRY = "602401143452.dkr.ecr.us-west-2.amazonaws.com"
 FSX = LustreVolumeSource(

@@ -9,8 +9,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from trainium_eks.app_context import settings_from_context
 from trainium_eks.commands import admin_role
+from trainium_eks.stacks.app_context import settings_from_context
 
 ACCOUNT = "123456789012"
 SSO_SESSION = f"arn:aws:sts::{ACCOUNT}:assumed-role/AWSReservedSSO_Admin_0123456789abcdef/alice@example.com"

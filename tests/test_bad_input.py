@@ -4,8 +4,8 @@ import aws_cdk as cdk
 import pytest
 
 from tests.conftest import REPO, build_default_app, new_app
-from trainium_eks.training_stack import TrainingStack
-from trainium_eks.validation import ConfigurationError
+from trainium_eks.core.validation import ConfigurationError
+from trainium_eks.stacks.training_stack import TrainingStack
 
 
 def problems_of(**context):
@@ -70,7 +70,7 @@ def test_throughput_not_allowed_for_the_deployment_type():
     from aws_cdk import aws_fsx as fsx
 
     from trainium_eks.constructs.lustre_storage import check_lustre_settings
-    from trainium_eks.validation import Problems
+    from trainium_eks.core.validation import Problems
 
     problems = Problems("test")
     check_lustre_settings(problems, storage_capacity_gib=1200, throughput_per_tib=200)

@@ -5,8 +5,9 @@ import re
 
 import pytest
 
-from trainium_eks import catalog
-from trainium_eks.catalog import (
+from trainium_eks.constructs.efa_layout import EfaLayout, efa_network_interfaces
+from trainium_eks.facts import catalog
+from trainium_eks.facts.catalog import (
     CATALOG_REGIONS,
     INSTANCE_CATALOG,
     ON_DEMAND_USD_PER_HOUR_BY_REGION,
@@ -15,8 +16,7 @@ from trainium_eks.catalog import (
     hourly_price,
     instance_facts,
 )
-from trainium_eks.constructs.efa_layout import EfaLayout, efa_network_interfaces
-from trainium_eks.manifests.efa_device_plugin import efa_instance_types
+from trainium_eks.manifests.addons.efa_device_plugin import efa_instance_types
 
 GPU_ROWS = {
     # name: (vCPUs, memory GiB, GPUs, network cards, EFA interfaces, us-east-1 USD/hour)

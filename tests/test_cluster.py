@@ -7,9 +7,9 @@ import pytest
 from aws_cdk import assertions
 
 from tests.conftest import default_template, new_app, only, resources_of
-from trainium_eks import versions
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.network import TrainingNetwork
+from trainium_eks.facts import versions
 
 
 def test_cluster_version_logging_and_secrets_encryption(template):

@@ -21,13 +21,13 @@ from tests.conftest import (
 )
 from tests.job_helpers import held_job
 from tests.k8s_validation import validate_objects
-from trainium_eks import versions
 from trainium_eks.constructs.accelerated_node_group import AcceleratedNodeGroup
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.cluster_addons import KUBECTL_HANDLER_TIMEOUT, ClusterAddons, helm_timeout
 from trainium_eks.constructs.network import TrainingNetwork
-from trainium_eks.conventions import LustreVolumeSource
-from trainium_eks.manifests.job_release import HELD_JOB_LABEL
+from trainium_eks.core.conventions import LustreVolumeSource
+from trainium_eks.facts import versions
+from trainium_eks.manifests.jobs.job_release import HELD_JOB_LABEL
 
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
 HELM = "Custom::AWSCDK-EKS-HelmChart"

@@ -14,14 +14,14 @@ from typing import Any, Dict, List
 
 import pytest
 
-from trainium_eks.composer_recipe import (
+from trainium_eks.core.validation import ConfigurationError
+from trainium_eks.workloads.composer_recipe import (
     ALGORITHMS,
     PRESETS,
     Algorithm,
     ComposerRecipe,
     allowed_algorithms,
 )
-from trainium_eks.validation import ConfigurationError
 
 SCRIPT = Path(__file__).resolve().parents[1] / "images" / "composer-resnet" / "train_composer.py"
 

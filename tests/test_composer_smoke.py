@@ -22,7 +22,7 @@ from typing import Any, Dict, Sequence
 import numpy as np
 import pytest
 
-from trainium_eks.composer_recipe import ALGORITHMS, PRESETS, Algorithm, ComposerRecipe, allowed_algorithms
+from trainium_eks.workloads.composer_recipe import ALGORITHMS, PRESETS, Algorithm, ComposerRecipe, allowed_algorithms
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "images" / "composer-resnet" / "train_composer.py"
@@ -176,7 +176,7 @@ def test_mild_preset_under_composer_launcher_with_two_processes(data_dir: Path, 
     assert summary["input_sizes"][0] == 16 < summary["input_sizes"][-1] <= 32
 
 
-# Constructor parameters a recipe cannot set from JSON (Python objects); see trainium_eks.composer_recipe.
+# Constructor parameters a recipe cannot set from JSON (Python objects); see trainium_eks.workloads.composer_recipe.
 NOT_SETTABLE = {
     "GatedLinearUnits": {"act_fn"},
     "LowPrecisionLayerNorm": {"apply_at"},

@@ -15,11 +15,12 @@ from tests.job_helpers import (
     volcano_launch,
 )
 from tests.k8s_validation import validate_objects
-from trainium_eks import composer_resnet, versions
-from trainium_eks.composer_recipe import ComposerRecipe
-from trainium_eks.composer_stack import ComposerTrainingStack
-from trainium_eks.manifests.nvidia_device_plugin import nvidia_instance_types
-from trainium_eks.validation import ConfigurationError
+from trainium_eks.core.validation import ConfigurationError
+from trainium_eks.facts import versions
+from trainium_eks.manifests.addons.nvidia_device_plugin import nvidia_instance_types
+from trainium_eks.stacks.composer_stack import ComposerTrainingStack
+from trainium_eks.workloads import composer_resnet
+from trainium_eks.workloads.composer_recipe import ComposerRecipe
 
 
 def template(**context):

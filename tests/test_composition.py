@@ -14,8 +14,8 @@ from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.constructs.lustre_storage import LustreStorage
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
-from trainium_eks.manifests.training_job import TrainingJobChart
-from trainium_eks.validation import ConfigurationError
+from trainium_eks.core.validation import ConfigurationError
+from trainium_eks.manifests.jobs.training_job import TrainingJobChart
 
 ENV = cdk.Environment(region="us-west-2", account="123456789012")
 
@@ -169,7 +169,7 @@ def test_an_imported_cluster_without_a_needed_attribute_is_refused_saying_which(
 
 
 def _volume():
-    from trainium_eks.conventions import LustreVolumeSource
+    from trainium_eks.core.conventions import LustreVolumeSource
 
     return LustreVolumeSource("fs-0123456789abcdef0", "fs.example", "abcdefgh", 1200)
 

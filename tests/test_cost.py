@@ -16,8 +16,8 @@ from trainium_eks.constructs.accelerated_node_group import AcceleratedNodeGroup
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.lustre_storage import LustreStorage
 from trainium_eks.constructs.network import TrainingNetwork
-from trainium_eks.cost import NO_PRICE_WARNING, CostLine, total
-from trainium_eks.pricing import HOURS_PER_MONTH
+from trainium_eks.core.cost import NO_PRICE_WARNING, CostLine, total
+from trainium_eks.facts.pricing import HOURS_PER_MONTH
 
 GP3_PER_GIB_HOUR = 0.08 / HOURS_PER_MONTH
 

@@ -8,10 +8,10 @@ import tarfile
 import pytest
 
 from tests.k8s_validation import validate_objects
-from trainium_eks.conventions import Taint
-from trainium_eks.manifests.dataset_staging import DOWNLOAD, STAGED_MARKER, STAGING_SCRIPT, DatasetStagingChart
-from trainium_eks.manifests.topology import NodeGroupTopology
-from trainium_eks.validation import ConfigurationError
+from trainium_eks.core.conventions import Taint
+from trainium_eks.core.validation import ConfigurationError
+from trainium_eks.manifests.jobs.dataset_staging import DOWNLOAD, STAGED_MARKER, STAGING_SCRIPT, DatasetStagingChart
+from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 
 NODES = NodeGroupTopology(
     "trn1.32xlarge", 2, 2, 8, (Taint("aws.amazon.com/neuron", "true", "NoSchedule"),), frozenset({"fsx-claim"})

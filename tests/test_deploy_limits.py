@@ -9,7 +9,7 @@ import aws_cdk as cdk
 import pytest
 
 from tests.conftest import SHARED, build_default_app, new_app
-from trainium_eks.template_limits import TEMPLATE_SIZE_LIMIT, TemplateSizeCheck, check_template_sizes
+from trainium_eks.core.template_limits import TEMPLATE_SIZE_LIMIT, TemplateSizeCheck, check_template_sizes
 
 DEPLOY_MODEL = SHARED / "tools" / "deploy_model.py"
 CRITICAL_PATH_TARGET_MINUTES = 22.0

@@ -2,8 +2,8 @@
 
 import pytest
 
-from trainium_eks.catalog import INSTANCE_CATALOG, instance_facts
 from trainium_eks.constructs.efa_layout import EfaLayout, efa_network_interfaces
+from trainium_eks.facts.catalog import INSTANCE_CATALOG, instance_facts
 
 EXPECTED_INTERFACES = {"trn1.32xlarge": 8, "trn1n.32xlarge": 16, "trn2.48xlarge": 16, "trn1.2xlarge": 0}
 

@@ -16,12 +16,12 @@ from cdk_nag import AwsSolutionsChecks
 from tests.conftest import new_app, only, resources_of
 from tests.k8s_validation import validate_objects
 from tests.test_data_safety import replacement_key
-from trainium_eks import versions
 from trainium_eks.constructs.efs_storage import EfsStorage
 from trainium_eks.constructs.network import TrainingNetwork
-from trainium_eks.conventions import EfsVolumeSource
-from trainium_eks.manifests.efs_volume import CLAIM_REQUEST, EfsVolumeChart
-from trainium_eks.validation import ConfigurationError
+from trainium_eks.core.conventions import EfsVolumeSource
+from trainium_eks.core.validation import ConfigurationError
+from trainium_eks.facts import versions
+from trainium_eks.manifests.storage.efs_volume import CLAIM_REQUEST, EfsVolumeChart
 
 ENV = cdk.Environment(account="123456789012", region="us-west-2")
 FILE_SYSTEM_ID = "fs-0123456789abcdef0"

@@ -31,7 +31,6 @@ from cdk_nag import AwsSolutionsChecks
 from tests.conftest import REPO, new_app, only, resources_of
 from tests.k8s_validation import validate_objects
 from tests.test_composition import imported_cluster
-from trainium_eks.catalog import INSTANCE_CATALOG, SAGEMAKER_TRAINING_TYPES, Accelerator
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.efs_storage import EfsStorage
 from trainium_eks.constructs.hybrid_workflow import (
@@ -41,10 +40,11 @@ from trainium_eks.constructs.hybrid_workflow import (
 )
 from trainium_eks.constructs.image_repository import TrainingImageRepository
 from trainium_eks.constructs.network import TrainingNetwork
-from trainium_eks.manifests.topology import NodeGroupTopology
-from trainium_eks.manifests.train_job import TrainJobChart
-from trainium_eks.manifests.workflow_access import WorkflowAccessChart
-from trainium_eks.validation import ConfigurationError
+from trainium_eks.core.validation import ConfigurationError
+from trainium_eks.facts.catalog import INSTANCE_CATALOG, SAGEMAKER_TRAINING_TYPES, Accelerator
+from trainium_eks.manifests.access.workflow_access import WorkflowAccessChart
+from trainium_eks.manifests.jobs.topology import NodeGroupTopology
+from trainium_eks.manifests.jobs.train_job import TrainJobChart
 
 ENV = cdk.Environment(account="123456789012", region="us-west-2")
 CPU = NodeGroupTopology("m5.xlarge", 2, 2, 0, (), frozenset({"efs-sc-claim"}))

@@ -14,11 +14,11 @@ import pytest
 
 import app as default_app
 from tests.conftest import REPO, new_app
-from trainium_eks import versions
-from trainium_eks.composer_stack import ComposerTrainingStack
 from trainium_eks.constructs.image_repository import TrainingImageRepository
-from trainium_eks.kubeflow_stack import KubeflowTrainingStack
-from trainium_eks.training_stack import TrainingStack
+from trainium_eks.facts import versions
+from trainium_eks.stacks.composer_stack import ComposerTrainingStack
+from trainium_eks.stacks.kubeflow_stack import KubeflowTrainingStack
+from trainium_eks.stacks.training_stack import TrainingStack
 
 IMAGES = sorted(path.name for path in (REPO / "images").iterdir() if (path / "Dockerfile").exists())
 STRAY_FILES = (

@@ -12,9 +12,10 @@ from tests.job_helpers import MANIFEST, held_job, manifest_of
 from tests.test_composition import ENV, imported_cluster
 from trainium_eks.constructs.accelerated_node_group import AcceleratedNodeGroup
 from trainium_eks.constructs.job_sequence import JobSequence
-from trainium_eks.conventions import SYSTEM_NODE_LABELS
-from trainium_eks.manifests import job_release
-from trainium_eks.manifests.job_release import (
+from trainium_eks.core.conventions import SYSTEM_NODE_LABELS
+from trainium_eks.core.validation import ConfigurationError
+from trainium_eks.manifests.jobs import job_release
+from trainium_eks.manifests.jobs.job_release import (
     HELD_JOB_LABEL,
     RELEASE_ANNOTATION,
     RELEASE_DIGEST,
@@ -24,9 +25,8 @@ from trainium_eks.manifests.job_release import (
     held_annotations,
     kubelet_literal,
 )
-from trainium_eks.manifests.job_release_program import NEVER
-from trainium_eks.manifests.training_job import TrainingJobChart
-from trainium_eks.validation import ConfigurationError
+from trainium_eks.manifests.jobs.job_release_program import NEVER
+from trainium_eks.manifests.jobs.training_job import TrainingJobChart
 
 
 def held_manifest(name="train-0123456789", wait_for=("job/data-0123456789",), args=("--lr", "1e-4")):

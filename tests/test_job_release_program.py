@@ -8,8 +8,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from trainium_eks.manifests.job_release import RELEASE_PROGRAM_SOURCE
-from trainium_eks.manifests.job_release_program import (
+from trainium_eks.manifests.jobs.job_release import RELEASE_PROGRAM_SOURCE
+from trainium_eks.manifests.jobs.job_release_program import (
     DEADLINE_MARGIN_SECONDS,
     NEVER,
     decide,

@@ -4,13 +4,13 @@ import pytest
 
 from tests.job_helpers import flag, launch
 from tests.k8s_validation import validate_objects
-from trainium_eks.conventions import Taint
-from trainium_eks.manifests.dataset_staging import DatasetStagingChart
-from trainium_eks.manifests.pytorch_job import PyTorchJobChart
-from trainium_eks.manifests.topology import NodeGroupTopology
-from trainium_eks.manifests.train_job import TrainJobChart
-from trainium_eks.manifests.training_runtime import TrainingRuntimeChart
-from trainium_eks.validation import ConfigurationError
+from trainium_eks.core.conventions import Taint
+from trainium_eks.core.validation import ConfigurationError
+from trainium_eks.manifests.addons.training_runtime import TrainingRuntimeChart
+from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
+from trainium_eks.manifests.jobs.pytorch_job import PyTorchJobChart
+from trainium_eks.manifests.jobs.topology import NodeGroupTopology
+from trainium_eks.manifests.jobs.train_job import TrainJobChart
 
 CPU = NodeGroupTopology("m5.xlarge", 6, 6, 0, (), frozenset({"efs-sc-claim"}))
 TRN1 = NodeGroupTopology(
@@ -155,7 +155,7 @@ def test_pytorchjob_on_one_node_has_no_workers_and_an_elastic_job_has_its_policy
 
 
 def test_the_three_job_kinds_share_the_pod_contract():
-    from trainium_eks.manifests.training_job import TrainingJobChart
+    from trainium_eks.manifests.jobs.training_job import TrainingJobChart
 
     def pod_env(manifest):
         return manifest["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["env"]

@@ -9,9 +9,10 @@ from aws_cdk import assertions
 from tests.conftest import KUBEFLOW_TRAINING, REPO, build_default_stack, new_app, only, resources_of, stack_template
 from tests.job_helpers import applied_objects, job_manifests, nodegroups, release_manifests
 from tests.k8s_validation import validate_objects
-from trainium_eks import cifar10_ddp, versions
-from trainium_eks.kubeflow_stack import KubeflowTrainingStack
-from trainium_eks.validation import ConfigurationError
+from trainium_eks.core.validation import ConfigurationError
+from trainium_eks.facts import versions
+from trainium_eks.stacks.kubeflow_stack import KubeflowTrainingStack
+from trainium_eks.workloads import cifar10_ddp
 
 
 def template(**context):

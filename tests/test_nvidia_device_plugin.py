@@ -3,10 +3,10 @@
 import pytest
 
 from tests.k8s_validation import validate_objects
-from trainium_eks import versions
-from trainium_eks.catalog import INSTANCE_CATALOG, Accelerator
-from trainium_eks.manifests.nvidia_device_plugin import NvidiaDevicePluginChart, nvidia_instance_types
-from trainium_eks.validation import ConfigurationError
+from trainium_eks.core.validation import ConfigurationError
+from trainium_eks.facts import versions
+from trainium_eks.facts.catalog import INSTANCE_CATALOG, Accelerator
+from trainium_eks.manifests.addons.nvidia_device_plugin import NvidiaDevicePluginChart, nvidia_instance_types
 
 
 def objects(chart):

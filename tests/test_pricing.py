@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from trainium_eks.catalog import CATALOG_REGIONS, SAGEMAKER_TRAINING_TYPES, hourly_price
-from trainium_eks.pricing import (
+from trainium_eks.facts.catalog import CATALOG_REGIONS, SAGEMAKER_TRAINING_TYPES, hourly_price
+from trainium_eks.facts.pricing import (
     COMPONENTS,
     EFS_STANDARD,
     HOURS_PER_MONTH,

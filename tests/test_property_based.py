@@ -18,9 +18,6 @@ from hypothesis import strategies as st
 
 import app as default_app
 from tests.conftest import TRAINIUM_EKS, build_default_app, build_default_stack, new_app
-from trainium_eks import versions
-from trainium_eks.app_context import KNOWN_KEYS, STACK_KEYS, STACKS
-from trainium_eks.catalog import INSTANCE_CATALOG, Accelerator
 from trainium_eks.constructs.accelerated_node_group import AcceleratedNodeGroup
 from trainium_eks.constructs.cluster import ADMIN_PRINCIPAL_ARN, TrainingCluster
 from trainium_eks.constructs.cluster_addons import ClusterAddons
@@ -33,28 +30,31 @@ from trainium_eks.constructs.lustre_storage import LustreStorage
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.training_dashboard import TrainingDashboard
 from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
-from trainium_eks.conventions import EfsVolumeSource, LustreVolumeSource, Taint
-from trainium_eks.manifests.dataset_staging import DatasetStagingChart
-from trainium_eks.manifests.distributed_workload import DistributedWorkload
-from trainium_eks.manifests.efa_device_plugin import EfaDevicePluginChart
-from trainium_eks.manifests.efs_volume import EfsVolumeChart
-from trainium_eks.manifests.etcd import EtcdChart
-from trainium_eks.manifests.fsx_volume import FsxVolumeChart
-from trainium_eks.manifests.job_release import JobReleaseChart
-from trainium_eks.manifests.job_release_access import JobReleaseAccessChart, JobReleaseCreatorChart
-from trainium_eks.manifests.neuron_device_plugin import NeuronDevicePluginChart
-from trainium_eks.manifests.nvidia_device_plugin import NvidiaDevicePluginChart
-from trainium_eks.manifests.pytorch_job import PyTorchJobChart
-from trainium_eks.manifests.tensorboard import TensorBoardChart
-from trainium_eks.manifests.topology import NodeGroupTopology
-from trainium_eks.manifests.train_job import TrainJobChart
-from trainium_eks.manifests.training_job import TrainingJobChart
-from trainium_eks.manifests.training_namespace import TrainingNamespaceChart
-from trainium_eks.manifests.training_runtime import TrainingRuntimeChart
-from trainium_eks.manifests.volcano_queue import VolcanoQueueChart
-from trainium_eks.manifests.workflow_access import WorkflowAccessChart
-from trainium_eks.regions import AZ_IDS_BY_REGION, partition_of
-from trainium_eks.validation import ConfigurationError, bucket_name_problem
+from trainium_eks.core.conventions import EfsVolumeSource, LustreVolumeSource, Taint
+from trainium_eks.core.validation import ConfigurationError, bucket_name_problem
+from trainium_eks.facts import versions
+from trainium_eks.facts.catalog import INSTANCE_CATALOG, Accelerator
+from trainium_eks.facts.regions import AZ_IDS_BY_REGION, partition_of
+from trainium_eks.manifests.access.job_release_access import JobReleaseAccessChart, JobReleaseCreatorChart
+from trainium_eks.manifests.access.training_namespace import TrainingNamespaceChart
+from trainium_eks.manifests.access.workflow_access import WorkflowAccessChart
+from trainium_eks.manifests.addons.efa_device_plugin import EfaDevicePluginChart
+from trainium_eks.manifests.addons.etcd import EtcdChart
+from trainium_eks.manifests.addons.neuron_device_plugin import NeuronDevicePluginChart
+from trainium_eks.manifests.addons.nvidia_device_plugin import NvidiaDevicePluginChart
+from trainium_eks.manifests.addons.tensorboard import TensorBoardChart
+from trainium_eks.manifests.addons.training_runtime import TrainingRuntimeChart
+from trainium_eks.manifests.addons.volcano_queue import VolcanoQueueChart
+from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
+from trainium_eks.manifests.jobs.distributed_workload import DistributedWorkload
+from trainium_eks.manifests.jobs.job_release import JobReleaseChart
+from trainium_eks.manifests.jobs.pytorch_job import PyTorchJobChart
+from trainium_eks.manifests.jobs.topology import NodeGroupTopology
+from trainium_eks.manifests.jobs.train_job import TrainJobChart
+from trainium_eks.manifests.jobs.training_job import TrainingJobChart
+from trainium_eks.manifests.storage.efs_volume import EfsVolumeChart
+from trainium_eks.manifests.storage.fsx_volume import FsxVolumeChart
+from trainium_eks.stacks.app_context import KNOWN_KEYS, STACK_KEYS, STACKS
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 

@@ -393,7 +393,7 @@ def test_the_model_round_trips_through_json():
 
 @pytest.mark.skipif(not can_run_layer_binaries(), reason="the kubectl layer's binary is linux/amd64")
 def test_the_allow_list_is_what_the_layers_kubectl_prunes(tmp_path):
-    from trainium_eks import versions
+    from trainium_eks.facts import versions
 
     layer_module, _ = versions.KUBECTL_LAYERS[versions.DEFAULT_KUBERNETES_VERSION]
     kubectl = layer_kubectl(tmp_path, layer_module)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from trainium_eks import versions
+from trainium_eks.facts import versions
 
 ALL_REDUCE = """
 import os, torch, torch.distributed as dist

@@ -16,13 +16,13 @@ from rehearsal.scheduling_run import broken, is_job, rehearse_jobs, run_jobs, st
 from rehearsal.simulated_cluster import SimulatedCluster, nodes_of
 from tests.conftest import COMPOSER_TRAINING, KUBEFLOW_TRAINING, TRAINIUM_EKS, resources_of, stack_template
 from tests.job_helpers import MANIFEST, manifest_of
-from trainium_eks.conventions import Taint
-from trainium_eks.manifests.dataset_staging import DatasetStagingChart
-from trainium_eks.manifests.job_release import kubelet_literal
-from trainium_eks.manifests.topology import NodeGroupTopology
-from trainium_eks.manifests.train_job import TrainJobChart
-from trainium_eks.manifests.training_job import TrainingJobChart
-from trainium_eks.manifests.training_runtime import TrainingRuntimeChart
+from trainium_eks.core.conventions import Taint
+from trainium_eks.manifests.addons.training_runtime import TrainingRuntimeChart
+from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
+from trainium_eks.manifests.jobs.job_release import kubelet_literal
+from trainium_eks.manifests.jobs.topology import NodeGroupTopology
+from trainium_eks.manifests.jobs.train_job import TrainJobChart
+from trainium_eks.manifests.jobs.training_job import TrainingJobChart
 
 NEURON = (Taint("aws.amazon.com/neuron", "true", "NoSchedule"),)
 

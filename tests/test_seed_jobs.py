@@ -8,7 +8,7 @@ import pytest
 from tests.conftest import REPO, build_default_app, default_template
 from tests.job_helpers import flag, job_manifests, pod_spec, release_manifests, volcano_launch
 from tests.k8s_validation import validate_objects
-from trainium_eks import bert_phase1
+from trainium_eks.workloads import bert_phase1
 
 
 def test_staging_and_two_releases_created_side_by_side_after_the_add_ons_each_its_own_resource(template):
@@ -133,7 +133,7 @@ def test_single_node_without_efa_runs_the_seed_on_one_node(context, tmp_path):
 
 
 def test_a_users_job_composes_into_the_stack_as_the_readme_shows(tmp_path):
-    from trainium_eks.manifests.training_job import Rendezvous, TrainingJobChart
+    from trainium_eks.manifests.jobs.training_job import Rendezvous, TrainingJobChart
 
     app, stack = build_default_app()
     job = TrainingJobChart(

@@ -3,10 +3,11 @@
 import pytest
 
 from tests.conftest import CDK_JSON_CONTEXT, REPO
-from trainium_eks import composer_stack, kubeflow_stack, versions
 from trainium_eks.constructs.accelerated_node_group import DEFAULT_INSTANCE_TYPE, DEFAULT_NODE_COUNT
 from trainium_eks.constructs.lustre_storage import DEFAULT_STORAGE_CAPACITY_GIB
-from trainium_eks.system_stack import DEFAULT_AZ_ID
+from trainium_eks.facts import versions
+from trainium_eks.stacks import composer_stack, kubeflow_stack
+from trainium_eks.stacks.system_stack import DEFAULT_AZ_ID
 
 README = (REPO / "README.md").read_text()
 
@@ -44,7 +45,7 @@ def test_readme_states_the_pinned_volcano_chart_and_kubernetes_version():
 
 
 def test_readme_lists_every_setting_of_the_default_app():
-    from trainium_eks.app_context import KNOWN_KEYS
+    from trainium_eks.stacks.app_context import KNOWN_KEYS
 
     for key in KNOWN_KEYS:
         assert f"| `{key}` |" in README, key

@@ -6,11 +6,11 @@ import pytest
 
 from tests.job_helpers import flag, volcano_launch
 from tests.k8s_validation import validate_objects
-from trainium_eks.conventions import Taint
-from trainium_eks.manifests.job_naming import hashed_name
-from trainium_eks.manifests.topology import NodeGroupTopology
-from trainium_eks.manifests.training_job import Rendezvous, TrainingJobChart
-from trainium_eks.validation import ConfigurationError
+from trainium_eks.core.conventions import Taint
+from trainium_eks.core.validation import ConfigurationError
+from trainium_eks.manifests.jobs.job_naming import hashed_name
+from trainium_eks.manifests.jobs.topology import NodeGroupTopology
+from trainium_eks.manifests.jobs.training_job import Rendezvous, TrainingJobChart
 
 NEURON_TAINT = Taint("aws.amazon.com/neuron", "true", "NoSchedule")
 TRN1 = NodeGroupTopology("trn1.32xlarge", 2, 4, 8, (NEURON_TAINT,), frozenset({"fsx-claim"}))

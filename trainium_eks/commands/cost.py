@@ -2,9 +2,9 @@
 
 The stacks are built in this process from the project's settings (``cdk.json``, ``cdk.context.json`` and ``-c
 key=value``, as ``cdk synth`` reads them; nothing is synthesized or deployed), and each stack's cost lines are printed
-(:class:`~trainium_eks.cost.CostLine`: on-demand list prices of the stack's region, with their sources in
-``trainium_eks/catalog.py`` and ``trainium_eks/pricing.py``). A component without a verified price shows ``n/a`` and
-every sum that lacks it says so.
+(:class:`~trainium_eks.core.cost.CostLine`: on-demand list prices of the stack's region, with their sources in
+``trainium_eks/facts/catalog.py`` and ``trainium_eks/facts/pricing.py``). A component without a verified price shows
+``n/a`` and every sum that lacks it says so.
 
 - ``--hours N``: what the stack costs over N hours.
 - ``--job-status FILE`` (``kubectl get vcjob <name> -o json``, or ``job``): the run's duration from the job's status
@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from trainium_eks.cost import CostLine, total
+from trainium_eks.core.cost import CostLine, total
 
 _DURATION = re.compile(r"^(?:(?P<h>\d+(?:\.\d+)?)h)?(?:(?P<m>\d+(?:\.\d+)?)m)?(?:(?P<s>\d+(?:\.\d+)?)s)?$")
 
@@ -169,7 +169,7 @@ def stack_costs(project: Path, overrides: Sequence[str], stacks: Sequence[str] =
     """Build the app's stacks (``stacks``, default the app's own selection) and return their cost lines."""
     import aws_cdk as cdk
 
-    from trainium_eks.validation import ConfigurationError
+    from trainium_eks.core.validation import ConfigurationError
 
     module = load_app_module(project)
     context = project_context(project, overrides)

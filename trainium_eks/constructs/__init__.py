@@ -15,7 +15,7 @@ from trainium_eks.constructs.node_capacity import NodeCapacity
 from trainium_eks.constructs.node_role import NodeRole
 from trainium_eks.constructs.training_dashboard import TrainingDashboard
 from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
-from trainium_eks.conventions import EfsVolumeSource, LustreVolumeSource
+from trainium_eks.core.conventions import EfsVolumeSource, LustreVolumeSource
 
 __all__ = [
     "AcceleratedNodeGroup",

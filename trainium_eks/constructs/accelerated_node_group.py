@@ -10,25 +10,15 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from trainium_eks.catalog import (
-    INSTANCE_CATALOG,
-    MAX_NODES_PER_MANAGED_NODE_GROUP,
-    Accelerator,
-    InstanceFacts,
-    Offering,
-    offering,
-)
 from trainium_eks.constructs.cluster_node_groups import ClusterNodeGroups
 from trainium_eks.constructs.efa_layout import EfaLayout, efa_network_interfaces
 from trainium_eks.constructs.node_capacity import CapacityKind, NodeCapacity
 from trainium_eks.constructs.node_launch_template import NodeLaunchTemplate
 from trainium_eks.constructs.node_role import NodeRole
 from trainium_eks.constructs.security_group_rules import allow_ingress
-from trainium_eks.conventions import Taint, accelerator_taint
-from trainium_eks.cost import CostLine, nodes_usd_per_hour, priced, stack_region
-from trainium_eks.manifests.topology import NodeGroupTopology
-from trainium_eks.regions import AZ_IDS_BY_REGION, region_of_az_id
-from trainium_eks.validation import (
+from trainium_eks.core.conventions import Taint, accelerator_taint
+from trainium_eks.core.cost import CostLine, nodes_usd_per_hour, priced, stack_region
+from trainium_eks.core.validation import (
     Problems,
     check_cluster,
     check_implements,
@@ -41,6 +31,16 @@ from trainium_eks.validation import (
     is_concrete,
     is_integer,
 )
+from trainium_eks.facts.catalog import (
+    INSTANCE_CATALOG,
+    MAX_NODES_PER_MANAGED_NODE_GROUP,
+    Accelerator,
+    InstanceFacts,
+    Offering,
+    offering,
+)
+from trainium_eks.facts.regions import AZ_IDS_BY_REGION, region_of_az_id
+from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 
 DEFAULT_INSTANCE_TYPE = "trn1.32xlarge"
 """Instance type of :class:`AcceleratedNodeGroup`: the seed system's Trainium instance."""
@@ -93,7 +93,7 @@ class AcceleratedNodeGroup(Construct):
 
     :param cluster: The EKS cluster. Required.
     :param subnet: The one subnet of the nodes. Required.
-    :param instance_type: A type of :mod:`trainium_eks.catalog`. Default: :data:`DEFAULT_INSTANCE_TYPE`.
+    :param instance_type: A type of :mod:`trainium_eks.facts.catalog`. Default: :data:`DEFAULT_INSTANCE_TYPE`.
     :param node_count: Desired number of nodes. Default: :data:`DEFAULT_NODE_COUNT`.
     :param min_size: Default: ``node_count`` (training nodes are not scaled in under a running job).
     :param max_size: Default: ``node_count``.

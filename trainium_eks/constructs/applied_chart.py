@@ -9,8 +9,8 @@ from aws_cdk import RemovalPolicy, Token
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
+from trainium_eks.core.validation import Problems, check_cluster, check_instance, implements
 from trainium_eks.manifests.chart import LibraryChart
-from trainium_eks.validation import Problems, check_cluster, check_instance, implements
 
 RETAINED_KINDS: FrozenSet[str] = frozenset({"Namespace", "PersistentVolume", "PersistentVolumeClaim"})
 """Kinds that CloudFormation never deletes from the cluster (removal policy RETAIN): deleting a namespace deletes

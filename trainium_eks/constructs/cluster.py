@@ -13,18 +13,14 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from trainium_eks import versions
-from trainium_eks.catalog import INSTANCE_CATALOG, MAX_NODES_PER_MANAGED_NODE_GROUP
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.node_launch_template import DEFAULT_ROOT_VOLUME_GIB, NodeLaunchTemplate
 from trainium_eks.constructs.node_role import NodeRole
 from trainium_eks.constructs.pod_identity_role import PodIdentityRole
-from trainium_eks.conventions import SYSTEM_NODE_LABELS
-from trainium_eks.cost import CostLine, nodes_usd_per_hour, priced, stack_region
-from trainium_eks.nag import acknowledge, managed_policy_findings, token_finding
-from trainium_eks.pricing import eks_control_plane_usd_per_hour
-from trainium_eks.regions import partition_of
-from trainium_eks.validation import (
+from trainium_eks.core.conventions import SYSTEM_NODE_LABELS
+from trainium_eks.core.cost import CostLine, nodes_usd_per_hour, priced, stack_region
+from trainium_eks.core.nag import acknowledge, managed_policy_findings, token_finding
+from trainium_eks.core.validation import (
     Problems,
     check_bool,
     check_implements,
@@ -34,6 +30,10 @@ from trainium_eks.validation import (
     implements,
     is_concrete,
 )
+from trainium_eks.facts import versions
+from trainium_eks.facts.catalog import INSTANCE_CATALOG, MAX_NODES_PER_MANAGED_NODE_GROUP
+from trainium_eks.facts.pricing import eks_control_plane_usd_per_hour
+from trainium_eks.facts.regions import partition_of
 
 DEFAULT_SYSTEM_INSTANCE_TYPE = "m7i.xlarge"
 """Instance type of the system node group (CoreDNS, Volcano, etcd, TensorBoard, add-on controllers)."""
@@ -84,7 +84,7 @@ class TrainingCluster(Construct):
     - A small on-demand system node group (:data:`DEFAULT_SYSTEM_NODE_COUNT` x
       :data:`DEFAULT_SYSTEM_INSTANCE_TYPE`, AL2023, IMDSv2, encrypted gp3 root volume, node auto repair) in the
       private subnets, labelled ``trainium-eks/node-role=system``, for CoreDNS and the add-ons.
-    - Managed add-ons at the versions of :mod:`trainium_eks.versions`: vpc-cni (a version that supports EFA-only
+    - Managed add-ons at the versions of :mod:`trainium_eks.facts.versions`: vpc-cni (a version that supports EFA-only
       interfaces), coredns, kube-proxy, eks-pod-identity-agent, aws-fsx-csi-driver (its controller role bound by
       Pod Identity, allowed only to describe file systems until a file system grants more) and
       eks-node-monitoring-agent (node health for auto repair) and, unless disabled, amazon-cloudwatch-observability
@@ -93,8 +93,8 @@ class TrainingCluster(Construct):
     :param vpc: The VPC. Required.
     :param subnets: Subnets of the control-plane interfaces and the system nodes, in at least two AZs.
         Default: the VPC's private subnets.
-    :param kubernetes_version: Kubernetes minor version, one of :data:`trainium_eks.versions.KUBERNETES_VERSIONS`.
-        Default: :data:`trainium_eks.versions.DEFAULT_KUBERNETES_VERSION`.
+    :param kubernetes_version: Kubernetes minor version, one of :data:`trainium_eks.facts.versions.KUBERNETES_VERSIONS`.
+        Default: :data:`trainium_eks.facts.versions.DEFAULT_KUBERNETES_VERSION`.
     :param admin_role_arn: An IAM role (with its path) or user given cluster-admin through an access entry
         (``AmazonEKSClusterAdminPolicy``, cluster scope). Default: none, and a synth warning: only the CDK
         bootstrap's CloudFormation execution role, which creates the cluster, is then cluster admin.
@@ -106,7 +106,7 @@ class TrainingCluster(Construct):
     :param secrets_key: KMS key for Kubernetes secrets. Default: a new key with yearly rotation.
     :param cluster_logging: Default: :data:`DEFAULT_CLUSTER_LOGGING`.
     :param addon_versions: Add-on versions to pin, by add-on name (``{"vpc-cni": "v1.21.1-eksbuild.1"}``).
-        Default: the versions of :data:`trainium_eks.versions.ADDONS` (EKS's default for the Kubernetes version).
+        Default: the versions of :data:`trainium_eks.facts.versions.ADDONS` (EKS's default for the Kubernetes version).
     :param efs_csi_driver: Install the aws-efs-csi-driver add-on, its controller's role (``AmazonEFSCSIDriverPolicy``)
         bound by EKS Pod Identity, for clusters that mount Amazon EFS (``EfsStorage``). Default: false.
     :param container_insights: Install the amazon-cloudwatch-observability add-on (CloudWatch Container Insights with
@@ -240,7 +240,7 @@ class TrainingCluster(Construct):
             eks_control_plane_usd_per_hour(region, extended_support=extended) if region else None,
         )
         """USD per hour of the control plane (extended support for the versions of
-        :data:`~trainium_eks.versions.EXTENDED_SUPPORT_FROM`), or None where the library has no verified price."""
+        :data:`~trainium_eks.facts.versions.EXTENDED_SUPPORT_FROM`), or None where the library has no verified price."""
         self.system_nodes_usd_per_hour: Optional[float] = priced(
             self,
             f"{system_node_count} x {system_instance_type}",

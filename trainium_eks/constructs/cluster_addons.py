@@ -9,29 +9,16 @@ from aws_cdk import CfnMapping, Duration, Stack, Token
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
-from trainium_eks import versions
-from trainium_eks.catalog import Accelerator, instance_facts
 from trainium_eks.constructs.applied_chart import AppliedChart
 from trainium_eks.constructs.cluster_node_groups import ClusterNodeGroups
-from trainium_eks.conventions import (
+from trainium_eks.core.conventions import (
     DEFAULT_NAMESPACE,
     DEFAULT_SERVICE_ACCOUNT,
     SYSTEM_NODE_LABELS,
     EfsVolumeSource,
     LustreVolumeSource,
 )
-from trainium_eks.manifests.chart import LibraryChart
-from trainium_eks.manifests.efa_device_plugin import EfaDevicePluginChart
-from trainium_eks.manifests.efs_volume import EfsVolumeChart
-from trainium_eks.manifests.fsx_volume import FsxVolumeChart
-from trainium_eks.manifests.neuron_device_plugin import NeuronDevicePluginChart
-from trainium_eks.manifests.nvidia_device_plugin import NvidiaDevicePluginChart
-from trainium_eks.manifests.tensorboard import TensorBoardChart
-from trainium_eks.manifests.topology import NodeGroupTopology
-from trainium_eks.manifests.training_namespace import TrainingNamespaceChart
-from trainium_eks.manifests.volcano_queue import DEFAULT_QUEUE, VolcanoQueueChart
-from trainium_eks.regions import EKS_REGISTRY_ACCOUNTS, eks_registry
-from trainium_eks.validation import (
+from trainium_eks.core.validation import (
     Problems,
     check_bool,
     check_cluster,
@@ -41,6 +28,19 @@ from trainium_eks.validation import (
     check_strings,
     implements,
 )
+from trainium_eks.facts import versions
+from trainium_eks.facts.catalog import Accelerator, instance_facts
+from trainium_eks.facts.regions import EKS_REGISTRY_ACCOUNTS, eks_registry
+from trainium_eks.manifests.access.training_namespace import TrainingNamespaceChart
+from trainium_eks.manifests.addons.efa_device_plugin import EfaDevicePluginChart
+from trainium_eks.manifests.addons.neuron_device_plugin import NeuronDevicePluginChart
+from trainium_eks.manifests.addons.nvidia_device_plugin import NvidiaDevicePluginChart
+from trainium_eks.manifests.addons.tensorboard import TensorBoardChart
+from trainium_eks.manifests.addons.volcano_queue import DEFAULT_QUEUE, VolcanoQueueChart
+from trainium_eks.manifests.chart import LibraryChart
+from trainium_eks.manifests.jobs.topology import NodeGroupTopology
+from trainium_eks.manifests.storage.efs_volume import EfsVolumeChart
+from trainium_eks.manifests.storage.fsx_volume import FsxVolumeChart
 
 VOLCANO_NAMESPACE = "volcano-system"
 VOLCANO_RELEASE = "volcano"
@@ -62,8 +62,8 @@ the chart and report, instead of the Lambda being killed."""
 
 def helm_timeout(pin: versions.HelmChartPin) -> Duration:
     """The ``--timeout`` of a release of ``pin``: :data:`HELM_BUDGET` shared by the wait for its resources and each
-    of its hook phases (:attr:`~trainium_eks.versions.HelmChartPin.hook_phases`), which Helm gives the whole timeout
-    each."""
+    of its hook phases (:attr:`~trainium_eks.facts.versions.HelmChartPin.hook_phases`), which Helm gives the whole
+    timeout each."""
     return Duration.seconds(int(HELM_BUDGET.to_seconds()) // (1 + pin.hook_phases))
 
 
@@ -143,7 +143,7 @@ class ClusterAddons(Construct):
                 try:
                     instance_facts(name)
                 except KeyError:
-                    problems.add("node_instance_types", name, "instance types of trainium_eks.catalog")
+                    problems.add("node_instance_types", name, "instance types of trainium_eks.facts.catalog")
         if not isinstance(after_nodes, (list, tuple)) or not all(implements(n, IConstruct) for n in after_nodes):
             problems.add("after_nodes", after_nodes, "a list of constructs (the system node group)")
         problems.raise_if_any()

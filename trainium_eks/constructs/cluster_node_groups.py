@@ -8,7 +8,7 @@ from aws_cdk import Stack
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
-from trainium_eks.manifests.topology import NodeGroupTopology
+from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 
 NodeGroupListener = Callable[[NodeGroupTopology], None]
 

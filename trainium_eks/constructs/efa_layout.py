@@ -7,7 +7,7 @@ from typing import List, Sequence
 
 from aws_cdk import aws_ec2 as ec2
 
-from trainium_eks.catalog import InstanceFacts
+from trainium_eks.facts.catalog import InstanceFacts
 
 
 class EfaLayout(Enum):

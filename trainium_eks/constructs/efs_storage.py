@@ -12,10 +12,10 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from trainium_eks.constructs.security_group_rules import allow_ingress, check_client_groups
-from trainium_eks.conventions import EfsVolumeSource
-from trainium_eks.cost import CostLine, priced, stack_region
-from trainium_eks.pricing import efs_standard_usd_per_hour
-from trainium_eks.validation import Problems, check_bool, check_implements, implements
+from trainium_eks.core.conventions import EfsVolumeSource
+from trainium_eks.core.cost import CostLine, priced, stack_region
+from trainium_eks.core.validation import Problems, check_bool, check_implements, implements
+from trainium_eks.facts.pricing import efs_standard_usd_per_hour
 
 NFS_PORT = ec2.Port.tcp(efs.FileSystem.DEFAULT_PORT)
 """NFS, the only port a client needs to reach a mount target. Source: Amazon EFS user guide, "Using VPC security

@@ -16,19 +16,14 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct, IConstruct
 
-from trainium_eks.catalog import INSTANCE_CATALOG, SAGEMAKER_TRAINING_TYPES, Accelerator
 from trainium_eks.constructs.applied_chart import AppliedChart
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.efs_storage import EfsStorage
 from trainium_eks.constructs.logged_state_machine import logged_state_machine
 from trainium_eks.constructs.workflow_run_cleanup import WorkflowRunCleanup
-from trainium_eks.conventions import DEFAULT_NAMESPACE
-from trainium_eks.manifests.distributed_workload import Launcher
-from trainium_eks.manifests.train_job import TrainJobChart
-from trainium_eks.manifests.training_runtime import TRAINER_API_VERSION
-from trainium_eks.manifests.workflow_access import WORKFLOW_GROUP, WorkflowAccessChart, check_workflow_group
-from trainium_eks.nag import acknowledge
-from trainium_eks.validation import (
+from trainium_eks.core.conventions import DEFAULT_NAMESPACE
+from trainium_eks.core.nag import acknowledge
+from trainium_eks.core.validation import (
     Problems,
     check_absolute_path,
     check_bool,
@@ -42,6 +37,11 @@ from trainium_eks.validation import (
     check_text,
     implements,
 )
+from trainium_eks.facts.catalog import INSTANCE_CATALOG, SAGEMAKER_TRAINING_TYPES, Accelerator
+from trainium_eks.manifests.access.workflow_access import WORKFLOW_GROUP, WorkflowAccessChart, check_workflow_group
+from trainium_eks.manifests.addons.training_runtime import TRAINER_API_VERSION
+from trainium_eks.manifests.jobs.distributed_workload import Launcher
+from trainium_eks.manifests.jobs.train_job import TrainJobChart
 
 RUNTIMES: Tuple[str, ...] = ("kubernetes", "sagemaker")
 """The values of ``training_runtime`` in a run request."""
@@ -220,7 +220,7 @@ class HybridTrainingWorkflow(Construct):
     **Access**: the state machine's role has the SageMaker statements of Step Functions' own policy template
     (sagemaker-iam.html) scoped to jobs named ``<base>-*``, ``iam:PassRole`` of the job role to SageMaker only, and
     in the cluster one EKS access entry with the Kubernetes group ``kubernetes_group`` and no access policy, bound by
-    :class:`~trainium_eks.manifests.workflow_access.WorkflowAccessChart` to create, get and delete TrainJobs in
+    :class:`~trainium_eks.manifests.access.workflow_access.WorkflowAccessChart` to create, get and delete TrainJobs in
     ``namespace``. The job's role may pull the image, write its logs and metrics, place network interfaces and put
     objects under the output prefix. The state machine logs every event to a log group (one year; CloudWatch Logs
     encrypts it) and traces with X-Ray.

@@ -10,7 +10,7 @@ from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecr_assets as ecr_assets
 from constructs import Construct
 
-from trainium_eks.validation import (
+from trainium_eks.core.validation import (
     Problems,
     check_image_directory,
     check_implements,

@@ -9,11 +9,11 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
 from trainium_eks.constructs.applied_chart import AppliedChart
-from trainium_eks.manifests.etcd import EtcdChart
-from trainium_eks.manifests.job_chart import JobChart
-from trainium_eks.manifests.job_release import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, JobReleaseChart
-from trainium_eks.manifests.job_release_access import JobReleaseAccessChart, JobReleaseCreatorChart
-from trainium_eks.validation import Problems, check_cluster, check_instance, implements
+from trainium_eks.core.validation import Problems, check_cluster, check_instance, implements
+from trainium_eks.manifests.access.job_release_access import JobReleaseAccessChart, JobReleaseCreatorChart
+from trainium_eks.manifests.addons.etcd import EtcdChart
+from trainium_eks.manifests.jobs.job_chart import JobChart
+from trainium_eks.manifests.jobs.job_release import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, JobReleaseChart
 
 
 class JobSequence(Construct):
@@ -22,15 +22,15 @@ class JobSequence(Construct):
 
     - **A job that waits for nothing** is applied as it is, after ``prerequisites``.
     - **A job that waits for others is held**: the stack applies its release Job instead
-      (:class:`~trainium_eks.manifests.job_release.JobReleaseChart`), a small pod on the system nodes that creates the
-      job, owned by the release Job, once every job it waits for has completed, and fails naming the job that failed
+      (:class:`~trainium_eks.manifests.jobs.job_release.JobReleaseChart`), a small pod on the system nodes that creates
+      the job, owned by the release Job, once every job it waits for has completed, and fails naming the job that failed
       (or the one it gave up on after ``release_timeout``). Until then the held job does not exist, so it holds no
       device, CPU or memory that the jobs it waits for need, whatever order the objects arrive in and however often
       those jobs restart; nothing waits inside a training pod. The release Jobs' service account and Roles
-      (:mod:`~trainium_eks.manifests.job_release_access`) are applied once per namespace and held kind.
+      (:mod:`~trainium_eks.manifests.access.job_release_access`) are applied once per namespace and held kind.
     - **A job that rendezvouses through etcd** (``TrainingJobChart(rendezvous="etcd")``) gets the etcd server
-      (:class:`~trainium_eks.manifests.etcd.EtcdChart`) of its namespace, applied once, before it; with the default
-      c10d rendezvous no etcd runs.
+      (:class:`~trainium_eks.manifests.addons.etcd.EtcdChart`) of its namespace, applied once, before it; with the
+      default c10d rendezvous no etcd runs.
 
     A job's name carries a hash of its spec, and each job (or its release Job) is an :class:`AppliedChart`, whose
     resource is keyed by that name. So a changed job (an argument, the node count, the image) is a new CloudFormation

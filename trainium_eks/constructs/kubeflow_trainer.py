@@ -7,21 +7,21 @@ from typing import List, Sequence
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
-from trainium_eks import versions
 from trainium_eks.constructs.applied_chart import AppliedChart
 from trainium_eks.constructs.cluster_addons import helm_timeout
-from trainium_eks.conventions import SYSTEM_NODE_LABELS
-from trainium_eks.manifests.training_runtime import DEFAULT_RUNTIME, TrainingRuntimeChart
-from trainium_eks.validation import Problems, check_bool, check_cluster, check_dns_label, implements
+from trainium_eks.core.conventions import SYSTEM_NODE_LABELS
+from trainium_eks.core.validation import Problems, check_bool, check_cluster, check_dns_label, implements
+from trainium_eks.facts import versions
+from trainium_eks.manifests.addons.training_runtime import DEFAULT_RUNTIME, TrainingRuntimeChart
 
 TRAINER_RELEASE = "kubeflow-trainer"
 
 
 class KubeflowTrainer(Construct):
     """Kubeflow Trainer v2 (``trainer.kubeflow.org``: TrainJob, TrainingRuntime, ClusterTrainingRuntime), installed by
-    the stack from its official Helm chart at a pinned version (:data:`trainium_eks.versions.KUBEFLOW_TRAINER`, an
+    the stack from its official Helm chart at a pinned version (:data:`trainium_eks.facts.versions.KUBEFLOW_TRAINER`, an
     OCI chart), with its JobSet dependency, the controller on the system nodes, and the library's
-    :class:`~trainium_eks.manifests.training_runtime.TrainingRuntimeChart` applied once the controller (and its
+    :class:`~trainium_eks.manifests.addons.training_runtime.TrainingRuntimeChart` applied once the controller (and its
     admission webhook) is ready.
 
     - Helm, not ``kubectl apply``: the Trainer's CRDs (2.4 MB) are far over the 262,144 bytes the last-applied

@@ -13,10 +13,9 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from trainium_eks.constructs.security_group_rules import allow_ingress, check_client_groups
-from trainium_eks.conventions import LustreVolumeSource
-from trainium_eks.cost import CostLine, priced, stack_region
-from trainium_eks.pricing import lustre_usd_per_hour
-from trainium_eks.validation import (
+from trainium_eks.core.conventions import LustreVolumeSource
+from trainium_eks.core.cost import CostLine, priced, stack_region
+from trainium_eks.core.validation import (
     Problems,
     check_absolute_path,
     check_implements,
@@ -24,6 +23,7 @@ from trainium_eks.validation import (
     is_concrete,
     is_integer,
 )
+from trainium_eks.facts.pricing import lustre_usd_per_hour
 
 DEFAULT_STORAGE_CAPACITY_GIB = 1200
 """Smallest size of a PERSISTENT_2 file system; the tutorial's claim was 1200 GiB too."""

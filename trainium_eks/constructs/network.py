@@ -10,10 +10,10 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from trainium_eks.cost import CostLine, priced, stack_region
-from trainium_eks.pricing import nat_gateways_usd_per_hour
-from trainium_eks.regions import AZ_IDS_BY_REGION, EKS_UNSUPPORTED_CONTROL_PLANE_AZ_IDS, region_of_az_id
-from trainium_eks.validation import Problems, check_instance, check_strings, check_text, is_concrete
+from trainium_eks.core.cost import CostLine, priced, stack_region
+from trainium_eks.core.validation import Problems, check_instance, check_strings, check_text, is_concrete
+from trainium_eks.facts.pricing import nat_gateways_usd_per_hour
+from trainium_eks.facts.regions import AZ_IDS_BY_REGION, EKS_UNSUPPORTED_CONTROL_PLANE_AZ_IDS, region_of_az_id
 
 DEFAULT_VPC_CIDR = "10.0.0.0/16"
 """The VPC's address range. Default of :class:`TrainingNetwork`."""

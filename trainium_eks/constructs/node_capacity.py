@@ -10,7 +10,7 @@ from typing import Optional
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 
-from trainium_eks.validation import Problems, is_concrete
+from trainium_eks.core.validation import Problems, is_concrete
 
 _RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{8,17}$")
 

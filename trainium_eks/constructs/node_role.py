@@ -5,7 +5,7 @@ from __future__ import annotations
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from trainium_eks.nag import acknowledge, managed_policy_findings
+from trainium_eks.core.nag import acknowledge, managed_policy_findings
 
 NODE_MANAGED_POLICIES = (
     "AmazonEKSWorkerNodePolicy",

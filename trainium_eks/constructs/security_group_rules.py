@@ -8,7 +8,7 @@ from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from trainium_eks.validation import Problems, implements
+from trainium_eks.core.validation import Problems, implements
 
 
 def check_client_groups(problems: Problems, setting: str, groups: Any) -> bool:

@@ -8,7 +8,7 @@ from aws_cdk import Duration, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
-from trainium_eks.validation import Problems, check_instance, check_text
+from trainium_eks.core.validation import Problems, check_instance, check_text
 
 CONTAINER_INSIGHTS = "ContainerInsights"
 PER_NODE = "{ContainerInsights,ClusterName,InstanceId,NodeName}"

@@ -10,9 +10,9 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from trainium_eks.constructs.pod_identity_role import PodIdentityRole
-from trainium_eks.conventions import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT
-from trainium_eks.nag import acknowledge
-from trainium_eks.validation import Problems, check_dns_label, check_dns_subdomain, check_implements
+from trainium_eks.core.conventions import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT
+from trainium_eks.core.nag import acknowledge
+from trainium_eks.core.validation import Problems, check_dns_label, check_dns_subdomain, check_implements
 
 DATA_BUCKET_OBJECT_ACTIONS = ("s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload")
 """What training pods may do with the objects of the data bucket (plus s3:ListBucket on the bucket)."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from trainium_eks.catalog import Accelerator
-from trainium_eks.conventions import ACCELERATOR_TAINTS, SYSTEM_NODE_LABELS
+from trainium_eks.core.conventions import ACCELERATOR_TAINTS, SYSTEM_NODE_LABELS
+from trainium_eks.facts.catalog import Accelerator
 
 PART_OF = "trainium-eks"
 """Value of the ``app.kubernetes.io/part-of`` label on every object the library creates."""

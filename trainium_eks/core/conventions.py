@@ -1,0 +1,85 @@
+"""What the AWS side (``constructs/``) and the Kubernetes side (``manifests/``) of the library agree on.
+
+The names, labels, taints, extended resources and volume sources that a construct creates and a chart refers to
+live here, below both: charts depend only on this module (never on ``constructs/``), and constructs apply charts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Optional
+
+from trainium_eks.facts.catalog import Accelerator
+
+DEFAULT_NAMESPACE = "training"
+"""Namespace of the training jobs, their service account, the shared claim, TensorBoard, and etcd when a job uses it."""
+
+DEFAULT_SERVICE_ACCOUNT = "training"
+"""Service account of the training pods, bound to their IAM role by EKS Pod Identity."""
+
+SYSTEM_NODE_LABEL = "trainium-eks/node-role"
+SYSTEM_NODE_LABELS: Mapping[str, str] = {SYSTEM_NODE_LABEL: "system"}
+"""Labels of the system node group's nodes; the node selector of what belongs there (Volcano, etcd, TensorBoard)."""
+
+SHARED_MOUNT = "/data"
+"""Where pods mount the shared claim, as in the tutorial (jobs, staging, TensorBoard)."""
+
+OUTPUT_ROOT = f"{SHARED_MOUNT}/output"
+"""Where jobs write their runs (checkpoints, TensorBoard events), one folder per run."""
+
+NEURON_DEVICE_RESOURCE = "aws.amazon.com/neuron"
+NEURON_CORE_RESOURCE = "aws.amazon.com/neuroncore"
+"""Extended resources of the Neuron device plugin: whole Neuron devices and NeuronCores. Source: Neuron SDK
+deploy/includes/k8s-neuron-device-plugin.rst."""
+
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+"""Extended resource of the EFA device plugin: one per EFA interface attached at launch."""
+
+GPU_RESOURCE = "nvidia.com/gpu"
+"""Extended resource of the NVIDIA device plugin."""
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A node taint (``key=value:effect``, effect in Kubernetes spelling: ``NoSchedule``)."""
+
+    key: str
+    value: str
+    effect: str
+
+    def toleration(self) -> dict:
+        """The toleration of exactly this taint (plain manifest form)."""
+        return {"key": self.key, "operator": "Equal", "value": self.value, "effect": self.effect}
+
+
+ACCELERATOR_TAINTS: Mapping[Accelerator, Taint] = {
+    Accelerator.NEURON: Taint(NEURON_DEVICE_RESOURCE, "true", "NoSchedule"),
+    Accelerator.NVIDIA: Taint(GPU_RESOURCE, "true", "NoSchedule"),
+}
+"""The taint that keeps other pods off accelerated nodes, per accelerator (CPU nodes are not tainted), as the AWS
+samples taint them (data-on-eks, ai-on-eks)."""
+
+
+def accelerator_taint(accelerator: Accelerator) -> Optional[Taint]:
+    """The taint of ``accelerator``'s nodes, or None for CPU nodes."""
+    return ACCELERATOR_TAINTS.get(accelerator)
+
+
+@dataclass(frozen=True)
+class LustreVolumeSource:
+    """What Kubernetes needs to mount an FSx for Lustre file system (values or CloudFormation tokens): its id, DNS
+    name and mount name, and its size in GiB. ``LustreStorage.volume_source`` gives it; build one for a file system
+    created elsewhere."""
+
+    file_system_id: str
+    dns_name: str
+    mount_name: str
+    storage_gib: int
+
+
+@dataclass(frozen=True)
+class EfsVolumeSource:
+    """What Kubernetes needs to mount an Amazon EFS file system: its id (a value or a CloudFormation token).
+    ``EfsStorage.volume_source`` gives it; build one for a file system created elsewhere."""
+
+    file_system_id: str

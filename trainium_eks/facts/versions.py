@@ -1,0 +1,393 @@
+"""Every upstream version the library deploys, in one place, each with its source and the date it was checked.
+
+Bumping a version is a one-line change here; tests pin nothing else.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Tuple
+
+if TYPE_CHECKING:  # the module is data; the rehearsal's fake kubectl reads it without aws-cdk-lib on its path
+    from aws_cdk import aws_lambda as lambda_
+    from constructs import Construct
+
+# --- Kubernetes -------------------------------------------------------------------------------------------------
+
+KUBERNETES_VERSIONS: Tuple[str, ...] = ("1.34", "1.35", "1.36")
+"""Kubernetes versions the library deploys: supported by EKS (standard support in November 2026: 1.34 until
+2026-12-02, then extended support; 1.35; 1.36) and by aws-cdk-lib 2.275 (``KubernetesVersion.V1_36`` is its
+newest), each with a kubectl layer of the same minor version.
+Sources: Amazon EKS user guide, "Understand the Kubernetes version lifecycle on EKS"
+(https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html), read 2026-11-30; aws-cdk-lib 2.275.0."""
+
+EXTENDED_SUPPORT_FROM: Mapping[str, str] = {"1.34": "2026-12-02"}
+"""Versions of :data:`KUBERNETES_VERSIONS` whose EKS standard support ends, with the day extended support begins (its
+control plane bills USD 0.60 per hour instead of 0.10; :mod:`trainium_eks.facts.pricing`). Cost figures treat these
+versions as in extended support, whatever the day of the synth (a synth does not depend on the clock). Source: as for
+:data:`KUBERNETES_VERSIONS`."""
+
+DEFAULT_KUBERNETES_VERSION = "1.36"
+"""The newest version that both EKS and aws-cdk-lib support (EKS: "Kubernetes 1.36 is now available in Amazon
+EKS", kubernetes-versions-standard page, read 2026-11-30)."""
+
+KUBECTL_LAYERS: Mapping[str, Tuple[str, str]] = {
+    "1.34": ("aws_cdk.lambda_layer_kubectl_v34", "KubectlV34Layer"),
+    "1.35": ("aws_cdk.lambda_layer_kubectl_v35", "KubectlV35Layer"),
+    "1.36": ("aws_cdk.lambda_layer_kubectl_v36", "KubectlV36Layer"),
+}
+"""kubectl + helm Lambda layer per Kubernetes version: PyPI aws-cdk.lambda-layer-kubectl-v34 2.2.2, -v35 2.2.2,
+-v36 2.0.1 (pinned in requirements.txt; checked on PyPI 2026-11-30). kubectl supports one minor version of skew,
+so each cluster version gets the layer of its own minor."""
+
+
+def kubectl_layer(scope: Construct, id_: str, kubernetes_version: str) -> lambda_.ILayerVersion:
+    """The kubectl layer construct for ``kubernetes_version`` (one of :data:`KUBERNETES_VERSIONS`)."""
+    module_name, class_name = KUBECTL_LAYERS[kubernetes_version]
+    layer_class = getattr(importlib.import_module(module_name), class_name)
+    return layer_class(scope, id_)
+
+
+KUBECTL_LAYER_TOOLS = {"kubectl": "1.36.3", "helm": "4.2.3"}
+"""What the kubectl handler of aws-eks-v2 runs with the layer of :data:`DEFAULT_KUBERNETES_VERSION`:
+aws-cdk.lambda-layer-kubectl-v36 2.0.1 ships kubectl 1.36.3 and Helm 4.2.3 (its layer/Dockerfile ``KUBECTL_VERSION``,
+``HELM_VERSION`` and README; the binaries in its layer.zip report the same). Checked 2026-12-01."""
+
+KUBECTL_DEFAULT_PRUNE_ALLOWLIST: Tuple[Tuple[str, str, str, bool], ...] = (
+    ("", "v1", "ConfigMap", True),
+    ("", "v1", "Endpoints", True),
+    ("", "v1", "PersistentVolumeClaim", True),
+    ("", "v1", "Pod", True),
+    ("", "v1", "ReplicationController", True),
+    ("", "v1", "Secret", True),
+    ("", "v1", "Service", True),
+    ("batch", "v1", "Job", True),
+    ("batch", "v1", "CronJob", True),
+    ("networking.k8s.io", "v1", "Ingress", True),
+    ("apps", "v1", "DaemonSet", True),
+    ("apps", "v1", "Deployment", True),
+    ("apps", "v1", "ReplicaSet", True),
+    ("apps", "v1", "StatefulSet", True),
+    ("", "v1", "Namespace", False),
+    ("", "v1", "PersistentVolume", False),
+)
+"""(API group, version, kind, namespaced) of every kind ``kubectl apply --prune`` deletes by default, in kubectl's
+order: the namespaced kinds, then the non-namespaced ones. The aws-eks-v2 handler prunes with ``--prune -l <label>``
+and no ``--prune-allowlist``, so every other kind (custom resources, ServiceAccounts, NetworkPolicies, RBAC,
+PriorityClasses) is never pruned; the library does not rely on prune at all (``AppliedChart``). Source: kubernetes
+``staging/src/k8s.io/kubectl/pkg/util/prune/prune.go`` (``defaultNamespacedPruneResources``,
+``defaultNonNamespacedPruneResources``) of kubectl 1.36.3 (kubernetes/kubectl tag v0.36.3), confirmed against the
+layer's kubectl binary by ``rehearsal.kubectl_probe``. Checked 2026-12-01."""
+
+
+# --- EKS managed add-ons ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AddonPin:
+    """How an EKS managed add-on is versioned and configured.
+
+    :param version: The add-on version, or None for the default version EKS installs for the cluster's
+        Kubernetes version when the add-on is created (EKS validates that default against the cluster version;
+        an explicit version that EKS does not list for that Kubernetes version fails the deployment).
+    :param minimum: The oldest version the library works with; a version given by the user is checked against it.
+    :param configuration: The add-on's configuration values (its JSON schema: ``aws eks
+        describe-addon-configuration``).
+    :param source: Where the facts come from.
+    :param checked: When they were checked.
+    """
+
+    version: Optional[str]
+    source: str
+    checked: str
+    minimum: Optional[str] = None
+    configuration: Mapping[str, Any] = field(default_factory=dict)
+
+
+ADDONS: Mapping[str, AddonPin] = {
+    "vpc-cni": AddonPin(
+        version=None,
+        minimum="v1.18.5",
+        source="EKS user guide node-efa.html: 'You must have VPC CNI version 1.18.5 or later for EFA-only "
+        "interfaces'. 1.18.5 was released in 2024-10; the default add-on version of every Kubernetes version in "
+        "KUBERNETES_VERSIONS (EKS 1.34 shipped 2025-10) is newer. enableNetworkPolicy: EKS user guide, "
+        "cni-network-policy-configure.html (VPC CNI 1.14+), enforces the charts' NetworkPolicies.",
+        checked="2026-11-30",
+        configuration={"enableNetworkPolicy": "true"},
+    ),
+    "coredns": AddonPin(
+        version=None,
+        source="Its build follows the Kubernetes minor version; EKS installs the matching default "
+        "(EKS user guide, managing-coredns.html).",
+        checked="2026-11-30",
+    ),
+    "kube-proxy": AddonPin(
+        version=None,
+        source="Must match the cluster's Kubernetes minor version; EKS installs the matching default "
+        "(EKS user guide, managing-kube-proxy.html).",
+        checked="2026-11-30",
+    ),
+    "eks-pod-identity-agent": AddonPin(
+        version=None,
+        source="EKS user guide, pod-id-agent-setup.html: required by Pod Identity associations.",
+        checked="2026-11-30",
+    ),
+    "aws-fsx-csi-driver": AddonPin(
+        version=None,
+        source="EKS user guide, fsx-csi-create.html (add-on aws-fsx-csi-driver, Pod Identity or IRSA); "
+        "kubernetes-sigs/aws-fsx-csi-driver charts values.yaml: node.tolerateAllTaints defaults to true, so the "
+        "node DaemonSet runs on tainted accelerator nodes.",
+        checked="2026-11-30",
+    ),
+    "aws-efs-csi-driver": AddonPin(
+        version=None,
+        source="EKS user guide, add-ons-aws-efs-csi-driver.html: add-on aws-efs-csi-driver, its controller "
+        "(kube-system/efs-csi-controller-sa) needs the managed policy AmazonEFSCSIDriverPolicy, by IRSA or EKS Pod "
+        "Identity (update-addon-role.html); dynamic provisioning (access points) is the controller's job.",
+        checked="2026-12-01",
+    ),
+    "amazon-cloudwatch-observability": AddonPin(
+        version=None,
+        minimum="v3.1.0",
+        source="CloudWatch user guide, install-CloudWatch-Observability-EKS-addon.html: Pod Identity from v3.1.0; "
+        "Neuron metrics from v1.5.0-eksbuild.1 and EFA metrics from v1.5.2-eksbuild.1 "
+        "(Container-Insights-metrics-enhanced-EKS.html); its DaemonSets tolerate every taint by default.",
+        checked="2026-11-30",
+    ),
+    "eks-node-monitoring-agent": AddonPin(
+        version=None,
+        source="EKS user guide, node-health.html: node health reports used by node auto repair; no IAM needed.",
+        checked="2026-11-30",
+    ),
+}
+"""Managed add-ons of :class:`~trainium_eks.constructs.cluster.TrainingCluster`.
+
+No version is pinned by default: EKS publishes add-on builds per Kubernetes version (``aws eks
+describe-addon-versions --kubernetes-version 1.36``) and no offline source lists the builds for 1.35 and 1.36, so a
+hard-coded build would be a guess that fails the deployment when wrong. The template stays deterministic; to pin,
+pass ``addon_versions={"vpc-cni": "v1.21.1-eksbuild.1"}`` to the cluster, which checks the minimum."""
+
+
+ADDON_VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+")
+"""The form of an EKS add-on version (``aws eks describe-addon-versions``): ``v1.21.1-eksbuild.1``."""
+
+
+def check_addon_version(name: str, version: str) -> Optional[str]:
+    """Why ``version`` of add-on ``name`` is not acceptable, or None when it is."""
+    pin = ADDONS.get(name)
+    if pin is None:
+        return f"unknown add-on; known: {', '.join(sorted(ADDONS))}"
+    if not isinstance(version, str) or not ADDON_VERSION.fullmatch(version):
+        return "an EKS add-on version such as v1.21.1-eksbuild.1 (aws eks describe-addon-versions)"
+    if pin.minimum and _version_tuple(version) < _version_tuple(pin.minimum):
+        return f"{name} must be {pin.minimum} or newer ({pin.source.split(';')[0]})"
+    return None
+
+
+def _version_tuple(version: str) -> Tuple[int, ...]:
+    core = version.lstrip("v").split("-")[0]
+    return tuple(int(part) for part in core.split(".") if part.isdigit())
+
+
+# --- In-cluster components ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ImagePin:
+    """A container image at a fixed tag.
+
+    :param repository: Registry and repository, or for images of the regional EKS registries the repository path
+        only (``eks/aws-efa-k8s-device-plugin``).
+    :param tag: The tag; never ``latest``.
+    :param source: Where the tag was found.
+    :param checked: When.
+    """
+
+    repository: str
+    tag: str
+    source: str
+    checked: str
+
+    @property
+    def image(self) -> str:
+        """``repository:tag``."""
+        return f"{self.repository}:{self.tag}"
+
+
+@dataclass(frozen=True)
+class HelmChartPin:
+    """A Helm chart at a fixed version, installed by ``cluster.add_helm_chart`` (fetched at deploy time by the
+    kubectl provider, never at synth)."""
+
+    repository: str
+    chart: str
+    version: str
+    source: str
+    checked: str
+    hook_phases: int = 0
+    """Phases of ``helm upgrade --install`` that run hook Jobs with the library's values (pre-install, post-install):
+    Helm gives each of them, and the wait for the release's resources, the whole ``--timeout`` (Helm 4
+    ``pkg/action/install.go``)."""
+
+
+NEURON_DEVICE_PLUGIN = ImagePin(
+    repository="public.ecr.aws/neuron/neuron-device-plugin",
+    tag="2.31.0.0",
+    source="aws-neuron/neuron-helm-charts release 1.9.0 (2026-07-10): device plugin 2.31.0.0 (Neuron SDK 2.31)",
+    checked="2026-11-30",
+)
+
+EFA_DEVICE_PLUGIN = ImagePin(
+    repository="eks/aws-efa-k8s-device-plugin",
+    tag="v0.5.21-eksbuild.13",
+    source="aws/eks-charts PR #1366 (2026-09-10): stable/aws-efa-k8s-device-plugin values.yaml image.tag; the "
+    "image is served by the EKS registry of each region (trainium_eks.facts.regions.EKS_REGISTRY_ACCOUNTS)",
+    checked="2026-11-30",
+)
+
+VOLCANO = HelmChartPin(
+    repository="https://volcano-sh.github.io/helm-charts",
+    chart="volcano",
+    version="1.15.1",
+    source="volcano-sh/helm-charts issue #11 (2026-08-19) confirms chart 1.15.1 published (images "
+    "docker.io/volcanosh/vc-*:v1.15.1); 1.15.2 was tagged 2026-08-26 but its presence in the chart index could not "
+    "be confirmed offline. Hooks: installer/helm/chart/volcano/templates/admission-init.yaml at v1.15.1 is a "
+    "pre-install,pre-upgrade hook Job (the admission webhook's certificate) on the system nodes",
+    checked="2026-11-30",
+    hook_phases=1,
+)
+
+ETCD = ImagePin(
+    repository="quay.io/coreos/etcd",
+    tag="v3.5.33",
+    source="meta-pytorch/torchx PR #1026 (refreshed 2026-07-31): newest v3.5.x on quay.io; v3.6 removed --enable-v2, "
+    "which torch's etcd rendezvous (python-etcd, v2 API) needs (etcd v3.6.0 release notes, 2025-05-15)",
+    checked="2026-11-30",
+)
+
+TENSORBOARD = ImagePin(
+    repository="docker.io/tensorflow/tensorflow",
+    tag="2.20.0",
+    source="TensorFlow 2.20.0 requires tensorboard~=2.20.0 (PyPI metadata); TF 2.21 dropped the TensorBoard "
+    "dependency (TF 2.21.0 release notes), so its image has no tensorboard command",
+    checked="2026-11-30",
+)
+
+NEURON_PYTORCH_TRAINING = ImagePin(
+    repository="public.ecr.aws/neuron/pytorch-training-neuronx",
+    tag="2.9.0-neuronx-py312-sdk2.29.1-ubuntu24.04",
+    source="aws-neuron/deep-learning-containers README (HEAD 2be9ed1, 2026-08-17) and tag 2.29.1 (commit 12641304): "
+    "torch-neuronx 2.9.0.2.13, neuronx-cc 2.24.8799.0, trn1/trn2. Not newer: the Neuron announcement 'PyTorch/XLA no "
+    "longer supported for training' (aws-neuron-sdk announce-no-support-pytorch-xla-training.rst, 2026-05-20) says "
+    "that from Neuron 2.30.0 PyTorch/XLA is no longer supported for training and PyTorch 2.9 was the last "
+    "PyTorch/XLA version for training, so 2.29.x (2.29.1, 2026-05-01) is the last SDK that supports torch-neuronx "
+    "training on trn1; the sdk2.30.0 image exists but is unsupported for training, and from 2.31.0 the training DLC "
+    "is no longer published (announce-no-longer-publish-pytorch-training-dlc.rst); TorchNeuron (2.33+) targets "
+    "Trn2/Trn3. An earlier notice (announce-eos-nxdt-nxd-core-training.rst, 2026-02) named 2.29 as the end for "
+    "NxD Training, which this image does not use",
+    checked="2026-12-01",
+)
+"""Base of the training image ``images/bert-pretrain`` (passed as its ``BASE_IMAGE`` build argument)."""
+
+
+# --- Kubeflow Trainer ---------------------------------------------------------------------------------------------
+
+KUBEFLOW_TRAINER = HelmChartPin(
+    repository="oci://ghcr.io/kubeflow/charts/kubeflow-trainer",
+    chart="kubeflow-trainer",
+    version="2.3.0",
+    source="kubeflow/trainer tag v2.3.0 (658725b, 2026-08-06; the newest tag, no v2.3.x or v2.4 yet): "
+    "charts/kubeflow-trainer/Chart.yaml version 2.3.0, depends on jobset 0.12.0 (oci://registry.k8s.io/jobset/charts, "
+    "condition jobset.install); published to oci://ghcr.io/kubeflow/charts by its release workflow. Its CRDs are "
+    "templates (2.4 MB), which Helm applies server-side; client-side kubectl apply would exceed the 262,144-byte "
+    "annotation limit. Needs Kubernetes 1.31 or newer (Kubeflow Trainer installation guide). Hooks: the runtime "
+    "installer (post-install) and cleanup (pre-delete) Jobs of templates/runtimes/ render only with runtimes "
+    "enabled, which the library turns off",
+    checked="2026-12-01",
+)
+"""Kubeflow Trainer v2 (TrainJob, ClusterTrainingRuntime; JobSet), installed from its official OCI Helm chart."""
+
+KUBEFLOW_TRAINER_NAMESPACE = "kubeflow-system"
+"""Namespace of the Trainer's controller, as in its installation guide."""
+
+JOB_RELEASE_IMAGE = ImagePin(
+    repository="docker.io/library/python",
+    tag="3.12.12-slim-bookworm",
+    source="Docker Official Image python (docker-library/official-images library/python): 3.12.12 on Debian 12; "
+    "the release program needs only Python's standard library",
+    checked="2026-12-01",
+)
+"""Image of the release Jobs that create held jobs (:mod:`trainium_eks.manifests.jobs.job_release`)."""
+
+
+@dataclass(frozen=True)
+class PythonPin:
+    """A Python package at a fixed version, installed into an image (and into the test environment)."""
+
+    package: str
+    version: str
+    source: str
+    checked: str
+
+    @property
+    def requirement(self) -> str:
+        """``package==version``."""
+        return f"{self.package}=={self.version}"
+
+
+ETCD_CLIENT = (
+    PythonPin(
+        package="python-etcd",
+        version="0.4.5",
+        source="PyPI python-etcd: the last release (2017-03); torch's etcd rendezvous "
+        "(torch/distributed/elastic/rendezvous/etcd_rendezvous.py) imports it as `etcd`",
+        checked="2026-12-01",
+    ),
+    PythonPin(
+        package="urllib3",
+        version="2.8.0",
+        source="python-etcd 0.4.5 calls urllib3's HTTPResponse.getheader/getheaders (src/etcd/client.py), which "
+        "urllib3 2.8.0 still has (deprecated); the pair writes and reads against etcd 3.4 --enable-v2 "
+        "(tests/test_rendezvous_backends.py)",
+        checked="2026-12-01",
+    ),
+)
+"""The etcd rendezvous client of ``images/bert-pretrain`` (``Rendezvous.ETCD``), pinned in its Dockerfile and in the
+test environment (requirements-dev.txt); a test checks that the three agree."""
+
+
+# --- Training images of the Kubeflow and Composer stacks ------------------------------------------------------------
+
+PYTORCH_RUNTIME = ImagePin(
+    repository="docker.io/pytorch/pytorch",
+    tag="2.13.0-cuda12.6-cudnn9-runtime",
+    source="PyTorch's official images (Docker Hub pytorch/pytorch); torch 2.13.0 is the version the CPU smoke test "
+    "runs (requirements-train.txt). CUDA 12.6 rather than the 13.0 build that kubeflow/trainer v2.3.0's "
+    "torch-distributed runtime uses: CUDA 13 needs NVIDIA driver 580 and drops Volta (ml.p3), while 12.6 runs on "
+    "driver 525 or newer. Tag seen pinned by digest in public lock files (sha256:6acf597e...); not re-checked "
+    "against Docker Hub offline",
+    checked="2026-12-01",
+)
+"""Base of ``images/cifar10-ddp``: CPU nodes, GPU nodes and SageMaker GPU instances run the same image."""
+
+COMPOSER_BASE = ImagePin(
+    repository="docker.io/library/python",
+    tag="3.11.14-slim-bookworm",
+    source="Docker Official Image python on Debian 12: Python 3.11, which Composer 0.32.1 supports (>= 3.10) and the "
+    "smoke test environment runs; torch 2.7.0 from PyPI brings its CUDA libraries, so no CUDA base is needed",
+    checked="2026-12-01",
+)
+"""Base of ``images/composer-resnet`` (its pins: images/composer-resnet/requirements.txt)."""
+
+
+NVIDIA_DEVICE_PLUGIN = ImagePin(
+    repository="nvcr.io/nvidia/k8s-device-plugin",
+    tag="v0.20.0",
+    source="NVIDIA/k8s-device-plugin tag v0.20.0 (2026-08-19), the newest tag of the repository snapshot read (main "
+    "at 1b826ac, 2026-08-19): CHANGELOG.md 'v0.20.0' and deployments/static/nvidia-device-plugin.yml at that tag "
+    "(image nvcr.io/nvidia/k8s-device-plugin:v0.20.0); built on NVIDIA Container Toolkit 1.20.0",
+    checked="2026-12-01",
+)
+"""Image of :class:`~trainium_eks.manifests.addons.nvidia_device_plugin.NvidiaDevicePluginChart` (GPU node groups)."""

@@ -1,0 +1,93 @@
+"""What release Jobs may do in a namespace: read the jobs they wait for, create the kinds they hold."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Tuple
+
+from trainium_eks.core.validation import Problems, check_dns_label
+from trainium_eks.manifests.chart import LibraryChart
+from trainium_eks.manifests.jobs.job_release import RELEASE_SERVICE_ACCOUNT
+from trainium_eks.manifests.jobs.job_release_program import API
+
+READER_ROLE = "job-release-read"
+
+
+def creator_role(kind: str) -> str:
+    """Name of the Role that lets release Jobs create jobs of ``kind`` (``vcjob``, ``trainjob``, ...)."""
+    return f"job-release-create-{kind}"
+
+
+def _group_and_resource(kind: str) -> Tuple[str, str]:
+    api_version, _, collection = API[kind]
+    return api_version.rpartition("/")[0], collection.rsplit("/", 1)[1]
+
+
+class _RoleChart(LibraryChart):
+    """A chart of Roles bound to the release service account of its namespace."""
+
+    def __init__(self, namespace: str) -> None:
+        problems = Problems("job release access chart")
+        check_dns_label(problems, "namespace", namespace)
+        problems.raise_if_any()
+        super().__init__("job-release", namespace=namespace)
+
+    def add_bound_role(self, name: str, rules: List[Dict[str, Any]]) -> None:
+        self.add_object(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": self.metadata(name),
+                "rules": rules,
+            }
+        )
+        self.add_object(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": self.metadata(name),
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+                "subjects": [
+                    {"kind": "ServiceAccount", "name": RELEASE_SERVICE_ACCOUNT, "namespace": self.namespace_name}
+                ],
+            }
+        )
+
+
+class JobReleaseAccessChart(_RoleChart):
+    """The service account ``job-release`` of a namespace and a Role to read the job kinds a release may wait for
+    (``get`` on batch/v1 Jobs, Volcano Jobs, TrainJobs and PyTorchJobs: the program reads them one by one, and its own
+    Job for its uid). Nothing else: no list, no update, no delete, no pods; the Roles that let releases create the
+    kinds they hold are :class:`JobReleaseCreatorChart`. Training pods run as their own service account, which needs
+    no Kubernetes permission.
+
+    :param namespace: Required.
+    """
+
+    def __init__(self, *, namespace: str) -> None:
+        super().__init__(namespace)
+        self.add_object(
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": self.metadata(RELEASE_SERVICE_ACCOUNT)}
+        )
+        rules = []
+        for kind in API:
+            group, resource = _group_and_resource(kind)
+            rules.append({"apiGroups": [group], "resources": [resource], "verbs": ["get"]})
+        self.add_bound_role(READER_ROLE, rules)
+
+
+class JobReleaseCreatorChart(_RoleChart):
+    """A Role, bound to the service account ``job-release`` of a namespace, that lets release Jobs create jobs of one
+    kind (``create`` only).
+
+    :param namespace: Required.
+    :param kind: ``job`` (batch/v1), ``vcjob``, ``trainjob`` or ``pytorchjob``. Required.
+    """
+
+    def __init__(self, *, namespace: str, kind: str) -> None:
+        if not isinstance(kind, str) or kind not in API:
+            problems = Problems("job release creator chart")
+            problems.add("kind", kind, f"one of {', '.join(API)}")
+            problems.raise_if_any()
+        super().__init__(namespace)
+        group, resource = _group_and_resource(kind)
+        self.add_bound_role(creator_role(kind), [{"apiGroups": [group], "resources": [resource], "verbs": ["create"]}])

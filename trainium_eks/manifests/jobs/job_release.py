@@ -1,0 +1,212 @@
+"""JobReleaseChart: a job that waits for others is held, and a small release Job creates it once they have completed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Sequence
+
+from trainium_eks.core.conventions import SYSTEM_NODE_LABELS
+from trainium_eks.core.validation import Problems, check_integer, check_strings
+from trainium_eks.facts import versions
+from trainium_eks.manifests.chart import LibraryChart, locked_down_container, unprivileged_pod
+from trainium_eks.manifests.jobs.job_release_program import DEADLINE_MARGIN_SECONDS, NEVER, ref_of
+
+
+def _program_without_its_docstring(source: str) -> str:
+    """``source`` less its module docstring: the program's code, which is what the held job's name depends on (the
+    docstring names the library's modules, which may move without the program changing)."""
+    opening = '"""'
+    if not source.startswith(opening):
+        raise ValueError("the release program starts with its module docstring")
+    return source[source.index(opening, len(opening)) + len(opening) :].lstrip("\n")
+
+
+RELEASE_PROGRAM_SOURCE = _program_without_its_docstring((Path(__file__).parent / "job_release_program.py").read_text())
+"""The release program (:mod:`~trainium_eks.manifests.jobs.job_release_program`) without its module docstring, run as
+``python3 -c``."""
+
+RELEASE_IMAGE = versions.JOB_RELEASE_IMAGE.image
+
+RELEASE_SERVICE_ACCOUNT = "job-release"
+"""Service account of release Jobs, which may read jobs and create the held kinds in their namespace
+(:mod:`~trainium_eks.manifests.access.job_release_access`)."""
+
+WAIT_FOR_ANNOTATION = "trainium-eks/wait-for"
+"""Annotation of a held job: the jobs it was created after (``vcjob/<name> job/<name>``)."""
+RELEASE_ANNOTATION = "trainium-eks/release"
+"""Annotation of a held job: :data:`RELEASE_DIGEST`."""
+HELD_JOB_LABEL = "trainium-eks/held-job"
+"""Label of a release Job: the name of the job it creates."""
+
+DEFAULT_TIMEOUT_SECONDS = 14 * 24 * 3600
+"""How long a release waits for the jobs it waits for, by default: 14 days, longer than the seed runs by far."""
+MAX_TIMEOUT_SECONDS = 90 * 24 * 3600
+
+JOB_REFERENCE = re.compile(r"(job|vcjob|trainjob|pytorchjob)/[a-z0-9]([a-z0-9.-]*[a-z0-9])?")
+"""A reference to a job of the namespace: ``job/<name>`` (batch/v1), ``vcjob/<name>`` (Volcano), ``trainjob/<name>``,
+``pytorchjob/<name>``."""
+
+_KUBELET_REFERENCE = re.compile(r"\$(?=[$(])")
+
+
+def kubelet_literal(text: str) -> str:
+    """``text`` escaped so that the kubelet's expansion of ``$(VAR)`` references in environment values and
+    commands gives ``text`` back: every ``$`` followed by ``$`` or ``(`` doubled (Kubernetes
+    ``third_party/forked/golang/expansion/expand.go``: ``$$`` gives ``$``, ``$(NAME)`` a variable, any other ``$x``
+    itself). CDK tokens (``${Token[...]}``) are left as they are."""
+    return _KUBELET_REFERENCE.sub("$$", text)
+
+
+def check_references(problems: Problems, setting: str, refs: Any) -> bool:
+    """``refs`` is a list of job references (:data:`JOB_REFERENCE`)."""
+    if not check_strings(problems, setting, refs):
+        return False
+    bad = [ref for ref in refs if not JOB_REFERENCE.fullmatch(ref)]
+    if bad:
+        problems.add(setting, bad, "job charts, or references like job/<name>, vcjob/<name> or trainjob/<name>")
+    return not bad
+
+
+def held_annotations(wait_for: Sequence[str]) -> Dict[str, str]:
+    """The annotations of a job held until ``wait_for`` have completed (part of its hashed spec)."""
+    return {WAIT_FOR_ANNOTATION: " ".join(wait_for), RELEASE_ANNOTATION: RELEASE_DIGEST}
+
+
+class JobReleaseChart(LibraryChart):
+    """The release Job of a held job: a batch/v1 Job on the system nodes that creates the held job once every job it
+    waits for has completed.
+
+    Why: a job that waits inside its own pods (an init container that polls) holds the devices, CPU and memory its
+    pods request, on the very nodes the job it waits for needs; whichever job the scheduler admits first, the other
+    can then never start. Until it is released, the held job does not exist in the cluster, so it holds nothing: no
+    pod, no Volcano PodGroup, nothing reserved in a queue, in every order of arrival and after any restart of the jobs
+    it waits for (a restarted job is still not complete). The release program
+    (:mod:`~trainium_eks.manifests.jobs.job_release_program`) polls the jobs' status with the service account
+    ``job-release``, then creates the held job with the release Job as its owner: when CloudFormation deletes the
+    release Job (the held job changed, or left the app), Kubernetes' garbage collector deletes the held job with it.
+
+    The release Job, named ``<held job>-release``: Python's standard library on a pinned slim Python image
+    (:data:`trainium_eks.facts.versions.JOB_RELEASE_IMAGE`), 10m CPU and 32 MiB, on the system node group, as ``nobody``
+    with a read-only root and no capabilities; ``activeDeadlineSeconds`` of ``timeout_seconds`` (the program reads it
+    and gives up ten minutes before, naming the job it waited for); a pod failure policy that fails the Job at once
+    when the held job can never be created (a job it waits for failed, the wait timed out, the API server refused the
+    held job: exit status 3) and retries anything else (``backoffLimit`` 6; a pod disrupted by a node drain does not
+    count). Its pod template is a function of the held job's name (whose hash covers the waits, the program and the
+    image: :func:`held_annotations`), so it never has to change in place. It is kept when it finishes: it owns the
+    held job.
+
+    :param job: The held job's manifest (a job chart's :attr:`~trainium_eks.manifests.jobs.job_chart.JobChart.manifest`,
+        with :func:`held_annotations`). Required.
+    :param wait_for: The jobs to wait for (``vcjob/<name>``, ...). Required.
+    :param timeout_seconds: How long to wait for them, from 11 minutes to 90 days. Default: 14 days.
+    """
+
+    def __init__(
+        self, *, job: Mapping[str, Any], wait_for: Sequence[str], timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS
+    ) -> None:
+        problems = Problems("job release chart")
+        held_ref = ref_of(job) if isinstance(job, Mapping) else None
+        if not held_ref:
+            problems.add("job", job, "the manifest of a batch/v1 Job, Volcano Job, TrainJob or PyTorchJob")
+        elif (job.get("metadata") or {}).get("annotations", {}).get(RELEASE_ANNOTATION) != RELEASE_DIGEST:
+            problems.add("job", held_ref, "a job whose spec carries held_annotations(wait_for) (JobChart does it)")
+        check_references(problems, "wait_for", wait_for)
+        check_integer(
+            problems,
+            "timeout_seconds",
+            timeout_seconds,
+            minimum=DEADLINE_MARGIN_SECONDS + 60,
+            maximum=MAX_TIMEOUT_SECONDS,
+        )
+        problems.raise_if_any()
+        metadata = job["metadata"]
+        super().__init__("job-release", namespace=metadata.get("namespace"))
+        self.held_job: Dict[str, Any] = json.loads(json.dumps(job))
+        """The held job's manifest."""
+        self.held_ref: str = held_ref
+        """``<kind>/<name>`` of the held job."""
+        self.wait_for: List[str] = list(wait_for)
+        """The jobs the release waits for (``<kind>/<name>``)."""
+        self.job_name = f"{metadata['name']}-release"
+        """The release Job's name."""
+        self.add_object(
+            _release_job(
+                self,
+                held_name=metadata["name"],
+                held_text=json.dumps(job, sort_keys=True),
+                wait_for=self.wait_for,
+                timeout_seconds=timeout_seconds,
+            )
+        )
+
+
+def _release_job(
+    chart: LibraryChart, *, held_name: str, held_text: str, wait_for: Sequence[str], timeout_seconds: int
+) -> Dict[str, Any]:
+    """The release Job of the held job ``held_name`` (its manifest ``held_text``) in ``chart``'s namespace."""
+    job_name = f"{held_name}-release"
+    labels = {**chart.selector_labels(), HELD_JOB_LABEL: held_name}
+    container = {
+        "name": "release",
+        "image": RELEASE_IMAGE,
+        "command": [
+            "python3",
+            "-c",
+            kubelet_literal(RELEASE_PROGRAM_SOURCE),
+            chart.namespace_name,
+            job_name,
+            *wait_for,
+        ],
+        "env": [{"name": "HELD_JOB", "value": kubelet_literal(held_text)}],
+        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
+        "securityContext": locked_down_container(),
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": chart.metadata(job_name, labels=labels),
+        "spec": {
+            "backoffLimit": 6,
+            "activeDeadlineSeconds": timeout_seconds,
+            "podFailurePolicy": {"rules": _failure_rules()},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "serviceAccountName": RELEASE_SERVICE_ACCOUNT,
+                    "restartPolicy": "Never",
+                    "nodeSelector": dict(SYSTEM_NODE_LABELS),
+                    "securityContext": unprivileged_pod(),
+                    "containers": [container],
+                },
+            },
+        },
+    }
+
+
+def _failure_rules() -> List[Dict[str, Any]]:
+    """Fail the Job at once when the program says the held job will never be created (or was misused); ignore pods
+    that a node drain or preemption disrupted; retry the rest (Kubernetes: Job pod failure policy)."""
+    return [
+        {"action": "FailJob", "onExitCodes": {"containerName": "release", "operator": "In", "values": [2, NEVER]}},
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+    ]
+
+
+def _release_digest() -> str:
+    """A hash of the release Job as the library renders it for a stand-in held job, less what may change in place
+    (``activeDeadlineSeconds``, which the program reads from the Job)."""
+    chart = LibraryChart("job-release", namespace="namespace")
+    job = _release_job(chart, held_name="held", held_text="{}", wait_for=["job/awaited"], timeout_seconds=0)
+    del job["spec"]["activeDeadlineSeconds"]
+    return hashlib.sha256(json.dumps(job, sort_keys=True).encode()).hexdigest()[:12]
+
+
+RELEASE_DIGEST = _release_digest()
+"""What a held job's name also depends on: the whole release Job as the library renders it (the program, its image,
+the pod template, the failure policy, the labels), except ``activeDeadlineSeconds``. The release Job's name is the
+held job's plus ``-release``, so whatever would change in the release Job's immutable pod template or pod failure
+policy changes both names: CloudFormation creates a new release Job (and so a new held job) and deletes the old one,
+never updating a release Job in place, which Kubernetes would refuse."""

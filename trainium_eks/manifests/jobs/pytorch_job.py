@@ -1,0 +1,106 @@
+"""PyTorchJobChart: a distributed PyTorch job for the Kubeflow training operator v1 (``kubeflow.org/v1``)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional
+
+from trainium_eks.core.conventions import DEFAULT_NAMESPACE
+from trainium_eks.core.validation import Problems, check_dns_label, check_integer
+from trainium_eks.manifests.addons.volcano_queue import DEFAULT_QUEUE
+from trainium_eks.manifests.jobs import job_naming
+from trainium_eks.manifests.jobs.distributed_job_chart import PET_CONTRACT, DistributedJobChart
+
+PYTORCH_JOB_API_VERSION = "kubeflow.org/v1"
+CONTAINER = "pytorch"
+"""The operator finds the training container by this name (training-operator v1 docs)."""
+
+
+class PyTorchJobChart(DistributedJobChart):
+    """A ``kubeflow.org/v1`` PyTorchJob as the Kubeflow workshop wrote it, from the same
+    :class:`~trainium_eks.manifests.jobs.distributed_workload.DistributedWorkload` as the Volcano job and the TrainJob.
+
+    - ``pytorchReplicaSpecs``: ``Master`` (one replica) and ``Worker`` (nodes - 1), each with the container
+      ``pytorch``, the same pod (environment contract, devices, CPU and memory, ``/dev/shm``, claims, tolerations,
+      node selector, service account) and ``restartPolicy: OnFailure``;
+    - ``nprocPerNode`` (a string, as the CRD wants), ``runPolicy`` (``cleanPodPolicy: None`` keeps the pods for their
+      logs; ``backoffLimit``; ``schedulingPolicy`` with ``minAvailable`` = nodes and the Volcano queue, used when the
+      operator runs with ``--gang-scheduler-name=volcano``);
+    - optionally ``elasticPolicy`` (``min_nodes`` to ``nodes``, c10d rendezvous).
+
+    The library renders and checks PyTorchJobs; it does not install the v1 operator (its CRDs are too large for the
+    client-side ``kubectl apply`` of the aws-eks-v2 handler; the README says how to install it by hand).
+
+    :param name: Base name, a DNS label of at most 28 characters. Required.
+    :param namespace: Default: ``training``.
+    :param queue: Volcano queue of ``schedulingPolicy``, or None. Default: ``training``.
+    :param min_nodes: With a value, an elastic job (``elasticPolicy``) that runs on ``min_nodes`` to ``nodes`` nodes.
+        Default: none (a fixed-size job).
+    :param wait_for: Jobs to wait for: the job is held until they have completed. Default: none.
+    :param resolve: Turns CDK tokens into their CloudFormation form before hashing. Default: none.
+    :param workload: The other props, documented on
+        :class:`~trainium_eks.manifests.jobs.distributed_workload.DistributedWorkload`.
+    """
+
+    ref_kind = "pytorchjob"
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        namespace: str = DEFAULT_NAMESPACE,
+        queue: Optional[str] = DEFAULT_QUEUE,
+        min_nodes: Optional[int] = None,
+        resolve: Optional[Callable[[Any], Any]] = None,
+        **workload: Any,
+    ) -> None:
+        problems = Problems(f"PyTorch job {name!r}")
+        if queue is not None:
+            check_dns_label(problems, "queue", queue)
+        if min_nodes is not None:
+            check_integer(problems, "min_nodes", min_nodes, minimum=1, maximum=workload.get("nodes") or 450)
+        super().__init__(problems, name=name, namespace=namespace, workload=workload)
+
+        pod = {**self.workload.pod_spec(CONTAINER, PET_CONTRACT), "restartPolicy": "OnFailure"}
+        template = {
+            "metadata": {"labels": {**self.selector_labels(), "app.kubernetes.io/instance": job_naming.PLACEHOLDER}},
+            "spec": pod,
+        }
+        replicas: Dict[str, Any] = {"Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": template}}
+        if self.workload.nodes > 1:
+            replicas["Worker"] = {
+                "replicas": self.workload.nodes - 1,
+                "restartPolicy": "OnFailure",
+                "template": template,
+            }
+        scheduling: Dict[str, Any] = {"minAvailable": self.workload.nodes}
+        if queue is not None:
+            scheduling["queue"] = queue
+        spec: Dict[str, Any] = {
+            "nprocPerNode": str(self.workload.processes_per_node),
+            "pytorchReplicaSpecs": replicas,
+            "runPolicy": {
+                "cleanPodPolicy": "None",
+                "backoffLimit": self.workload.max_retries,
+                "schedulingPolicy": scheduling,
+            },
+        }
+        if min_nodes is not None:
+            spec["elasticPolicy"] = {
+                "minReplicas": min_nodes,
+                "maxReplicas": self.workload.nodes,
+                "rdzvBackend": "c10d",
+                "nProcPerNode": self.workload.processes_per_node,
+            }
+        self.add_job(
+            {
+                "apiVersion": PYTORCH_JOB_API_VERSION,
+                "kind": "PyTorchJob",
+                "metadata": {
+                    "name": job_naming.PLACEHOLDER,
+                    "namespace": namespace,
+                    "labels": {**self.selector_labels(), "app.kubernetes.io/instance": job_naming.PLACEHOLDER},
+                },
+                "spec": spec,
+            },
+            resolve,
+        )

@@ -1,0 +1,1 @@
+"""Charts of the shared volumes: FSx for Lustre and EFS volumes and claims."""

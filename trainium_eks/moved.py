@@ -1,0 +1,106 @@
+"""Old import paths of moved modules and renamed names: they keep working for one release, with a DeprecationWarning.
+
+``import trainium_eks.catalog`` (moved to :mod:`trainium_eks.facts.catalog`) still imports, warns once and gives the
+new module's names; a renamed name (``TrainingStack``, now ``TrainiumEksStack``) still resolves from its old module,
+warning where it is used. Installed by ``trainium_eks/__init__.py`` as a finder on ``sys.meta_path``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+import types
+import warnings
+from typing import Any, Mapping, Optional, Sequence
+
+MOVED_MODULES: Mapping[str, str] = {
+    "trainium_eks.catalog": "trainium_eks.facts.catalog",
+    "trainium_eks.pricing": "trainium_eks.facts.pricing",
+    "trainium_eks.versions": "trainium_eks.facts.versions",
+    "trainium_eks.regions": "trainium_eks.facts.regions",
+    "trainium_eks.validation": "trainium_eks.core.validation",
+    "trainium_eks.nag": "trainium_eks.core.nag",
+    "trainium_eks.conventions": "trainium_eks.core.conventions",
+    "trainium_eks.cost": "trainium_eks.core.cost",
+    "trainium_eks.template_limits": "trainium_eks.core.template_limits",
+    "trainium_eks.system_stack": "trainium_eks.stacks.system_stack",
+    "trainium_eks.training_stack": "trainium_eks.stacks.training_stack",
+    "trainium_eks.kubeflow_stack": "trainium_eks.stacks.kubeflow_stack",
+    "trainium_eks.composer_stack": "trainium_eks.stacks.composer_stack",
+    "trainium_eks.app_context": "trainium_eks.stacks.app_context",
+    "trainium_eks.bert_phase1": "trainium_eks.workloads.bert_phase1",
+    "trainium_eks.cifar10_ddp": "trainium_eks.workloads.cifar10_ddp",
+    "trainium_eks.composer_resnet": "trainium_eks.workloads.composer_resnet",
+    "trainium_eks.composer_recipe": "trainium_eks.workloads.composer_recipe",
+    "trainium_eks.manifests.efa_device_plugin": "trainium_eks.manifests.addons.efa_device_plugin",
+    "trainium_eks.manifests.neuron_device_plugin": "trainium_eks.manifests.addons.neuron_device_plugin",
+    "trainium_eks.manifests.nvidia_device_plugin": "trainium_eks.manifests.addons.nvidia_device_plugin",
+    "trainium_eks.manifests.tensorboard": "trainium_eks.manifests.addons.tensorboard",
+    "trainium_eks.manifests.etcd": "trainium_eks.manifests.addons.etcd",
+    "trainium_eks.manifests.volcano_queue": "trainium_eks.manifests.addons.volcano_queue",
+    "trainium_eks.manifests.training_runtime": "trainium_eks.manifests.addons.training_runtime",
+    "trainium_eks.manifests.job_chart": "trainium_eks.manifests.jobs.job_chart",
+    "trainium_eks.manifests.job_naming": "trainium_eks.manifests.jobs.job_naming",
+    "trainium_eks.manifests.distributed_workload": "trainium_eks.manifests.jobs.distributed_workload",
+    "trainium_eks.manifests.distributed_job_chart": "trainium_eks.manifests.jobs.distributed_job_chart",
+    "trainium_eks.manifests.training_job": "trainium_eks.manifests.jobs.training_job",
+    "trainium_eks.manifests.train_job": "trainium_eks.manifests.jobs.train_job",
+    "trainium_eks.manifests.pytorch_job": "trainium_eks.manifests.jobs.pytorch_job",
+    "trainium_eks.manifests.dataset_staging": "trainium_eks.manifests.jobs.dataset_staging",
+    "trainium_eks.manifests.topology": "trainium_eks.manifests.jobs.topology",
+    "trainium_eks.manifests.fsx_volume": "trainium_eks.manifests.storage.fsx_volume",
+    "trainium_eks.manifests.efs_volume": "trainium_eks.manifests.storage.efs_volume",
+    "trainium_eks.manifests.training_namespace": "trainium_eks.manifests.access.training_namespace",
+    "trainium_eks.manifests.workflow_access": "trainium_eks.manifests.access.workflow_access",
+}
+"""Old module path -> where the module lives now (modules that existed in the last release)."""
+
+RENAMED: Mapping[str, Mapping[str, str]] = {}
+"""New module path -> {old name: new name} of the names renamed in it."""
+
+
+class _MovedModule(types.ModuleType):
+    """The module at an old path: every attribute read from the new module, renamed names under their old name."""
+
+    def __init__(self, old: str, new: str) -> None:
+        super().__init__(old, f"Moved to {new}.")
+        self.__dict__["_new"] = new
+
+    def __getattr__(self, name: str) -> Any:
+        new = self.__dict__["_new"]
+        target = importlib.import_module(new)
+        renamed = RENAMED.get(new, {})
+        if name in renamed:
+            warnings.warn(f"{self.__name__}.{name} is now {new}.{renamed[name]}", DeprecationWarning, stacklevel=2)
+            return getattr(target, renamed[name])
+        return getattr(target, name)
+
+    def __dir__(self) -> Sequence[str]:
+        return sorted(set(dir(importlib.import_module(self.__dict__["_new"]))) | set(RENAMED.get(self._new, {})))
+
+
+class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds the old paths of :data:`MOVED_MODULES` and loads them as :class:`_MovedModule`."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Optional[importlib.machinery.ModuleSpec]:
+        if fullname in MOVED_MODULES:
+            return importlib.machinery.ModuleSpec(fullname, self)
+        return None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        return _MovedModule(spec.name, MOVED_MODULES[spec.name])
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        warnings.warn(
+            f"{module.__name__} moved to {MOVED_MODULES[module.__name__]}; the old path works until the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+
+
+def install() -> None:
+    """Put the finder on ``sys.meta_path`` (once)."""
+    if not any(isinstance(finder, _MovedModuleFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _MovedModuleFinder())

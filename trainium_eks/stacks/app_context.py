@@ -1,0 +1,214 @@
+"""The default app's settings: CDK context keys (``cdk.json``, ``cdk.context.json``, ``-c key=value``) checked and
+turned into TrainingStack props.
+
+Context from ``-c key=value`` arrives as strings, from ``cdk.json`` as JSON values. Every key is checked for its
+type and value before anything is built: ``region`` first and on its own (other checks depend on it), then every
+other key, and one ``ConfigurationError`` lists every problem, an unknown key (with the nearest known one) included.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Tuple
+
+from aws_cdk import Environment
+from constructs import Node
+
+from trainium_eks.constructs.cluster import ADMIN_PRINCIPAL_ARN
+from trainium_eks.core.validation import Problems, bucket_name_problem, is_integer
+from trainium_eks.facts.catalog import INSTANCE_CATALOG
+from trainium_eks.facts.regions import AZ_IDS_BY_REGION, partition_of
+from trainium_eks.stacks.composer_stack import NODE_TYPES as COMPOSER_NODE_TYPES
+from trainium_eks.stacks.kubeflow_stack import ACCELERATED_NODE_TYPES
+from trainium_eks.stacks.system_stack import NodeTypes
+from trainium_eks.stacks.training_stack import SEED_NODE_TYPES
+
+STACKS = ("TrainiumEks", "KubeflowTraining", "ComposerTraining")
+"""The stacks of the default app, in the order it builds them; each is deployable by name."""
+
+SHARED_KEYS: Mapping[str, str] = {"kubernetes_version": "kubernetesVersion", "admin_role_arn": "adminRoleArn"}
+"""Settings of every stack: prop -> context key."""
+
+STACK_KEYS: Mapping[str, Mapping[str, str]] = {
+    "TrainiumEks": {
+        "instance_type": "instanceType",
+        "node_count": "nodeCount",
+        "accelerated_az_id": "trainiumAzId",
+        "lustre_storage_gib": "lustreStorageGiB",
+        "data_bucket_name": "dataBucketName",
+    },
+    "KubeflowTraining": {
+        "availability_zone_id": "kubeflowAzId",
+        "cpu_node_count": "kubeflowCpuNodes",
+        "accelerated_instance_type": "kubeflowAcceleratedType",
+        "accelerated_node_count": "kubeflowAcceleratedNodes",
+    },
+    "ComposerTraining": {
+        "instance_type": "composerInstanceType",
+        "node_count": "composerNodeCount",
+        "availability_zone_id": "composerAzId",
+    },
+}
+"""Settings of one stack: prop -> context key."""
+
+CONTEXT_KEYS: Mapping[str, str] = {**STACK_KEYS["TrainiumEks"], **SHARED_KEYS}
+"""TrainingStack prop -> context key of the default app (the names its error messages use)."""
+
+ENVIRONMENT_KEYS = ("region", "account", "stacks")
+KNOWN_KEYS = (*SHARED_KEYS.values(), *(key for keys in STACK_KEYS.values() for key in keys.values()), *ENVIRONMENT_KEYS)
+
+CDK_KEYS = ("cli-telemetry",)
+"""Context keys of the CDK CLI itself that carry no ':' and no '@' (feature flags start with '@', the CLI's and the
+context lookups' own keys hold a ':')."""
+
+_INTEGER_KEYS = ("nodeCount", "lustreStorageGiB", "kubeflowCpuNodes", "kubeflowAcceleratedNodes", "composerNodeCount")
+_WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
+_OPTIONAL_KEYS = ("account", "dataBucketName", "adminRoleArn", "kubeflowAcceleratedType")
+"""Keys where an empty string means "not set"."""
+
+_NODE_TYPES_BY_KEY: Mapping[str, NodeTypes] = {
+    "instanceType": SEED_NODE_TYPES,
+    "kubeflowAcceleratedType": ACCELERATED_NODE_TYPES,
+    "composerInstanceType": COMPOSER_NODE_TYPES,
+}
+"""The stacks' own rules for the instance-type keys, checked with every other key so that one message lists all."""
+
+
+@dataclass(frozen=True)
+class AppSettings:
+    """What the default app reads from its context.
+
+    :param props: Props of each stack, already typed, by stack name.
+    :param env: The stacks' environment (region from ``region``, account from ``account`` when set).
+    :param stacks: The stacks to build (``stacks``: default all of :data:`STACKS`).
+    """
+
+    props: Dict[str, Dict[str, Any]]
+    env: Environment
+    stacks: Tuple[str, ...] = STACKS
+
+    def setting_names(self, stack: str) -> Dict[str, str]:
+        """How the stack's props are called in error messages: their context keys."""
+        return {**STACK_KEYS[stack], **SHARED_KEYS}
+
+
+def settings_from_context(node: Node) -> AppSettings:
+    """Read and check every context key; raise one ConfigurationError naming every key that is not usable."""
+    context = node.get_all_context()
+    problems = Problems("default app context (cdk.json / cdk.context.json / -c key=value)")
+    _check_unknown_keys(problems, context)
+    region = _region(problems, context.get("region"))
+    account = context.get("account")
+    if account not in (None, "") and not (isinstance(account, str) and account.isdigit() and len(account) == 12):
+        problems.add(
+            "account",
+            account,
+            "12 digits, as a string (in cdk.json in quotes: a JSON number loses leading zeros)",
+        )
+    stacks = _stacks(problems, context.get("stacks"))
+    parsed: Dict[str, Any] = {}
+    for key in KNOWN_KEYS:
+        value = context.get(key)
+        if key in ENVIRONMENT_KEYS or value is None or (key in _OPTIONAL_KEYS and value == ""):
+            continue
+        typed = _parse(problems, key, value, region)
+        if typed is not None:
+            parsed[key] = typed
+    props = {
+        stack: {prop: parsed[key] for prop, key in {**STACK_KEYS[stack], **SHARED_KEYS}.items() if key in parsed}
+        for stack in STACKS
+    }
+    problems.raise_if_any()
+    return AppSettings(props=props, env=Environment(region=region, account=account or None), stacks=stacks)
+
+
+def _stacks(problems: Problems, value: Any) -> Tuple[str, ...]:
+    """The stacks to build: all by default, else the comma-separated names of ``stacks``."""
+    if value in (None, ""):
+        return STACKS
+    names = tuple(name.strip() for name in value.split(",")) if isinstance(value, str) else ()
+    if not names or any(name not in STACKS for name in names):
+        problems.add("stacks", value, f"stack names separated by commas, of {', '.join(STACKS)}")
+        return STACKS
+    return tuple(name for name in STACKS if name in names)
+
+
+def _check_unknown_keys(problems: Problems, context: Mapping[str, Any]) -> None:
+    lowered = {key.lower(): key for key in KNOWN_KEYS}
+    for key in sorted(context):
+        if key in KNOWN_KEYS or key in CDK_KEYS or key.startswith("@") or ":" in key:
+            continue
+        nearest = lowered.get(key.lower().replace("_", "").replace("-", "")) or next(
+            iter(difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.6)), None
+        )
+        hint = f"did you mean {nearest!r}?" if nearest else f"the keys are {', '.join(KNOWN_KEYS)}"
+        problems.add(key, context[key], f"not a setting of the default app; {hint}")
+
+
+def _region(problems: Problems, region: Any) -> Optional[str]:
+    """The region, or None (with a problem) when it is missing or not one the library knows."""
+    if isinstance(region, str) and region in AZ_IDS_BY_REGION:
+        return region
+    nearest = None
+    if isinstance(region, str):
+        nearest = next((r for r in AZ_IDS_BY_REGION if r == region.strip().lower()), None) or next(
+            iter(difflib.get_close_matches(region.lower(), list(AZ_IDS_BY_REGION), n=1)), None
+        )
+    hint = f"did you mean {nearest!r}? " if nearest else ""
+    problems.add(
+        "region",
+        region,
+        f"{hint}a region the library knows the AZ IDs of (synth makes no lookups): {', '.join(AZ_IDS_BY_REGION)}",
+    )
+    return None
+
+
+def _parse(problems: Problems, key: str, value: Any, region: Optional[str]) -> Any:
+    """The typed value of ``key``, or None with a problem recorded."""
+    if key in _INTEGER_KEYS:
+        number = _as_int(value)
+        if number is None:
+            problems.add(key, value, "a whole number (such as 4)")
+        return number
+    if not isinstance(value, str) or not value or value != value.strip():
+        problems.add(key, value, f"a string without surrounding spaces{_example(key)}")
+        return None
+    if key in _NODE_TYPES_BY_KEY and value in INSTANCE_CATALOG:
+        if not _NODE_TYPES_BY_KEY[key].refuse(problems, key, INSTANCE_CATALOG[value]):
+            return None
+    if key == "dataBucketName":
+        reason = bucket_name_problem(value)
+        if reason:
+            problems.add(key, value, f"the name of an existing S3 bucket: {reason}")
+            return None
+    if key == "adminRoleArn":
+        match = ADMIN_PRINCIPAL_ARN.fullmatch(value)
+        if match is None:
+            problems.add(
+                key,
+                value,
+                "an IAM role ARN with its path (arn:aws:iam::123456789012:role/Admin) or IAM user ARN; "
+                "`python -m trainium_eks admin-role --save` finds yours",
+            )
+            return None
+        if region and match.group("partition") != partition_of(region):
+            problems.add(key, value, f"an ARN of partition {partition_of(region)}, the partition of region {region}")
+            return None
+    return value
+
+
+def _example(key: str) -> str:
+    examples = {"kubernetesVersion": '"1.36"', "instanceType": '"trn1.32xlarge"', "trainiumAzId": '"usw2-az4"'}
+    if key in examples:
+        return f", such as {examples[key]} (in cdk.json in quotes: a JSON number is refused)"
+    return ""
+
+
+def _as_int(value: Any) -> Optional[int]:
+    if is_integer(value):
+        return value
+    if isinstance(value, str) and _WHOLE_NUMBER.fullmatch(value.strip()):
+        return int(value.strip())
+    return None

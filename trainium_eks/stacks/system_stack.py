@@ -1,0 +1,280 @@
+"""TrainingSystemStack: what the app's three stacks share, built the same way and with the same construct ids."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_s3 as s3
+from constructs import Construct, IConstruct
+
+from trainium_eks.constructs.accelerated_node_group import (
+    AcceleratedNodeGroup,
+    check_node_group_settings,
+    check_offering,
+)
+from trainium_eks.constructs.cluster import TrainingCluster, check_cluster_settings
+from trainium_eks.constructs.cluster_addons import ClusterAddons
+from trainium_eks.constructs.image_repository import TrainingImageRepository
+from trainium_eks.constructs.job_sequence import JobSequence
+from trainium_eks.constructs.network import TrainingNetwork
+from trainium_eks.constructs.training_dashboard import TrainingDashboard
+from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
+from trainium_eks.core.conventions import EfsVolumeSource, LustreVolumeSource
+from trainium_eks.core.cost import CostLine, add_cost_outputs
+from trainium_eks.core.template_limits import check_template_sizes
+from trainium_eks.core.validation import (
+    Problems,
+    check_bool,
+    check_image_directory,
+    check_implements,
+    check_stack_props,
+    check_string_map,
+)
+from trainium_eks.facts.catalog import INSTANCE_CATALOG, Accelerator, InstanceFacts
+
+
+@dataclass(frozen=True)
+class NodeTypes:
+    """The instance types a node group of a stack takes: those of the catalog with one of ``accelerators``; ``why``
+    tells the user why another is refused (the message lists the allowed types after it)."""
+
+    accelerators: Tuple[Accelerator, ...]
+    why: str
+
+    def allowed(self) -> List[str]:
+        """The catalog's types with one of :attr:`accelerators`."""
+        return [name for name, facts in INSTANCE_CATALOG.items() if facts.accelerator in self.accelerators]
+
+    def refuse(self, problems: Problems, setting: str, instance: InstanceFacts) -> bool:
+        """Record a problem when ``instance`` is not of these types; True when it is."""
+        if instance.accelerator in self.accelerators:
+            return True
+        problems.add(setting, instance.name, f"{self.why}: {', '.join(self.allowed())}")
+        return False
+
+
+DEFAULT_AZ_ID = "usw2-az4"
+"""AZ ID of every stack's node subnet by default: the tutorial's Trainium AZ in us-west-2 (aws-neuron-eks-samples
+scripts/determine_eks_azs.sh), so that a Trainium group fits in any of the stacks. The catalog does not know which
+us-west-2 AZs offer the m and g types: synth warns for those."""
+
+EXPECTED_EFS_GB = 1.0
+"""What the cost figures assume an EFS volume of the app's stacks holds: CIFAR-10 (0.18 GB extracted) with checkpoints
+and outputs, rounded up. EFS bills what is stored, not a size."""
+
+
+class TrainingSystemStack(Stack):
+    """Base of the app's stacks (``TrainingStack``, ``KubeflowTrainingStack``, ``ComposerTrainingStack``): one EKS
+    training system per stack, built from the library's constructs with the same construct ids in each, so that a
+    fix reaches every stack and no stack changes the logical IDs of another's resources.
+
+    A subclass checks all of its settings (:meth:`problems`, :meth:`check_system_props`, :meth:`check_node_group`,
+    then ``raise_if_any``) before it builds anything, then builds in this order: :meth:`build_network`,
+    :meth:`build_cluster`, its node groups (:meth:`build_node_group`), :meth:`build_pod_identity`, its storage,
+    :meth:`build_in_cluster` (add-ons, image repository, job sequence, dashboard), its jobs, :meth:`record_costs`,
+    :meth:`build_outputs`.
+
+    The stack registers :func:`~trainium_eks.core.template_limits.check_template_sizes` (CloudFormation's template size
+    limit, checked at synth).
+
+    :param setting_names: Names of the settings in error messages (the default app passes its context keys).
+        Default: the parameter names.
+    :param stack_props: Passed to ``Stack`` (``env``, ``description``, ...).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        setting_names: Optional[Mapping[str, str]] = None,
+        **stack_props: Any,
+    ) -> None:
+        check_stack_props(id_, stack_props)
+        super().__init__(scope, id_, **stack_props)
+        check_template_sizes(self)
+        self.setting_names = dict(setting_names or {})
+        self.network: Optional[TrainingNetwork] = None
+        self.cost_lines: List[CostLine] = []
+        """What the stack costs per hour, by component (:class:`~trainium_eks.core.cost.CostLine`), filled by the
+        subclass; the ``python -m trainium_eks cost`` command and the stack's cost outputs read it."""
+
+    def problems(self) -> Problems:
+        """A collector for this stack's settings, named as the app names them."""
+        return Problems(self.node.path, setting_names=self.setting_names)
+
+    def check_system_props(
+        self,
+        problems: Problems,
+        *,
+        kubernetes_version: Any,
+        admin_role_arn: Any,
+        seed_jobs: Any,
+        image_directory: Any,
+        image_build_args: Any,
+        vpc: Any,
+        subnet: Any,
+        subnet_name: str,
+    ) -> None:
+        """Check the props every stack has: the cluster's settings, ``seed_jobs``, the training image's directory and
+        build arguments, and an existing VPC with the subnet of the stack's nodes in it (both or neither)."""
+        check_cluster_settings(
+            problems, kubernetes_version=kubernetes_version, admin_role_arn=admin_role_arn, region=self.region
+        )
+        check_bool(problems, "seed_jobs", seed_jobs)
+        if image_build_args is not None:
+            check_string_map(problems, "image_build_args", image_build_args)
+        if image_directory is not None:
+            check_image_directory(problems, "image_directory", image_directory)
+        if vpc is not None:
+            check_implements(problems, "vpc", vpc, ec2.IVpc, "an ec2.IVpc")
+        if subnet is not None:
+            check_implements(problems, subnet_name, subnet, ec2.ISubnet, "an ec2.ISubnet")
+        if (vpc is None) != (subnet is None):
+            problems.add(subnet_name, subnet, f"give both vpc and {subnet_name}, or neither")
+
+    def check_node_group(
+        self,
+        problems: Problems,
+        *,
+        instance_type: Any,
+        node_count: Any,
+        availability_zone_id: Any,
+        types: Optional[NodeTypes],
+        prefix: str = "",
+        **settings: Any,
+    ) -> Optional[InstanceFacts]:
+        """Check the settings of one of the stack's node groups (props ``<prefix>instance_type``,
+        ``<prefix>node_count`` and ``settings`` such as ``capacity``): the type is in the catalog and of ``types``
+        (None: any), the count fits it, ``availability_zone_id`` offers it. Return the instance facts when usable."""
+        named = problems.renamed(self.node_group_names(prefix))
+        instance = check_node_group_settings(named, instance_type=instance_type, node_count=node_count, **settings)
+        if instance is None or (types is not None and not types.refuse(named, "instance_type", instance)):
+            return None
+        check_offering(named, self, instance, availability_zone_id, warn=False)
+        return instance
+
+    def node_group_names(self, prefix: str) -> Dict[str, str]:
+        """How a node group's props are called in this stack's messages: ``instance_type`` is ``<prefix>instance_type``
+        (and then the app's context key)."""
+        own = {
+            "instance_type": f"{prefix}instance_type",
+            "node_count": f"{prefix}node_count",
+            "availability_zone_id": "availability_zone_id",
+        }
+        return {prop: self.setting_names.get(name, name) for prop, name in own.items()}
+
+    def build_network(
+        self, *, node_az_id: str, vpc: Optional[ec2.IVpc], subnet: Optional[ec2.ISubnet]
+    ) -> Tuple[ec2.IVpc, ec2.ISubnet]:
+        """The VPC and the one subnet of the training nodes: the given ones, or a new :class:`TrainingNetwork` (id
+        ``Network``) whose accelerated subnet lies in ``node_az_id``."""
+        if vpc is not None and subnet is not None:
+            return vpc, subnet
+        self.network = TrainingNetwork(self, "Network", accelerated_az_id=node_az_id)
+        return self.network.vpc, self.network.accelerated_subnet
+
+    def build_cluster(
+        self, *, vpc: ec2.IVpc, kubernetes_version: str, admin_role_arn: Optional[str], efs_csi_driver: bool = False
+    ) -> TrainingCluster:
+        """The :class:`TrainingCluster` (id ``Cluster``)."""
+        self.cluster = TrainingCluster(
+            self,
+            "Cluster",
+            vpc=vpc,
+            kubernetes_version=kubernetes_version,
+            admin_role_arn=admin_role_arn or None,
+            efs_csi_driver=efs_csi_driver,
+            setting_names=self.setting_names,
+        )
+        return self.cluster
+
+    def build_node_group(
+        self, id_: str, *, subnet: ec2.ISubnet, availability_zone_id: str, prefix: str = "", **props: Any
+    ) -> AcceleratedNodeGroup:
+        """An :class:`AcceleratedNodeGroup` (id ``id_``) of the cluster in ``subnet``, with the cluster's node role,
+        joined after the VPC CNI add-on, its settings named as the stack names ``<prefix>instance_type`` and
+        ``<prefix>node_count``; ``props`` go to the node group (``instance_type``, ``node_count``, ...)."""
+        group = AcceleratedNodeGroup(
+            self,
+            id_,
+            cluster=self.cluster.cluster,
+            subnet=subnet,
+            availability_zone_id=availability_zone_id,
+            node_role=self.cluster.node_role,
+            setting_names=self.node_group_names(prefix),
+            **props,
+        )
+        group.nodegroup.node.add_dependency(self.cluster.addons["vpc-cni"])
+        return group
+
+    def build_pod_identity(self, *, data_bucket_name: Optional[str] = None) -> TrainingPodIdentity:
+        """The jobs' service account and role (:class:`TrainingPodIdentity`, id ``TrainingIdentity``), allowed to read
+        ``data_bucket_name`` when given."""
+        self.data_bucket = (
+            s3.Bucket.from_bucket_name(self, "DataBucket", data_bucket_name) if data_bucket_name else None
+        )
+        self.training_identity = TrainingPodIdentity(
+            self, "TrainingIdentity", cluster=self.cluster.cluster, data_bucket=self.data_bucket
+        )
+        return self.training_identity
+
+    def build_in_cluster(
+        self,
+        *,
+        volume: Union[LustreVolumeSource, EfsVolumeSource],
+        image_directory: Optional[str],
+        image_build_args: Optional[Mapping[str, str]],
+        job_prerequisites: Sequence[IConstruct] = (),
+    ) -> None:
+        """The in-cluster add-ons on the shared ``volume`` (:class:`ClusterAddons`, id ``Addons``: the device plugins
+        the stack's node groups need, Volcano and its queue, ...), the image repository
+        (:class:`TrainingImageRepository`, id ``Images``), the jobs (:class:`JobSequence`, id ``Jobs``, after the
+        add-ons' prerequisites and ``job_prerequisites``) and the dashboard (id ``Dashboard``)."""
+        self.addons = ClusterAddons(
+            self,
+            "Addons",
+            cluster=self.cluster.cluster,
+            volume=volume,
+            namespace=self.training_identity.namespace,
+            service_account=self.training_identity.service_account,
+            after_nodes=[self.cluster.system_nodegroup],
+        )
+        self.images = TrainingImageRepository(
+            self, "Images", image_directory=image_directory, build_args=image_build_args
+        )
+        self.jobs = JobSequence(
+            self,
+            "Jobs",
+            cluster=self.cluster.cluster,
+            prerequisites=[*self.addons.job_prerequisites, *job_prerequisites],
+            access_prerequisites=self.addons.training_namespace.of_kind("Namespace"),
+        )
+        self.dashboard = TrainingDashboard(self, "Dashboard", cluster_name=self.cluster.cluster.cluster_name)
+
+    def record_costs(self, *lines: CostLine) -> None:
+        """Record what the stack costs: the cluster's control plane and system nodes, the network's NAT gateways (when
+        the stack built the network) and ``lines`` (storage, node groups)."""
+        network = [self.network.cost_line] if self.network is not None else []
+        self.cost_lines.extend([*self.cluster.cost_lines, *network, *lines])
+
+    def build_outputs(self, **outputs: str) -> None:
+        """The outputs every stack has (cluster name and the ``aws eks update-kubeconfig`` command, dashboard, image
+        repository, cost per hour) and ``outputs`` (id -> value)."""
+        for id_, value in outputs.items():
+            CfnOutput(self, id_, value=value)
+        cluster_name = self.cluster.cluster.cluster_name
+        CfnOutput(self, "ClusterName", value=cluster_name)
+        CfnOutput(
+            self,
+            "UpdateKubeconfigCommand",
+            value=f"aws eks update-kubeconfig --name {cluster_name} --region {self.region}",
+            description="Run it with adminRoleArn's credentials: EKS makes only that role and the CloudFormation role "
+            "that created the cluster cluster-admin",
+        )
+        CfnOutput(self, "DashboardName", value=self.dashboard.dashboard.dashboard_name)
+        CfnOutput(self, "ImageRepositoryUri", value=self.images.repository.repository_uri)
+        add_cost_outputs(self, self.cost_lines)

@@ -1,0 +1,161 @@
+"""TrainingStack: the whole seed system of the design in one stack."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+from trainium_eks.constructs.accelerated_node_group import (
+    DEFAULT_INSTANCE_TYPE,
+    DEFAULT_NODE_COUNT,
+)
+from trainium_eks.constructs.efa_layout import EfaLayout
+from trainium_eks.constructs.lustre_storage import (
+    DEFAULT_STORAGE_CAPACITY_GIB,
+    LustreStorage,
+    check_lustre_settings,
+)
+from trainium_eks.constructs.node_capacity import NodeCapacity
+from trainium_eks.core.validation import bucket_name_problem, coerce_enum
+from trainium_eks.facts import versions
+from trainium_eks.facts.catalog import Accelerator
+from trainium_eks.stacks.system_stack import DEFAULT_AZ_ID, NodeTypes, TrainingSystemStack
+from trainium_eks.workloads.bert_phase1 import BertPhase1Jobs, add_bert_phase1_jobs
+
+SEED_NODE_TYPES = NodeTypes(
+    (Accelerator.NEURON,),
+    "the seed jobs pre-compile and train BERT with the Neuron SDK, so they need a Trainium type (GPU and CPU types "
+    "belong to the KubeflowTraining and ComposerTraining stacks, or to this stack with seed_jobs=False)",
+)
+"""The node types of the seed run (``seed_jobs`` with ``image_directory``); without it, any type of the catalog."""
+
+
+class TrainingStack(TrainingSystemStack):
+    """The seed system in one stack: network, EKS cluster, accelerated node group, FSx for Lustre, ECR, IAM, the
+    in-cluster add-ons (:class:`ClusterAddons`), a CloudWatch dashboard, and the jobs (:attr:`jobs`, a
+    :class:`JobSequence`; with ``image_directory``, the BERT phase-1 run).
+
+    Every setting is checked before anything is built, and all problems are reported in one error.
+
+    :param instance_type: Accelerated instance type. Default: ``trn1.32xlarge``.
+    :param node_count: Accelerated nodes. Default: 2.
+    :param accelerated_az_id: AZ ID of the accelerated nodes and the file system. Default: ``usw2-az4``.
+    :param kubernetes_version: Default: :data:`trainium_eks.facts.versions.DEFAULT_KUBERNETES_VERSION`.
+    :param lustre_storage_gib: Default: 1200.
+    :param data_bucket_name: An existing S3 bucket linked to the file system and readable by training pods.
+        Default: none.
+    :param admin_role_arn: IAM role given cluster-admin. Default: none.
+    :param efa_layout: Default: ``EfaLayout.IP_OPTIMIZED``.
+    :param capacity: Default: on demand.
+    :param vpc: An existing VPC, with ``accelerated_subnet``. Default: a new :class:`TrainingNetwork`.
+    :param accelerated_subnet: The subnet of the accelerated nodes in ``vpc``; it must lie in ``accelerated_az_id``.
+    :param image_directory: A directory with a training Dockerfile, built at deploy time. Default: none.
+    :param image_build_args: Its Docker build arguments. Default: none.
+    :param seed_jobs: With ``image_directory`` (``images/bert-pretrain``), run the seed workload: stage the BERT
+        phase-1 dataset, pre-compile, train (:mod:`trainium_eks.workloads.bert_phase1`). Default: true. Add your own
+        jobs to :attr:`jobs`.
+    :param setting_names: Names of the settings in error messages (the default app passes its context keys).
+    :param stack_props: Passed to ``Stack`` (``env``, ``description``, ...).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        instance_type: str = DEFAULT_INSTANCE_TYPE,
+        node_count: int = DEFAULT_NODE_COUNT,
+        accelerated_az_id: str = DEFAULT_AZ_ID,
+        kubernetes_version: str = versions.DEFAULT_KUBERNETES_VERSION,
+        lustre_storage_gib: int = DEFAULT_STORAGE_CAPACITY_GIB,
+        data_bucket_name: Optional[str] = None,
+        admin_role_arn: Optional[str] = None,
+        efa_layout: EfaLayout = EfaLayout.IP_OPTIMIZED,
+        capacity: Optional[NodeCapacity] = None,
+        vpc: Optional[ec2.IVpc] = None,
+        accelerated_subnet: Optional[ec2.ISubnet] = None,
+        image_directory: Optional[str] = None,
+        image_build_args: Optional[Mapping[str, str]] = None,
+        seed_jobs: bool = True,
+        setting_names: Optional[Mapping[str, str]] = None,
+        **stack_props: Any,
+    ) -> None:
+        setting_names = dict(setting_names or {})
+        # The constructs call this stack's lustre_storage_gib and accelerated_az_id otherwise.
+        setting_names.setdefault("storage_capacity_gib", setting_names.get("lustre_storage_gib", "lustre_storage_gib"))
+        setting_names.setdefault("availability_zone_id", setting_names.get("accelerated_az_id", "accelerated_az_id"))
+        super().__init__(scope, id_, setting_names=setting_names, **stack_props)
+        problems = self.problems()
+        self.check_node_group(
+            problems,
+            instance_type=instance_type,
+            node_count=node_count,
+            availability_zone_id=accelerated_az_id,
+            types=SEED_NODE_TYPES if seed_jobs is True and image_directory is not None else None,
+            capacity=capacity,
+        )
+        self.check_system_props(
+            problems,
+            kubernetes_version=kubernetes_version,
+            admin_role_arn=admin_role_arn,
+            seed_jobs=seed_jobs,
+            image_directory=image_directory,
+            image_build_args=image_build_args,
+            vpc=vpc,
+            subnet=accelerated_subnet,
+            subnet_name="accelerated_subnet",
+        )
+        check_lustre_settings(problems, storage_capacity_gib=lustre_storage_gib)
+        coerce_enum(problems, "efa_layout", efa_layout, EfaLayout)
+        if data_bucket_name is not None and bucket_name_problem(data_bucket_name):
+            problems.add(
+                "data_bucket_name",
+                data_bucket_name,
+                f"the name of an existing S3 bucket: {bucket_name_problem(data_bucket_name)}",
+            )
+        problems.raise_if_any()
+
+        vpc, accelerated_subnet = self.build_network(node_az_id=accelerated_az_id, vpc=vpc, subnet=accelerated_subnet)
+        self.build_cluster(vpc=vpc, kubernetes_version=kubernetes_version, admin_role_arn=admin_role_arn)
+        self.accelerated_nodes = self.build_node_group(
+            "AcceleratedNodes",
+            subnet=accelerated_subnet,
+            availability_zone_id=accelerated_az_id,
+            instance_type=instance_type,
+            node_count=node_count,
+            efa_layout=efa_layout,
+            capacity=capacity,
+        )
+
+        self.build_pod_identity(data_bucket_name=data_bucket_name)
+        self.storage = LustreStorage(
+            self,
+            "Storage",
+            vpc=vpc,
+            subnet=accelerated_subnet,
+            client_security_groups=[
+                self.accelerated_nodes.security_group,
+                self.cluster.cluster.cluster_security_group,
+            ],
+            storage_capacity_gib=lustre_storage_gib,
+            data_bucket=self.data_bucket,
+            setting_names=setting_names,
+        )
+        self.storage.grant_csi_driver(self.cluster.fsx_csi_driver_role)
+        self.build_in_cluster(
+            volume=self.storage.volume_source, image_directory=image_directory, image_build_args=image_build_args
+        )
+        self.accelerated_nodes.add_shared_volume(self.addons.volume_chart.claim_name)
+        self.seed_jobs: Optional[BertPhase1Jobs] = None
+        if seed_jobs and self.images.image_uri:
+            self.seed_jobs = add_bert_phase1_jobs(
+                self.jobs, image=self.images.image_uri, node_group=self.accelerated_nodes.topology
+            )
+
+        self.record_costs(
+            self.storage.cost_line,
+            self.accelerated_nodes.cost_line,
+        )
+        self.build_outputs(FileSystemId=self.storage.file_system_id)

@@ -1,0 +1,109 @@
+"""The KubeflowTraining workload: stage CIFAR-10 onto the shared volume once, then train the small CNN with DDP as a
+Kubeflow TrainJob (``images/cifar10-ddp``: the project's own script, started by the image's launcher).
+
+The seed ran the same network and data as a PyTorchJob on six CPU nodes; the library runs it as a TrainJob of Kubeflow
+Trainer v2 on the stack's CPU node group, one process per node, gloo between nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional
+
+from trainium_eks.constructs.job_sequence import JobSequence
+from trainium_eks.core.conventions import OUTPUT_ROOT, SHARED_MOUNT
+from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
+from trainium_eks.manifests.jobs.distributed_workload import Launcher
+from trainium_eks.manifests.jobs.job_naming import JOB_NAME
+from trainium_eks.manifests.jobs.topology import NodeGroupTopology
+from trainium_eks.manifests.jobs.train_job import TrainJobChart
+
+DATASET_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+"""CIFAR-10, python version, from its authors' page (https://www.cs.toronto.edu/~kriz/cifar.html)."""
+
+DATASET_SHA256 = "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce"
+"""SHA-256 of :data:`DATASET_URL` (the page publishes the MD5 c58f30108f718f92721af3b95e74349a; torchvision's
+``CIFAR10`` checks the same MD5). The staging job refuses a download with another digest."""
+
+DATASET_DIRECTORY = "cifar10"
+
+LAUNCHER = "/opt/cifar10/launch.py"
+"""The image's launcher (``images/cifar10-ddp/launch.py``), which maps the TrainJob's ``PET_*`` contract to torchrun."""
+
+OUTPUT = f"{OUTPUT_ROOT}/{JOB_NAME}"
+"""Each TrainJob's checkpoints, in a folder named after the job: a changed job never resumes another's run."""
+EPOCHS = 3
+
+
+@dataclass(frozen=True)
+class Cifar10Jobs:
+    """The two jobs of the CIFAR-10 workload, as charts."""
+
+    staging: DatasetStagingChart
+    training: TrainJobChart
+
+
+def script_args(*, output_dir: str = OUTPUT, epochs: int = EPOCHS) -> List[str]:
+    """Arguments of the launcher: ``--`` and the training script's own arguments."""
+    return [
+        "--",
+        "--data-dir",
+        f"{SHARED_MOUNT}/{DATASET_DIRECTORY}",
+        "--output-dir",
+        output_dir,
+        "--epochs",
+        str(epochs),
+    ]
+
+
+def cifar10_staging(sequence: JobSequence, *, image: str, node_group: NodeGroupTopology) -> DatasetStagingChart:
+    """The job that downloads CIFAR-10 once onto the shared volume (``/data/cifar10``), checked by its SHA-256."""
+    return DatasetStagingChart(
+        name="cifar10-data",
+        source=DATASET_URL,
+        sha256=DATASET_SHA256,
+        directory=DATASET_DIRECTORY,
+        image=image,
+        node_group=node_group,
+        resolve=sequence.resolve,
+    )
+
+
+def run_template(*, image: str, node_group: NodeGroupTopology) -> TrainJobChart:
+    """The TrainJob the hybrid workflow starts for each run on the cluster: the same training, its output in a folder
+    of the run (``TRAINING_JOB_NAME``, set by the workflow), the epochs and other arguments from the run's
+    hyperparameters (``TRAINING_HYPERPARAMETERS``, read by the launcher)."""
+    return TrainJobChart(
+        name="cifar10-run",
+        image=image,
+        node_group=node_group,
+        script=LAUNCHER,
+        launcher=Launcher.DIRECT,
+        args=script_args(output_dir=f"{OUTPUT_ROOT}/${{TRAINING_JOB_NAME}}"),
+    )
+
+
+def add_cifar10_jobs(
+    sequence: JobSequence,
+    *,
+    image: str,
+    node_group: NodeGroupTopology,
+    staging: Optional[DatasetStagingChart] = None,
+) -> Cifar10Jobs:
+    """Add the TrainJob, held until the data is staged, to ``sequence``, on ``node_group``; and the staging job, unless
+    ``staging`` is one the sequence already has."""
+    if staging is None:
+        staging = cifar10_staging(sequence, image=image, node_group=node_group)
+        sequence.add("Staging", staging)
+    training = TrainJobChart(
+        name="cifar10-ddp",
+        image=image,
+        node_group=node_group,
+        script=LAUNCHER,
+        launcher=Launcher.DIRECT,
+        args=script_args(),
+        wait_for=[staging],
+        resolve=sequence.resolve,
+    )
+    sequence.add("Training", training)
+    return Cifar10Jobs(staging, training)

@@ -1,0 +1,107 @@
+"""The ComposerTraining workload: stage CIFAR-10 onto the shared volume once, then train the same ResNet twice on the
+same GPU nodes, one run after the other: the baseline at its full schedule, then a Composer speed-up recipe at the
+recipe's shorter schedule (``scale_schedule_ratio``), the way MosaicML compares recipes: time and cost to about the
+same accuracy.
+
+Both runs are Volcano jobs started by Composer's launcher (``launcher="composer"``) with the project's own script
+(``images/composer-resnet``); each writes ``run-summary.json`` (final accuracy, the accuracy after every epoch with
+its time, wall-clock time, what the algorithms did) to its own output folder on the shared volume and prints it as
+its last log line, which ``python -m trainium_eks cost --run-summary`` reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List
+
+from trainium_eks.constructs.job_sequence import JobSequence
+from trainium_eks.core.conventions import OUTPUT_ROOT, SHARED_MOUNT
+from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
+from trainium_eks.manifests.jobs.distributed_workload import DEFAULT_RESOURCE_FRACTION, Launcher
+from trainium_eks.manifests.jobs.job_naming import JOB_NAME
+from trainium_eks.manifests.jobs.topology import NodeGroupTopology
+from trainium_eks.manifests.jobs.training_job import TrainingJobChart
+from trainium_eks.workloads.cifar10_ddp import DATASET_DIRECTORY, cifar10_staging
+from trainium_eks.workloads.composer_recipe import ComposerRecipe
+
+SCRIPT = "/opt/composer-resnet/train_composer.py"
+"""The training script inside the image built from ``images/composer-resnet``."""
+
+EPOCHS = 40
+"""Epochs of the baseline run (the recipe run trains ``EPOCHS x scale_schedule_ratio``): long enough for the recipe's
+schedule (progressive resizing over its first 40 %, fine-tuning at full size in the last 20 %) and short enough that
+both runs fit in about an hour on one GPU."""
+
+DEFAULT_RECIPE = ComposerRecipe.preset("mild")
+"""The recipe of the second run: MosaicML's "mild" ResNet recipe (BlurPool, ChannelsLast, EMA, label smoothing,
+progressive resizing) at its schedule, 0.4 of the baseline's
+(:data:`~trainium_eks.workloads.composer_recipe.PRESETS`,
+:data:`~trainium_eks.workloads.composer_recipe.PRESET_SCHEDULES`)."""
+
+
+@dataclass(frozen=True)
+class ComposerComparisonJobs:
+    """The three jobs of the Composer workload, as charts."""
+
+    staging: DatasetStagingChart
+    baseline: TrainingJobChart
+    recipe: TrainingJobChart
+
+
+def data_loader_workers(node_group: NodeGroupTopology) -> int:
+    """Data-loader workers per training process: the vCPUs a pod requests (half the node's) shared among the node's
+    processes (one per GPU), at least 1 (Composer's docs: CPU cores divided by the number of GPUs)."""
+    processes = node_group.gpus or 1
+    return max(1, int(node_group.instance.vcpus * DEFAULT_RESOURCE_FRACTION) // processes)
+
+
+def script_args(recipe: ComposerRecipe, *, workers: int, epochs: int = EPOCHS) -> List[str]:
+    """Arguments of the training script for one run, its outputs and run name those of the job itself."""
+    return [
+        "--data-dir",
+        f"{SHARED_MOUNT}/{DATASET_DIRECTORY}",
+        "--output-dir",
+        f"{OUTPUT_ROOT}/{JOB_NAME}",
+        "--run-name",
+        JOB_NAME,
+        "--epochs",
+        str(epochs),
+        "--scale-schedule-ratio",
+        f"{recipe.scale_schedule_ratio:g}",
+        "--workers",
+        str(workers),
+        "--recipe",
+        recipe.to_json(),
+    ]
+
+
+def add_composer_jobs(
+    sequence: JobSequence,
+    *,
+    image: str,
+    node_group: NodeGroupTopology,
+    recipe: ComposerRecipe = DEFAULT_RECIPE,
+) -> ComposerComparisonJobs:
+    """Add the staging job, the baseline run (after the staging) and the recipe run (after the baseline, so that
+    the two never share the nodes and their times compare) to ``sequence``, on ``node_group``."""
+    staging = cifar10_staging(sequence, image=image, node_group=node_group)
+    common = dict(
+        image=image, node_group=node_group, script=SCRIPT, launcher=Launcher.COMPOSER, resolve=sequence.resolve
+    )
+    workers = data_loader_workers(node_group)
+    baseline = TrainingJobChart(
+        name="resnet-baseline",
+        wait_for=[staging],
+        args=script_args(ComposerRecipe(), workers=workers),
+        **common,
+    )
+    with_recipe = TrainingJobChart(
+        name="resnet-recipe",
+        wait_for=[baseline],
+        args=script_args(recipe, workers=workers),
+        **common,
+    )
+    sequence.add("Staging", staging)
+    sequence.add("Baseline", baseline)
+    sequence.add("Recipe", with_recipe)
+    return ComposerComparisonJobs(staging, baseline, with_recipe)
