@@ -54,6 +54,9 @@ def test_stray_files_do_not_change_the_image_hash_but_real_changes_do(image, tmp
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("not part of the image\n")
     assert asset_hash(copy) == clean, "a stray file changed the asset hash"
+    readme = copy / "README.md"
+    readme.write_text(readme.read_text() + "\nA documentation change.\n")
+    assert asset_hash(copy) == clean, "the image's README is documentation, not part of the image"
     dockerfile = copy / "Dockerfile"
     dockerfile.write_text(dockerfile.read_text() + "\n# changed\n")
     assert asset_hash(copy) != clean, "a change to the Dockerfile must change the hash"

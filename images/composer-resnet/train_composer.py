@@ -11,9 +11,9 @@ On several nodes, under Composer's launcher (one process per GPU, or ``-n`` proc
         train_composer.py --data-dir ... --output-dir ...
 
 The recipe (``--recipe`` or ``--recipe-file``) is a JSON list of ``{"name": <class in composer.algorithms>,
-"kwargs": {...}}``, as ``trainium_eks.composer_recipe.ComposerRecipe.to_json()`` writes it; ``[]`` (the default)
-is the baseline. The device is the GPU when CUDA is available, else the CPU. The data is CIFAR-10's python version
-under ``--data-dir`` (see ``resnet_cifar.py``); it is never downloaded. Checkpoints go to
+"kwargs": {...}}``, as ``trainium_eks.workloads.composer_recipe.ComposerRecipe.to_json()`` writes it; ``[]`` (the
+default) is the baseline. The device is the GPU when CUDA is available, else the CPU. The data is CIFAR-10's python
+version under ``--data-dir`` (see ``resnet_cifar.py``); it is never downloaded. Checkpoints go to
 ``<output-dir>/checkpoints`` at the end of every epoch, and the run resumes from the latest one when started again
 with the same ``--output-dir`` and ``--run-name`` (Composer's autoresume); ``--load-path`` starts a new run from a
 checkpoint. Rank 0 prints one JSON line at the end (wall-clock time, epochs, final test accuracy, the algorithms
