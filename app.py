@@ -20,10 +20,10 @@ import aws_cdk as cdk
 
 from trainium_eks.core.validation import ConfigurationError
 from trainium_eks.stacks.app_context import settings_from_context
-from trainium_eks.stacks.composer_stack import ComposerTrainingStack
-from trainium_eks.stacks.kubeflow_stack import KubeflowTrainingStack
-from trainium_eks.stacks.system_stack import TrainingSystemStack
-from trainium_eks.stacks.training_stack import TrainingStack
+from trainium_eks.stacks.composer_training_stack import ComposerTrainingStack
+from trainium_eks.stacks.kubeflow_training_stack import KubeflowTrainingStack
+from trainium_eks.stacks.training_cluster_stack import TrainingClusterStack
+from trainium_eks.stacks.trainium_eks_stack import TrainiumEksStack
 
 IMAGES = Path(__file__).parent / "images"
 
@@ -40,11 +40,11 @@ IMAGE_DIRECTORIES: Mapping[str, Path] = {
 }
 
 
-def build_app(app: cdk.App) -> Dict[str, TrainingSystemStack]:
+def build_app(app: cdk.App) -> Dict[str, TrainingClusterStack]:
     """Add the stacks the context selects (``stacks``, default all) to ``app``, configured from its context."""
     settings = settings_from_context(app.node)
     classes = {
-        "TrainiumEks": TrainingStack,
+        "TrainiumEks": TrainiumEksStack,
         "KubeflowTraining": KubeflowTrainingStack,
         "ComposerTraining": ComposerTrainingStack,
     }

@@ -2,7 +2,7 @@
 
 Each scenario is (name, old variant, new variant, promises). Settings the app reads from its context are variants
 of context; the rest are variants that patch the code the app is built from, the way a user would edit it: the
-training script's arguments, the Volcano chart pin, the ``seed_jobs`` prop of ``TrainingStack``. More stacks
+training script's arguments, the Volcano chart pin, the ``seed_jobs`` prop of ``TrainiumEksStack``. More stacks
 (KubeflowTraining, ComposerTraining) add their own scenario tuples with their stack name.
 """
 
@@ -18,7 +18,7 @@ from rehearsal.scenario import Patch, Scenario, TemplateSource, Variant
 from trainium_eks.constructs.hybrid_workflow import HYPERPARAMETERS_ENV, JOB_NAME_ENV
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.manifests.storage.efs_volume import DEFAULT_CLAIM_NAME as EFS_CLAIM
-from trainium_eks.stacks.kubeflow_stack import DEFAULT_CPU_INSTANCE_TYPE, DEFAULT_CPU_NODE_COUNT
+from trainium_eks.stacks.kubeflow_training_stack import DEFAULT_CPU_INSTANCE_TYPE, DEFAULT_CPU_NODE_COUNT
 from trainium_eks.workloads import cifar10_ddp
 from trainium_eks.workloads.composer_recipe import ComposerRecipe
 
@@ -64,8 +64,8 @@ SMALLER_BATCHES = Variant(
     ),
 )
 NO_SEED_JOBS = Variant(
-    "seed jobs removed (TrainingStack seed_jobs=False)",
-    patches=(Patch("app.TrainingStack", lambda cls: functools.partial(cls, seed_jobs=False), "seed_jobs=False"),),
+    "seed jobs removed (TrainiumEksStack seed_jobs=False)",
+    patches=(Patch("app.TrainiumEksStack", lambda cls: functools.partial(cls, seed_jobs=False), "seed_jobs=False"),),
 )
 NEWER_VOLCANO = Variant(
     "Volcano chart one minor version newer",

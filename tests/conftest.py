@@ -13,8 +13,8 @@ import pytest
 from aws_cdk import assertions
 
 import app as default_app
-from trainium_eks.stacks.system_stack import TrainingSystemStack
-from trainium_eks.stacks.training_stack import TrainingStack
+from trainium_eks.stacks.training_cluster_stack import TrainingClusterStack
+from trainium_eks.stacks.trainium_eks_stack import TrainiumEksStack
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -35,14 +35,14 @@ def new_app(**context: Any) -> cdk.App:
     return cdk.App(context=merged)
 
 
-def build_default_app(**context: Any) -> Tuple[cdk.App, TrainingStack]:
+def build_default_app(**context: Any) -> Tuple[cdk.App, TrainiumEksStack]:
     """The default app of app.py with only its ``TrainiumEks`` stack, with ``context`` as if given by ``cdk synth -c
     key=value``."""
     app = new_app(**{"stacks": TRAINIUM_EKS, **context})
     return app, default_app.build_app(app)[TRAINIUM_EKS]
 
 
-def build_default_stack(name: str, **context: Any) -> Tuple[cdk.App, TrainingSystemStack]:
+def build_default_stack(name: str, **context: Any) -> Tuple[cdk.App, TrainingClusterStack]:
     """The default app with only its stack ``name`` (``KubeflowTraining``, ...), with ``context``."""
     app = new_app(**{**context, "stacks": name})
     return app, default_app.build_app(app)[name]

@@ -8,11 +8,11 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk.assertions import Match
 
 from tests.conftest import default_template, new_app, only, resources_of
-from trainium_eks.constructs.accelerated_node_group import AcceleratedNodeGroup
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.efa_layout import EfaLayout
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.node_capacity import NodeCapacity
+from trainium_eks.constructs.training_node_group import TrainingNodeGroup
 
 
 def accelerated_launch_template(template):
@@ -36,12 +36,12 @@ def accelerated_nodegroup(template):
 
 
 def standalone(**props):
-    """A stack holding only what an AcceleratedNodeGroup needs, and the node group built with ``props``."""
+    """A stack holding only what an TrainingNodeGroup needs, and the node group built with ``props``."""
     app = new_app()
     stack = cdk.Stack(app, "Standalone", env=cdk.Environment(region="us-west-2"))
-    network = TrainingNetwork(stack, "Network", accelerated_az_id="usw2-az4")
+    network = TrainingNetwork(stack, "Network", node_az_id="usw2-az4")
     cluster = TrainingCluster(stack, "Cluster", vpc=network.vpc)
-    group = AcceleratedNodeGroup(stack, "Trn", cluster=cluster.cluster, subnet=network.accelerated_subnet, **props)
+    group = TrainingNodeGroup(stack, "Trn", cluster=cluster.cluster, subnet=network.node_subnet, **props)
     return group, assertions.Template.from_stack(stack)
 
 
@@ -206,14 +206,14 @@ def test_capacity_reservation_is_on_demand_capacity_targeting_the_reservation():
 def test_an_existing_placement_group_is_used_as_given():
     app = new_app()
     stack = cdk.Stack(app, "S", env=cdk.Environment(region="us-west-2"))
-    network = TrainingNetwork(stack, "Network", accelerated_az_id="usw2-az4")
+    network = TrainingNetwork(stack, "Network", node_az_id="usw2-az4")
     cluster = TrainingCluster(stack, "Cluster", vpc=network.vpc)
     existing = ec2.PlacementGroup.from_placement_group_name(stack, "Existing", "my-reserved-pg")
-    AcceleratedNodeGroup(
+    TrainingNodeGroup(
         stack,
         "Trn",
         cluster=cluster.cluster,
-        subnet=network.accelerated_subnet,
+        subnet=network.node_subnet,
         capacity=NodeCapacity.capacity_reservation("cr-0123456789abcdef0"),
         placement_group=existing,
     )

@@ -14,7 +14,7 @@ from trainium_eks.manifests.addons.etcd import EtcdChart
 from trainium_eks.manifests.addons.neuron_device_plugin import NeuronDevicePluginChart
 from trainium_eks.manifests.addons.tensorboard import TensorBoardChart
 from trainium_eks.manifests.addons.volcano_queue import VolcanoQueueChart
-from trainium_eks.manifests.storage.fsx_volume import FsxVolumeChart
+from trainium_eks.manifests.storage.lustre_volume import LustreVolumeChart
 
 REGISTRY = "602401143452.dkr.ecr.us-west-2.amazonaws.com"
 FSX = LustreVolumeSource(
@@ -30,7 +30,7 @@ def charts():
         NeuronDevicePluginChart(),
         EfaDevicePluginChart(registry=REGISTRY),
         TrainingNamespaceChart(),
-        FsxVolumeChart(volume=FSX),
+        LustreVolumeChart(volume=FSX),
         EtcdChart(),
         TensorBoardChart(),
         VolcanoQueueChart(),
@@ -157,7 +157,7 @@ def test_release_jobs_may_read_jobs_and_create_only_the_kinds_they_hold():
 
 
 def test_fsx_volume_is_a_static_retained_rwx_csi_volume_bound_to_its_claim():
-    found = objects(FsxVolumeChart(volume=FSX))
+    found = objects(LustreVolumeChart(volume=FSX))
     volume = found["PersistentVolume", "fsx-pv"]["spec"]
     assert volume["csi"] == {
         "driver": "fsx.csi.aws.com",

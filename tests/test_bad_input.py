@@ -5,7 +5,7 @@ import pytest
 
 from tests.conftest import REPO, build_default_app, new_app
 from trainium_eks.core.validation import ConfigurationError
-from trainium_eks.stacks.training_stack import TrainingStack
+from trainium_eks.stacks.trainium_eks_stack import TrainiumEksStack
 
 
 def problems_of(**context):
@@ -268,19 +268,19 @@ def test_the_training_stack_itself_refuses_a_gpu_type_for_its_neuron_seed_run_an
     images = str(REPO / "images" / "bert-pretrain")
     env = cdk.Environment(region="us-east-1")
     with pytest.raises(ConfigurationError) as raised:
-        TrainingStack(
+        TrainiumEksStack(
             new_app(),
             "Seed",
             env=env,
             instance_type="p5.48xlarge",
-            accelerated_az_id="use1-az6",
+            availability_zone_id="use1-az6",
             image_directory=images,
         )
     (problem,) = raised.value.problems
     assert problem.startswith(
         "instance_type='p5.48xlarge': the seed jobs pre-compile and train BERT with the Neuron SDK"
     )
-    stack = TrainingStack(
-        new_app(), "Own", env=env, instance_type="p5.48xlarge", accelerated_az_id="use1-az6", seed_jobs=False
+    stack = TrainiumEksStack(
+        new_app(), "Own", env=env, instance_type="p5.48xlarge", availability_zone_id="use1-az6", seed_jobs=False
     )
     assert stack.accelerated_nodes.instance.name == "p5.48xlarge"

@@ -139,7 +139,7 @@ def test_add_ons_that_run_deployments_wait_for_the_system_nodes(template):
 def build_cluster(**props):
     app = new_app()
     stack = cdk.Stack(app, "S", env=cdk.Environment(region="us-west-2"))
-    network = TrainingNetwork(stack, "Net", accelerated_az_id="usw2-az4")
+    network = TrainingNetwork(stack, "Net", node_az_id="usw2-az4")
     return TrainingCluster(stack, "Cluster", vpc=network.vpc, **props), stack
 
 

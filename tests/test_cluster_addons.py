@@ -21,10 +21,10 @@ from tests.conftest import (
 )
 from tests.job_helpers import held_job
 from tests.k8s_validation import validate_objects
-from trainium_eks.constructs.accelerated_node_group import AcceleratedNodeGroup
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.cluster_addons import KUBECTL_HANDLER_TIMEOUT, ClusterAddons, helm_timeout
 from trainium_eks.constructs.network import TrainingNetwork
+from trainium_eks.constructs.training_node_group import TrainingNodeGroup
 from trainium_eks.core.conventions import LustreVolumeSource
 from trainium_eks.facts import versions
 from trainium_eks.manifests.jobs.job_release import HELD_JOB_LABEL
@@ -209,7 +209,7 @@ def test_efa_image_comes_from_the_eks_registry_of_the_stack_region():
 def test_efa_registry_is_a_mapping_when_the_region_is_a_token():
     app = new_app()
     stack = cdk.Stack(app, "Agnostic")
-    network = TrainingNetwork(stack, "Net", accelerated_az_id="usw2-az4")
+    network = TrainingNetwork(stack, "Net", node_az_id="usw2-az4")
     cluster = TrainingCluster(stack, "Cluster", vpc=network.vpc)
     ClusterAddons(
         stack,
@@ -273,16 +273,16 @@ def test_device_plugins_follow_the_node_groups_built_before_or_after_the_addons(
     a cluster without Neuron nodes runs no Neuron plugin, its host /run mount and cluster role."""
     app = new_app()
     stack = cdk.Stack(app, "Composed", env=cdk.Environment(region="us-east-1"))
-    network = TrainingNetwork(stack, "Net", accelerated_az_id="use1-az6")
+    network = TrainingNetwork(stack, "Net", node_az_id="use1-az6")
     cluster = TrainingCluster(stack, "Cluster", vpc=network.vpc)
 
     def node_groups():
         for index, name in enumerate(instance_types):
-            AcceleratedNodeGroup(
+            TrainingNodeGroup(
                 stack,
                 f"Nodes{index}",
                 cluster=cluster.cluster,
-                subnet=network.accelerated_subnet,
+                subnet=network.node_subnet,
                 instance_type=name,
                 node_count=1,
             )

@@ -18,7 +18,7 @@ from tests.k8s_validation import validate_objects
 from trainium_eks.core.validation import ConfigurationError
 from trainium_eks.facts import versions
 from trainium_eks.manifests.addons.nvidia_device_plugin import nvidia_instance_types
-from trainium_eks.stacks.composer_stack import ComposerTrainingStack
+from trainium_eks.stacks.composer_training_stack import ComposerTrainingStack
 from trainium_eks.workloads import composer_resnet
 from trainium_eks.workloads.composer_recipe import ComposerRecipe
 

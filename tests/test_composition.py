@@ -7,37 +7,37 @@ import pytest
 from aws_cdk import aws_eks_v2 as eks
 
 from tests.conftest import new_app
-from trainium_eks.constructs.accelerated_node_group import AcceleratedNodeGroup
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.cluster_addons import ClusterAddons
 from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.constructs.lustre_storage import LustreStorage
 from trainium_eks.constructs.network import TrainingNetwork
+from trainium_eks.constructs.training_node_group import TrainingNodeGroup
 from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
 from trainium_eks.core.validation import ConfigurationError
-from trainium_eks.manifests.jobs.training_job import TrainingJobChart
+from trainium_eks.manifests.jobs.volcano_job import VolcanoJobChart
 
 ENV = cdk.Environment(region="us-west-2", account="123456789012")
 
 
 def cluster_stack(app):
     stack = cdk.Stack(app, "Cluster", env=ENV)
-    network = TrainingNetwork(stack, "Network", accelerated_az_id="usw2-az4")
+    network = TrainingNetwork(stack, "Network", node_az_id="usw2-az4")
     cluster = TrainingCluster(stack, "Cluster", vpc=network.vpc, admin_role_arn="arn:aws:iam::123456789012:role/Admin")
     return stack, network, cluster
 
 
 def workload(stack, network, cluster, storage=None):
-    nodes = AcceleratedNodeGroup(
+    nodes = TrainingNodeGroup(
         stack,
         "Nodes",
         cluster=cluster.cluster,
-        subnet=network.accelerated_subnet,
-        availability_zone_id=network.accelerated_az_id,
+        subnet=network.node_subnet,
+        availability_zone_id=network.node_az_id,
         node_role=cluster.node_role,
     )
     if storage is None:
-        storage = LustreStorage(stack, "Storage", vpc=network.vpc, subnet=network.accelerated_subnet)
+        storage = LustreStorage(stack, "Storage", vpc=network.vpc, subnet=network.node_subnet)
     storage.allow_clients(nodes.security_group, cluster.cluster.cluster_security_group)
     identity = TrainingPodIdentity(stack, "Identity", cluster=cluster.cluster)
     addons = ClusterAddons(stack, "Addons", cluster=cluster.cluster, volume=storage.volume_source)
@@ -45,7 +45,7 @@ def workload(stack, network, cluster, storage=None):
     jobs = JobSequence(stack, "Jobs", cluster=cluster.cluster, prerequisites=addons.job_prerequisites)
     jobs.add(
         "Train",
-        TrainingJobChart(
+        VolcanoJobChart(
             name="train",
             image="example.com/train:1",
             node_group=nodes.topology,
@@ -89,7 +89,7 @@ def test_storage_in_the_cluster_stack_and_node_groups_in_a_later_stack():
     """The storage's client rules are made from the later stack's code, for groups of both stacks: they land there."""
     app = new_app()
     stack, network, cluster = cluster_stack(app)
-    storage = LustreStorage(stack, "Storage", vpc=network.vpc, subnet=network.accelerated_subnet)
+    storage = LustreStorage(stack, "Storage", vpc=network.vpc, subnet=network.node_subnet)
     workload(cdk.Stack(app, "Nodes", env=ENV), network, cluster, storage=storage)
     found = synth(app)
     assert found["Cluster"][1] == set() and found["Nodes"][1] == {"Cluster"}
@@ -101,7 +101,7 @@ def test_three_stacks_network_and_cluster_storage_node_groups():
     app = new_app()
     _, network, cluster = cluster_stack(app)
     storage_stack = cdk.Stack(app, "Storage", env=ENV)
-    storage = LustreStorage(storage_stack, "Storage", vpc=network.vpc, subnet=network.accelerated_subnet)
+    storage = LustreStorage(storage_stack, "Storage", vpc=network.vpc, subnet=network.node_subnet)
     workload(cdk.Stack(app, "Training", env=ENV), network, cluster, storage=storage)
     found = synth(app)
     assert found["Cluster"][1] == set()
@@ -110,7 +110,7 @@ def test_three_stacks_network_and_cluster_storage_node_groups():
 
 
 def imported_cluster(stack, **overrides):
-    network = TrainingNetwork(stack, "Network", accelerated_az_id="usw2-az4")
+    network = TrainingNetwork(stack, "Network", node_az_id="usw2-az4")
     handler_role = "arn:aws:iam::123456789012:role/kubectl-handler"
     attributes = dict(
         cluster_name="existing",
@@ -131,15 +131,15 @@ def test_an_imported_cluster_takes_node_groups_add_ons_and_jobs():
     app = new_app()
     stack = cdk.Stack(app, "OnExisting", env=ENV)
     network, cluster = imported_cluster(stack)
-    nodes = AcceleratedNodeGroup(stack, "Nodes", cluster=cluster, subnet=network.accelerated_subnet)
-    storage = LustreStorage(stack, "Storage", vpc=network.vpc, subnet=network.accelerated_subnet)
+    nodes = TrainingNodeGroup(stack, "Nodes", cluster=cluster, subnet=network.node_subnet)
+    storage = LustreStorage(stack, "Storage", vpc=network.vpc, subnet=network.node_subnet)
     storage.allow_clients(nodes.security_group, cluster.cluster_security_group)
     addons = ClusterAddons(stack, "Addons", cluster=cluster, volume=storage.volume_source)
     nodes.add_shared_volume(addons.volume_chart.claim_name)
     jobs = JobSequence(stack, "Jobs", cluster=cluster, prerequisites=addons.job_prerequisites)
     jobs.add(
         "Train",
-        TrainingJobChart(name="train", image="example.com/t:1", node_group=nodes.topology, script="/opt/t.py"),
+        VolcanoJobChart(name="train", image="example.com/t:1", node_group=nodes.topology, script="/opt/t.py"),
     )
     template = synth(app)["OnExisting"][0]
     tokens = {
@@ -160,7 +160,7 @@ def test_an_imported_cluster_without_a_needed_attribute_is_refused_saying_which(
     network, cluster = imported_cluster(stack, **{missing: None})
     with pytest.raises(ConfigurationError) as raised:
         if construct == "nodes":
-            AcceleratedNodeGroup(stack, "Nodes", cluster=cluster, subnet=network.accelerated_subnet)
+            TrainingNodeGroup(stack, "Nodes", cluster=cluster, subnet=network.node_subnet)
         else:
             ClusterAddons(stack, "Addons", cluster=cluster, volume=_volume())
     (problem,) = raised.value.problems

@@ -12,10 +12,10 @@ from aws_cdk import aws_iam as iam
 
 from tests.conftest import COMPOSER_TRAINING, REPO, TRAINIUM_EKS, build_default_stack, new_app
 from trainium_eks.commands import cost as command
-from trainium_eks.constructs.accelerated_node_group import AcceleratedNodeGroup
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.lustre_storage import LustreStorage
 from trainium_eks.constructs.network import TrainingNetwork
+from trainium_eks.constructs.training_node_group import TrainingNodeGroup
 from trainium_eks.core.cost import NO_PRICE_WARNING, CostLine, total
 from trainium_eks.facts.pricing import HOURS_PER_MONTH
 
@@ -25,7 +25,7 @@ GP3_PER_GIB_HOUR = 0.08 / HOURS_PER_MONTH
 def network_stack(region="us-east-1", az_id="use1-az6"):
     env = cdk.Environment(region=region) if region else None
     stack = cdk.Stack(new_app(), "Costs", env=env)
-    return stack, TrainingNetwork(stack, "Network", accelerated_az_id=az_id)
+    return stack, TrainingNetwork(stack, "Network", node_az_id=az_id)
 
 
 def imported_cluster(stack, network):
@@ -57,8 +57,8 @@ def warnings_of(stack):
 
 def test_node_group_price_is_its_instances_and_root_volumes_in_the_stacks_region():
     stack, network = network_stack()
-    nodes = AcceleratedNodeGroup(
-        stack, "Nodes", cluster=imported_cluster(stack, network), subnet=network.accelerated_subnet, node_count=2
+    nodes = TrainingNodeGroup(
+        stack, "Nodes", cluster=imported_cluster(stack, network), subnet=network.node_subnet, node_count=2
     )
     assert nodes.usd_per_hour == pytest.approx(2 * 21.50 + 2 * 500 * GP3_PER_GIB_HOUR)
     assert nodes.cost_line == CostLine(
@@ -68,8 +68,8 @@ def test_node_group_price_is_its_instances_and_root_volumes_in_the_stacks_region
 
 def test_an_environment_agnostic_stack_has_no_price_and_says_so_at_synth():
     stack, network = network_stack(region=None, az_id="usw2-az4")
-    nodes = AcceleratedNodeGroup(
-        stack, "Nodes", cluster=imported_cluster(stack, network), subnet=network.accelerated_subnet, node_count=2
+    nodes = TrainingNodeGroup(
+        stack, "Nodes", cluster=imported_cluster(stack, network), subnet=network.node_subnet, node_count=2
     )
     assert nodes.usd_per_hour is None and network.usd_per_hour is None
     messages = [m for m in warnings_of(stack) if "No verified on-demand price" in m]
@@ -85,13 +85,13 @@ def test_network_price_is_one_nat_gateway_per_az():
 
 def test_lustre_price_follows_size_and_throughput_tier():
     stack, network = network_stack()
-    storage = LustreStorage(stack, "Lustre", vpc=network.vpc, subnet=network.accelerated_subnet)
+    storage = LustreStorage(stack, "Lustre", vpc=network.vpc, subnet=network.node_subnet)
     assert storage.usd_per_hour == pytest.approx(1200 * 0.21 / HOURS_PER_MONTH)
     faster = LustreStorage(
         stack,
         "Faster",
         vpc=network.vpc,
-        subnet=network.accelerated_subnet,
+        subnet=network.node_subnet,
         storage_capacity_gib=2400,
         throughput_per_tib=1000,
     )

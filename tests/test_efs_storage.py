@@ -126,7 +126,7 @@ def test_one_mount_target_in_each_private_subnet_with_the_file_system_security_g
 
 def test_training_network_gets_one_mount_target_per_az_and_none_in_the_accelerated_subnet():
     stack = cdk.Stack(new_app(), "S", env=ENV)
-    network = TrainingNetwork(stack, "Net", accelerated_az_id="usw2-az4")
+    network = TrainingNetwork(stack, "Net", node_az_id="usw2-az4")
     EfsStorage(stack, "Efs", vpc=network.vpc)
     targets = resources_of(assertions.Template.from_stack(stack), "AWS::EFS::MountTarget").values()
     subnets = sorted(t["Properties"]["SubnetId"]["Ref"] for t in targets)
@@ -271,7 +271,7 @@ def test_cdk_nag_aws_solutions_finds_nothing_in_the_storage():
 def test_cfn_lint_finds_nothing_in_the_storage_on_the_training_network(tmp_path):
     app = new_app()
     stack = cdk.Stack(app, "S", env=ENV)
-    network = TrainingNetwork(stack, "Net", accelerated_az_id="usw2-az4")
+    network = TrainingNetwork(stack, "Net", node_az_id="usw2-az4")
     client = ec2.SecurityGroup(stack, "Client", vpc=network.vpc)
     key = kms.Key(stack, "Key", enable_key_rotation=True)
     EfsStorage(stack, "Efs", vpc=network.vpc, client_security_groups=[client], kms_key=key)

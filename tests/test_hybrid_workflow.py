@@ -771,7 +771,7 @@ def test_a_poll_interval_that_would_overflow_the_execution_history_is_refused():
 def cluster_stack(endpoint_access: eks.EndpointAccess = eks.EndpointAccess.PUBLIC_AND_PRIVATE):
     app = new_app()
     stack = cdk.Stack(app, "KubeflowTraining", env=ENV)
-    network = TrainingNetwork(stack, "Network", accelerated_az_id="usw2-az4")
+    network = TrainingNetwork(stack, "Network", node_az_id="usw2-az4")
     cluster = TrainingCluster(
         stack,
         "Cluster",

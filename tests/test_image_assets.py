@@ -16,9 +16,9 @@ import app as default_app
 from tests.conftest import REPO, new_app
 from trainium_eks.constructs.image_repository import TrainingImageRepository
 from trainium_eks.facts import versions
-from trainium_eks.stacks.composer_stack import ComposerTrainingStack
-from trainium_eks.stacks.kubeflow_stack import KubeflowTrainingStack
-from trainium_eks.stacks.training_stack import TrainingStack
+from trainium_eks.stacks.composer_training_stack import ComposerTrainingStack
+from trainium_eks.stacks.kubeflow_training_stack import KubeflowTrainingStack
+from trainium_eks.stacks.trainium_eks_stack import TrainiumEksStack
 
 IMAGES = sorted(path.name for path in (REPO / "images").iterdir() if (path / "Dockerfile").exists())
 STRAY_FILES = (
@@ -90,7 +90,9 @@ def stacks_as_users_build_them():
     default = default_app.build_app(app)
     built = dict(default)
     env = cdk.Environment(region="us-west-2")
-    built["MyTrainium"] = TrainingStack(app, "MyTrainium", env=env, image_directory=str(REPO / "images/bert-pretrain"))
+    built["MyTrainium"] = TrainiumEksStack(
+        app, "MyTrainium", env=env, image_directory=str(REPO / "images/bert-pretrain")
+    )
     built["MyKubeflow"] = KubeflowTrainingStack(
         app, "MyKubeflow", env=env, image_directory=str(REPO / "images/cifar10-ddp")
     )

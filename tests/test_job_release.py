@@ -10,8 +10,8 @@ from rehearsal.kubelet_expansion import expand
 from tests.conftest import new_app, resources_of
 from tests.job_helpers import MANIFEST, held_job, manifest_of
 from tests.test_composition import ENV, imported_cluster
-from trainium_eks.constructs.accelerated_node_group import AcceleratedNodeGroup
 from trainium_eks.constructs.job_sequence import JobSequence
+from trainium_eks.constructs.training_node_group import TrainingNodeGroup
 from trainium_eks.core.conventions import SYSTEM_NODE_LABELS
 from trainium_eks.core.validation import ConfigurationError
 from trainium_eks.manifests.jobs import job_release
@@ -26,7 +26,7 @@ from trainium_eks.manifests.jobs.job_release import (
     kubelet_literal,
 )
 from trainium_eks.manifests.jobs.job_release_program import NEVER
-from trainium_eks.manifests.jobs.training_job import TrainingJobChart
+from trainium_eks.manifests.jobs.volcano_job import VolcanoJobChart
 
 
 def held_manifest(name="train-0123456789", wait_for=("job/data-0123456789",), args=("--lr", "1e-4")):
@@ -89,7 +89,7 @@ def test_the_held_name_changes_with_the_waits_and_the_release_job(monkeypatch):
     )
 
     def name(**props):
-        return TrainingJobChart(**kwargs, **props).manifest["metadata"]["name"]
+        return VolcanoJobChart(**kwargs, **props).manifest["metadata"]["name"]
 
     first, second, alone = name(wait_for=["job/a"]), name(wait_for=["job/b"]), name()
     assert len({first, second, alone}) == 3
@@ -139,21 +139,21 @@ def test_a_release_that_could_not_work_is_refused_saying_why(change, expected):
 def _topology():
     stack = cdk.Stack(new_app(), "Topology", env=ENV)
     network, cluster = imported_cluster(stack)
-    return AcceleratedNodeGroup(stack, "Nodes", cluster=cluster, subnet=network.accelerated_subnet).topology
+    return TrainingNodeGroup(stack, "Nodes", cluster=cluster, subnet=network.node_subnet).topology
 
 
 def sequence(**props):
     app = new_app()
     stack = cdk.Stack(app, "Jobs", env=ENV)
     network, cluster = imported_cluster(stack)
-    nodes = AcceleratedNodeGroup(stack, "Nodes", cluster=cluster, subnet=network.accelerated_subnet)
+    nodes = TrainingNodeGroup(stack, "Nodes", cluster=cluster, subnet=network.node_subnet)
     prerequisite = cdk.CfnWaitConditionHandle(stack, "Prerequisite")
     jobs = JobSequence(stack, "Seq", cluster=cluster, prerequisites=[prerequisite], **props)
     return stack, nodes.topology, jobs
 
 
 def training(topology, name, **props):
-    return TrainingJobChart(name=name, image="example.com/t:1", node_group=topology, script="/opt/t.py", **props)
+    return VolcanoJobChart(name=name, image="example.com/t:1", node_group=topology, script="/opt/t.py", **props)
 
 
 def applied(stack):
@@ -213,7 +213,7 @@ def test_release_access_can_come_after_less_than_the_jobs():
     app = new_app()
     stack = cdk.Stack(app, "Jobs", env=ENV)
     network, cluster = imported_cluster(stack)
-    topology = AcceleratedNodeGroup(stack, "Nodes", cluster=cluster, subnet=network.accelerated_subnet).topology
+    topology = TrainingNodeGroup(stack, "Nodes", cluster=cluster, subnet=network.node_subnet).topology
     namespace, volcano = cdk.CfnWaitConditionHandle(stack, "Namespace"), cdk.CfnWaitConditionHandle(stack, "Volcano")
     jobs = JobSequence(
         stack, "Seq", cluster=cluster, prerequisites=[namespace, volcano], access_prerequisites=[namespace]

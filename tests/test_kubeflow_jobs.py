@@ -155,13 +155,13 @@ def test_pytorchjob_on_one_node_has_no_workers_and_an_elastic_job_has_its_policy
 
 
 def test_the_three_job_kinds_share_the_pod_contract():
-    from trainium_eks.manifests.jobs.training_job import TrainingJobChart
+    from trainium_eks.manifests.jobs.volcano_job import VolcanoJobChart
 
     def pod_env(manifest):
         return manifest["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]["env"]
 
     args = dict(node_group=TRN1, script="/opt/bert/pretrain_bert.py")
-    volcano = TrainingJobChart(**{**BASE, **args}).manifests()[0]
+    volcano = VolcanoJobChart(**{**BASE, **args}).manifests()[0]
     _, train = trainjob(**args)
     _, pytorch = pytorchjob(**args)
     volcano_env = volcano["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["env"]

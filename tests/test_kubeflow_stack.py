@@ -11,7 +11,7 @@ from tests.job_helpers import applied_objects, job_manifests, nodegroups, releas
 from tests.k8s_validation import validate_objects
 from trainium_eks.core.validation import ConfigurationError
 from trainium_eks.facts import versions
-from trainium_eks.stacks.kubeflow_stack import KubeflowTrainingStack
+from trainium_eks.stacks.kubeflow_training_stack import KubeflowTrainingStack
 from trainium_eks.workloads import cifar10_ddp
 
 

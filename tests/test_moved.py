@@ -26,6 +26,56 @@ def test_an_old_path_imports_with_a_warning_naming_the_new_one_and_gives_the_sam
 
 
 def test_the_library_and_the_default_app_use_no_old_path():
-    code = "import warnings; warnings.simplefilter('error', DeprecationWarning); import app; import trainium_eks.commands"
+    code = (
+        "import warnings; warnings.simplefilter('error', DeprecationWarning); import app; import trainium_eks.commands"
+    )
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize(
+    "old_module, old_name, new_name",
+    [
+        ("trainium_eks.training_stack", "TrainingStack", "TrainiumEksStack"),
+        ("trainium_eks.system_stack", "TrainingSystemStack", "TrainingClusterStack"),
+        ("trainium_eks.constructs.accelerated_node_group", "AcceleratedNodeGroup", "TrainingNodeGroup"),
+        ("trainium_eks.manifests.training_job", "TrainingJobChart", "VolcanoJobChart"),
+        ("trainium_eks.manifests.fsx_volume", "FsxVolumeChart", "LustreVolumeChart"),
+        ("trainium_eks.constructs", "AcceleratedNodeGroup", "TrainingNodeGroup"),
+    ],
+)
+def test_a_renamed_name_still_resolves_from_its_old_place_with_a_warning(old_module, old_name, new_name):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = importlib.import_module(old_module)
+        found = getattr(module, old_name)
+    assert found.__name__ == new_name
+    assert any(f".{old_name} is now " in str(w.message) and new_name in str(w.message) for w in caught)
+    with pytest.raises(AttributeError):
+        module.NoSuchName  # noqa: B018 - the attribute access is the test
+
+
+def test_renamed_props_and_attributes_still_work_with_a_warning():
+    import aws_cdk as cdk
+
+    from trainium_eks.constructs.network import TrainingNetwork
+
+    stack = cdk.Stack(cdk.App(), "Renamed", env=cdk.Environment(region="us-west-2"))
+    with pytest.warns(DeprecationWarning, match=r"TrainingNetwork\(accelerated_az_id=\.\.\.\) is now node_az_id"):
+        network = TrainingNetwork(stack, "Network", accelerated_az_id="usw2-az4")
+    assert network.node_az_id == "usw2-az4"
+    with pytest.warns(
+        DeprecationWarning, match="TrainingNetwork.accelerated_subnet is now TrainingNetwork.node_subnet"
+    ):
+        assert network.accelerated_subnet is network.node_subnet
+    with pytest.raises(TypeError, match="unexpected keyword argument 'acelerated_az_id'"):
+        TrainingNetwork(stack, "Typo", acelerated_az_id="usw2-az4")
+
+
+def test_the_trainium_stacks_old_prop_names_still_work_with_a_warning():
+    from tests.conftest import new_app
+    from trainium_eks.stacks.trainium_eks_stack import TrainiumEksStack
+
+    with pytest.warns(DeprecationWarning, match=r"accelerated_az_id=\.\.\.\) is now availability_zone_id"):
+        stack = TrainiumEksStack(new_app(), "Old", accelerated_az_id="usw2-az3")
+    assert stack.accelerated_nodes.subnet is stack.network.node_subnet and stack.network.node_az_id == "usw2-az3"

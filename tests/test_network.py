@@ -91,7 +91,7 @@ def build(**props):
 
 
 def test_three_azs_split_the_private_quarter():
-    network, template = build(accelerated_az_id="use1-az5", availability_zone_ids=["use1-az5", "use1-az6", "use1-az4"])
+    network, template = build(node_az_id="use1-az5", availability_zone_ids=["use1-az5", "use1-az6", "use1-az4"])
     private = sorted(p["CidrBlock"] for k, p in subnets(template).items() if "Private" in k)
     assert private == ["10.0.64.0/20", "10.0.80.0/20", "10.0.96.0/20"]
     assert len(network.vpc.private_subnets) == 3
@@ -101,19 +101,19 @@ def test_three_azs_split_the_private_quarter():
     "props,message",
     [
         (
-            {"accelerated_az_id": "usw2-az4", "availability_zone_ids": ["usw2-az1", "usw2-az2"]},
-            r"accelerated_az_id='usw2-az4': must be one of availability_zone_ids",
+            {"node_az_id": "usw2-az4", "availability_zone_ids": ["usw2-az1", "usw2-az2"]},
+            r"node_az_id='usw2-az4': must be one of availability_zone_ids",
         ),
-        ({"accelerated_az_id": "usw2-az4", "availability_zone_ids": ["usw2-az4"]}, r"at least two distinct AZs"),
+        ({"node_az_id": "usw2-az4", "availability_zone_ids": ["usw2-az4"]}, r"at least two distinct AZs"),
         (
-            {"accelerated_az_id": "use1-az3", "availability_zone_ids": ["use1-az3", "use1-az1"]},
+            {"node_az_id": "use1-az3", "availability_zone_ids": ["use1-az3", "use1-az1"]},
             r"EKS does not place control planes in \['use1-az3'\]",
         ),
         (
-            {"accelerated_az_id": "usw2-az4", "availability_zone_ids": ["usw2-az4", "use1-az1"]},
+            {"node_az_id": "usw2-az4", "availability_zone_ids": ["usw2-az4", "use1-az1"]},
             r"AZ IDs of one known region",
         ),
-        ({"accelerated_az_id": "usw2-az4", "cidr": "10.0.0.0/24"}, r"cidr='10.0.0.0/24': a /16 to /20"),
+        ({"node_az_id": "usw2-az4", "cidr": "10.0.0.0/24"}, r"cidr='10.0.0.0/24': a /16 to /20"),
     ],
 )
 def test_inconsistent_network_settings_are_refused(props, message):

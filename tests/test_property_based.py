@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 
 import app as default_app
 from tests.conftest import TRAINIUM_EKS, build_default_app, build_default_stack, new_app
-from trainium_eks.constructs.accelerated_node_group import AcceleratedNodeGroup
 from trainium_eks.constructs.cluster import ADMIN_PRINCIPAL_ARN, TrainingCluster
 from trainium_eks.constructs.cluster_addons import ClusterAddons
 from trainium_eks.constructs.efs_storage import EfsStorage
@@ -29,6 +28,7 @@ from trainium_eks.constructs.kubeflow_trainer import KubeflowTrainer
 from trainium_eks.constructs.lustre_storage import LustreStorage
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.training_dashboard import TrainingDashboard
+from trainium_eks.constructs.training_node_group import TrainingNodeGroup
 from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
 from trainium_eks.core.conventions import EfsVolumeSource, LustreVolumeSource, Taint
 from trainium_eks.core.validation import ConfigurationError, bucket_name_problem
@@ -51,9 +51,9 @@ from trainium_eks.manifests.jobs.job_release import JobReleaseChart
 from trainium_eks.manifests.jobs.pytorch_job import PyTorchJobChart
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.manifests.jobs.train_job import TrainJobChart
-from trainium_eks.manifests.jobs.training_job import TrainingJobChart
+from trainium_eks.manifests.jobs.volcano_job import VolcanoJobChart
 from trainium_eks.manifests.storage.efs_volume import EfsVolumeChart
-from trainium_eks.manifests.storage.fsx_volume import FsxVolumeChart
+from trainium_eks.manifests.storage.lustre_volume import LustreVolumeChart
 from trainium_eks.stacks.app_context import KNOWN_KEYS, STACK_KEYS, STACKS
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
@@ -183,7 +183,7 @@ TOPOLOGY = NodeGroupTopology(
 VOLUME = LustreVolumeSource("fs-0123456789abcdef0", "fs.example", "abcdefgh", 1200)
 EFS_VOLUME = EfsVolumeSource("fs-0123456789abcdef1")
 CPU_TOPOLOGY = NodeGroupTopology("m5.xlarge", 2, 2, 0, (), frozenset({"efs-sc-claim"}))
-HELD_JOB = TrainingJobChart(
+HELD_JOB = VolcanoJobChart(
     name="held", image="example.com/i:1", node_group=TOPOLOGY, script="/t.py", wait_for=["job/data-0123456789"]
 )
 RUN_TEMPLATE = TrainJobChart(
@@ -202,7 +202,7 @@ class Scene:
 
     def __init__(self) -> None:
         self.stack = cdk.Stack(new_app(), "Props", env=cdk.Environment(region="us-west-2", account="123456789012"))
-        self.network = TrainingNetwork(self.stack, "Network", accelerated_az_id="usw2-az4")
+        self.network = TrainingNetwork(self.stack, "Network", node_az_id="usw2-az4")
         provider = eks.KubectlProvider.from_kubectl_provider_attributes(
             self.stack,
             "Kubectl",
@@ -250,19 +250,17 @@ def construct_factories(case: str) -> Dict[str, Callable[..., Any]]:
     """Factories of the constructs, building in the scene of ``case`` with everything else valid."""
     s = scene(case)
     return {
-        "AcceleratedNodeGroup": lambda **p: AcceleratedNodeGroup(
+        "TrainingNodeGroup": lambda **p: TrainingNodeGroup(
             s.stack,
             s.next_id("Nodes"),
-            **{"cluster": s.cluster, "subnet": s.network.accelerated_subnet, **p},
+            **{"cluster": s.cluster, "subnet": s.network.node_subnet, **p},
         ),
         "LustreStorage": lambda **p: LustreStorage(
             s.stack,
             s.next_id("Storage"),
-            **{"vpc": s.network.vpc, "subnet": s.network.accelerated_subnet, **p},
+            **{"vpc": s.network.vpc, "subnet": s.network.node_subnet, **p},
         ),
-        "TrainingNetwork": lambda **p: TrainingNetwork(
-            s.stack, s.next_id("Net"), **{"accelerated_az_id": "usw2-az4", **p}
-        ),
+        "TrainingNetwork": lambda **p: TrainingNetwork(s.stack, s.next_id("Net"), **{"node_az_id": "usw2-az4", **p}),
         "ClusterAddons": lambda **p: ClusterAddons(
             s.stack, s.next_id("Addons"), **{"cluster": s.cluster, "volume": VOLUME, **p}
         ),
@@ -296,7 +294,7 @@ def construct_factories(case: str) -> Dict[str, Callable[..., Any]]:
 
 
 CHART_FACTORIES: Dict[str, Callable[..., Any]] = {
-    "TrainingJobChart": lambda **p: TrainingJobChart(
+    "VolcanoJobChart": lambda **p: VolcanoJobChart(
         **{"name": "job", "image": "example.com/i:1", "node_group": TOPOLOGY, "script": "/t.py", **p}
     ),
     "DatasetStagingChart": lambda **p: DatasetStagingChart(
@@ -307,7 +305,7 @@ CHART_FACTORIES: Dict[str, Callable[..., Any]] = {
     "EtcdChart": lambda **p: EtcdChart(**p),
     "TensorBoardChart": lambda **p: TensorBoardChart(**p),
     "TrainingNamespaceChart": lambda **p: TrainingNamespaceChart(**p),
-    "FsxVolumeChart": lambda **p: FsxVolumeChart(**{"volume": VOLUME, **p}),
+    "LustreVolumeChart": lambda **p: LustreVolumeChart(**{"volume": VOLUME, **p}),
     "VolcanoQueueChart": lambda **p: VolcanoQueueChart(**p),
     "TrainJobChart": lambda **p: TrainJobChart(
         **{"name": "job", "image": "example.com/i:1", "node_group": TOPOLOGY, "script": "/t.py", **p}
@@ -328,7 +326,7 @@ CHART_FACTORIES: Dict[str, Callable[..., Any]] = {
 
 
 PROPS = {
-    "AcceleratedNodeGroup": [
+    "TrainingNodeGroup": [
         "instance_type",
         "node_count",
         "min_size",
@@ -357,7 +355,7 @@ PROPS = {
         "vpc",
         "subnet",
     ],
-    "TrainingNetwork": ["accelerated_az_id", "availability_zone_ids", "cidr", "flow_log_retention"],
+    "TrainingNetwork": ["node_az_id", "availability_zone_ids", "cidr", "flow_log_retention"],
     "ClusterAddons": [
         "namespace",
         "service_account",
@@ -387,7 +385,7 @@ PROPS = {
         "efs_csi_driver",
     ],
     "JobSequence": ["cluster", "prerequisites", "access_prerequisites", "release_timeout"],
-    "TrainingJobChart": [
+    "VolcanoJobChart": [
         "name",
         "image",
         "node_group",
@@ -430,7 +428,7 @@ PROPS = {
     "EtcdChart": ["namespace", "image"],
     "TensorBoardChart": ["namespace", "claim_name", "log_dir", "image"],
     "TrainingNamespaceChart": ["namespace", "service_account"],
-    "FsxVolumeChart": ["volume", "namespace", "volume_name", "claim_name"],
+    "LustreVolumeChart": ["volume", "namespace", "volume_name", "claim_name"],
     "VolcanoQueueChart": ["name", "weight"],
     "EfsStorage": ["vpc", "subnets", "client_security_groups", "kms_key", "transition_to_ia", "require_tls"],
     "KubeflowTrainer": ["cluster", "runtime_name", "volcano", "after"],
@@ -523,16 +521,17 @@ def test_any_value_of_any_prop_is_accepted_or_refused_by_the_library(factory, pr
 
 
 WORKLOAD_PROPS = frozenset(inspect.signature(DistributedWorkload.__init__).parameters) - {"self", "problems"}
-"""Props of every distributed job chart, fuzzed once through ``TrainingJobChart``."""
+"""Props of every distributed job chart, fuzzed once through ``VolcanoJobChart``."""
 
 
 @pytest.mark.parametrize("name", sorted(PROPS))
 def test_the_property_tests_fuzz_every_prop(name):
     signature = inspect.signature(globals()[name].__init__).parameters.values()
     props = {p.name for p in signature if p.kind == p.KEYWORD_ONLY} - {"setting_names", "resolve"}
-    if any(p.kind == p.VAR_KEYWORD for p in signature) and name != "TrainingJobChart":
+    forwards_workload_props = name.endswith("Chart") and any(p.kind == p.VAR_KEYWORD for p in signature)
+    if forwards_workload_props and name != "VolcanoJobChart":
         props |= {"namespace", "wait_for"} & set(WORKLOAD_PROPS)
-    elif name == "TrainingJobChart":
+    elif name == "VolcanoJobChart":
         props |= WORKLOAD_PROPS - {"name"}
     assert props - set(PROPS[name]) == set(), f"add the props of {name} to PROPS"
 

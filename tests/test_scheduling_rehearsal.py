@@ -22,7 +22,7 @@ from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
 from trainium_eks.manifests.jobs.job_release import kubelet_literal
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.manifests.jobs.train_job import TrainJobChart
-from trainium_eks.manifests.jobs.training_job import TrainingJobChart
+from trainium_eks.manifests.jobs.volcano_job import VolcanoJobChart
 
 NEURON = (Taint("aws.amazon.com/neuron", "true", "NoSchedule"),)
 
@@ -90,8 +90,8 @@ def seed_jobs_with_start_gates():
         name="data", source="s3://bucket/d.tar", directory="d", image="i:1", node_group=group
     ).manifest
     common = dict(image="i:1", node_group=group, script="/t.py")
-    compile_ = TrainingJobChart(name="compile", precompile=True, **common).manifest
-    train = TrainingJobChart(name="train", **common).manifest
+    compile_ = VolcanoJobChart(name="compile", precompile=True, **common).manifest
+    train = VolcanoJobChart(name="train", **common).manifest
     arrivals = [
         staging,
         gated(compile_, f"job/{staging['metadata']['name']}"),
@@ -156,7 +156,7 @@ def test_a_volcano_job_with_no_node_of_its_kind_is_never_enqueued_and_makes_no_p
     nodes, standing, _ = stack_parts(TRAINIUM_EKS)
     system_only = [n for n in nodes if "trainium-eks/node-role" in n.labels]
     group = NodeGroupTopology("trn1.32xlarge", 2, 2, 8, NEURON, frozenset({"fsx-claim"}))
-    job = TrainingJobChart(name="train", image="i:1", node_group=group, script="/t.py").manifest
+    job = VolcanoJobChart(name="train", image="i:1", node_group=group, script="/t.py").manifest
     report = run_jobs(system_only, standing, [job])
     assert any("never enqueued" in v for v in report.violations), report.violations
     assert any("can never be placed" in v and "node selector" in v for v in report.violations)

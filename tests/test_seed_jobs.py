@@ -133,10 +133,10 @@ def test_single_node_without_efa_runs_the_seed_on_one_node(context, tmp_path):
 
 
 def test_a_users_job_composes_into_the_stack_as_the_readme_shows(tmp_path):
-    from trainium_eks.manifests.jobs.training_job import Rendezvous, TrainingJobChart
+    from trainium_eks.manifests.jobs.volcano_job import Rendezvous, VolcanoJobChart
 
     app, stack = build_default_app()
-    job = TrainingJobChart(
+    job = VolcanoJobChart(
         name="llama-sft",
         image=stack.images.image_uri_for_tag("v3"),
         node_group=stack.accelerated_nodes.topology,

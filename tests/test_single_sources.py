@@ -3,11 +3,12 @@
 import pytest
 
 from tests.conftest import CDK_JSON_CONTEXT, REPO
-from trainium_eks.constructs.accelerated_node_group import DEFAULT_INSTANCE_TYPE, DEFAULT_NODE_COUNT
 from trainium_eks.constructs.lustre_storage import DEFAULT_STORAGE_CAPACITY_GIB
+from trainium_eks.constructs.training_node_group import DEFAULT_INSTANCE_TYPE, DEFAULT_NODE_COUNT
 from trainium_eks.facts import versions
-from trainium_eks.stacks import composer_stack, kubeflow_stack
-from trainium_eks.stacks.system_stack import DEFAULT_AZ_ID
+from trainium_eks.stacks import composer_training_stack as composer_stack
+from trainium_eks.stacks import kubeflow_training_stack as kubeflow_stack
+from trainium_eks.stacks.training_cluster_stack import DEFAULT_AZ_ID
 
 README = (REPO / "README.md").read_text()
 

@@ -1,4 +1,4 @@
-"""TrainingJobChart: the Volcano Job, its pods, the environment contract, topology checks, hash naming."""
+"""VolcanoJobChart: the Volcano Job, its pods, the environment contract, topology checks, hash naming."""
 
 import json
 
@@ -10,7 +10,7 @@ from trainium_eks.core.conventions import Taint
 from trainium_eks.core.validation import ConfigurationError
 from trainium_eks.manifests.jobs.job_naming import hashed_name
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
-from trainium_eks.manifests.jobs.training_job import Rendezvous, TrainingJobChart
+from trainium_eks.manifests.jobs.volcano_job import Rendezvous, VolcanoJobChart
 
 NEURON_TAINT = Taint("aws.amazon.com/neuron", "true", "NoSchedule")
 TRN1 = NodeGroupTopology("trn1.32xlarge", 2, 4, 8, (NEURON_TAINT,), frozenset({"fsx-claim"}))
@@ -30,7 +30,7 @@ BASE = dict(
 
 
 def job(**overrides):
-    chart = TrainingJobChart(**{**BASE, **overrides})
+    chart = VolcanoJobChart(**{**BASE, **overrides})
     (manifest,) = chart.manifests()
     return chart, manifest
 

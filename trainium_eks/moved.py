@@ -25,10 +25,10 @@ MOVED_MODULES: Mapping[str, str] = {
     "trainium_eks.conventions": "trainium_eks.core.conventions",
     "trainium_eks.cost": "trainium_eks.core.cost",
     "trainium_eks.template_limits": "trainium_eks.core.template_limits",
-    "trainium_eks.system_stack": "trainium_eks.stacks.system_stack",
-    "trainium_eks.training_stack": "trainium_eks.stacks.training_stack",
-    "trainium_eks.kubeflow_stack": "trainium_eks.stacks.kubeflow_stack",
-    "trainium_eks.composer_stack": "trainium_eks.stacks.composer_stack",
+    "trainium_eks.system_stack": "trainium_eks.stacks.training_cluster_stack",
+    "trainium_eks.training_stack": "trainium_eks.stacks.trainium_eks_stack",
+    "trainium_eks.kubeflow_stack": "trainium_eks.stacks.kubeflow_training_stack",
+    "trainium_eks.composer_stack": "trainium_eks.stacks.composer_training_stack",
     "trainium_eks.app_context": "trainium_eks.stacks.app_context",
     "trainium_eks.bert_phase1": "trainium_eks.workloads.bert_phase1",
     "trainium_eks.cifar10_ddp": "trainium_eks.workloads.cifar10_ddp",
@@ -45,19 +45,26 @@ MOVED_MODULES: Mapping[str, str] = {
     "trainium_eks.manifests.job_naming": "trainium_eks.manifests.jobs.job_naming",
     "trainium_eks.manifests.distributed_workload": "trainium_eks.manifests.jobs.distributed_workload",
     "trainium_eks.manifests.distributed_job_chart": "trainium_eks.manifests.jobs.distributed_job_chart",
-    "trainium_eks.manifests.training_job": "trainium_eks.manifests.jobs.training_job",
+    "trainium_eks.manifests.training_job": "trainium_eks.manifests.jobs.volcano_job",
     "trainium_eks.manifests.train_job": "trainium_eks.manifests.jobs.train_job",
     "trainium_eks.manifests.pytorch_job": "trainium_eks.manifests.jobs.pytorch_job",
     "trainium_eks.manifests.dataset_staging": "trainium_eks.manifests.jobs.dataset_staging",
     "trainium_eks.manifests.topology": "trainium_eks.manifests.jobs.topology",
-    "trainium_eks.manifests.fsx_volume": "trainium_eks.manifests.storage.fsx_volume",
+    "trainium_eks.manifests.fsx_volume": "trainium_eks.manifests.storage.lustre_volume",
     "trainium_eks.manifests.efs_volume": "trainium_eks.manifests.storage.efs_volume",
     "trainium_eks.manifests.training_namespace": "trainium_eks.manifests.access.training_namespace",
     "trainium_eks.manifests.workflow_access": "trainium_eks.manifests.access.workflow_access",
+    "trainium_eks.constructs.accelerated_node_group": "trainium_eks.constructs.training_node_group",
 }
 """Old module path -> where the module lives now (modules that existed in the last release)."""
 
-RENAMED: Mapping[str, Mapping[str, str]] = {}
+RENAMED: Mapping[str, Mapping[str, str]] = {
+    "trainium_eks.stacks.training_cluster_stack": {"TrainingSystemStack": "TrainingClusterStack"},
+    "trainium_eks.stacks.trainium_eks_stack": {"TrainingStack": "TrainiumEksStack"},
+    "trainium_eks.constructs.training_node_group": {"AcceleratedNodeGroup": "TrainingNodeGroup"},
+    "trainium_eks.manifests.jobs.volcano_job": {"TrainingJobChart": "VolcanoJobChart"},
+    "trainium_eks.manifests.storage.lustre_volume": {"FsxVolumeChart": "LustreVolumeChart"},
+}
 """New module path -> {old name: new name} of the names renamed in it."""
 
 
@@ -98,6 +105,40 @@ class _MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             DeprecationWarning,
             stacklevel=2,
         )
+
+
+def deprecated_names(module: str, names: Mapping[str, str], namespace: Mapping[str, Any]) -> Any:
+    """A module ``__getattr__`` that gives each old name of ``names`` (old -> new) from ``namespace``, with a
+    DeprecationWarning: for a package whose re-exported names were renamed."""
+
+    def __getattr__(name: str) -> Any:  # noqa: N807 - the module protocol's name
+        if name in names:
+            warnings.warn(f"{module}.{name} is now {module}.{names[name]}", DeprecationWarning, stacklevel=2)
+            return namespace[names[name]]
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+def renamed_props(owner: str, given: Mapping[str, Any], renames: Mapping[str, str]) -> Mapping[str, Any]:
+    """The props of ``given`` (a construct's ``**renamed``) under their new names (``renames``: old -> new), each with
+    a DeprecationWarning; any other name is refused as Python refuses an unknown keyword."""
+    unknown = sorted(set(given) - set(renames))
+    if unknown:
+        raise TypeError(f"{owner}() got an unexpected keyword argument {unknown[0]!r}")
+    for old in given:
+        warnings.warn(f"{owner}({old}=...) is now {renames[old]}=...", DeprecationWarning, stacklevel=3)
+    return {renames[old]: value for old, value in given.items()}
+
+
+def renamed_attribute(owner: str, old: str, new: str) -> property:
+    """A read-only property ``old`` of ``owner`` that gives attribute ``new``, with a DeprecationWarning."""
+
+    def read(self: Any) -> Any:
+        warnings.warn(f"{owner}.{old} is now {owner}.{new}", DeprecationWarning, stacklevel=2)
+        return getattr(self, new)
+
+    return property(read, doc=f"Deprecated name of ``{new}``.")
 
 
 def install() -> None:

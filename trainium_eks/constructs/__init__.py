@@ -1,6 +1,5 @@
 """CDK constructs: the AWS resources of a training cluster, and what applies in-cluster charts and jobs."""
 
-from trainium_eks.constructs.accelerated_node_group import AcceleratedNodeGroup
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.cluster_addons import ClusterAddons
 from trainium_eks.constructs.efa_layout import EfaLayout
@@ -14,11 +13,12 @@ from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.node_capacity import NodeCapacity
 from trainium_eks.constructs.node_role import NodeRole
 from trainium_eks.constructs.training_dashboard import TrainingDashboard
+from trainium_eks.constructs.training_node_group import TrainingNodeGroup
 from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
 from trainium_eks.core.conventions import EfsVolumeSource, LustreVolumeSource
+from trainium_eks.moved import deprecated_names
 
 __all__ = [
-    "AcceleratedNodeGroup",
     "ClusterAddons",
     "EfaLayout",
     "EfsStorage",
@@ -34,5 +34,8 @@ __all__ = [
     "TrainingDashboard",
     "TrainingImageRepository",
     "TrainingNetwork",
+    "TrainingNodeGroup",
     "TrainingPodIdentity",
 ]
+
+__getattr__ = deprecated_names(__name__, {"AcceleratedNodeGroup": "TrainingNodeGroup"}, globals())

@@ -40,7 +40,7 @@ from trainium_eks.manifests.addons.volcano_queue import DEFAULT_QUEUE, VolcanoQu
 from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.manifests.storage.efs_volume import EfsVolumeChart
-from trainium_eks.manifests.storage.fsx_volume import FsxVolumeChart
+from trainium_eks.manifests.storage.lustre_volume import LustreVolumeChart
 
 VOLCANO_NAMESPACE = "volcano-system"
 VOLCANO_RELEASE = "volcano"
@@ -81,7 +81,7 @@ class ClusterAddons(Construct):
     every job in it; a claim in use cannot be deleted; the data lives on the retained file system either way). Volcano
     is uninstalled (``helm uninstall``); the queue is deleted before it.
 
-    **Device plugins follow the node groups**: each ``AcceleratedNodeGroup`` of the cluster (built before or after
+    **Device plugins follow the node groups**: each ``TrainingNodeGroup`` of the cluster (built before or after
     this construct, :class:`~trainium_eks.constructs.cluster_node_groups.ClusterNodeGroups`) brings the plugins its
     devices need: the Neuron plugin for Trainium nodes, the EFA plugin for nodes with EFA interfaces, the NVIDIA
     plugin for NVIDIA nodes; without them the kubelet advertises no ``aws.amazon.com/neuron``,
@@ -159,7 +159,7 @@ class ClusterAddons(Construct):
         if nvidia_device_plugin:
             warnings.warn(
                 "ClusterAddons(nvidia_device_plugin=True) is deprecated: device plugins follow the cluster's "
-                "AcceleratedNodeGroups; for nodes built elsewhere pass node_instance_types",
+                "TrainingNodeGroups; for nodes built elsewhere pass node_instance_types",
                 DeprecationWarning,
                 stacklevel=2,
             )
@@ -173,7 +173,7 @@ class ClusterAddons(Construct):
         )
         in_namespace = self.training_namespace.of_kind("Namespace")
         self.volume_chart: LibraryChart = (
-            FsxVolumeChart(volume=volume, namespace=namespace)
+            LustreVolumeChart(volume=volume, namespace=namespace)
             if isinstance(volume, LustreVolumeSource)
             else EfsVolumeChart(volume=volume, namespace=namespace)
         )

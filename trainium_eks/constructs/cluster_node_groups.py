@@ -16,7 +16,7 @@ NodeGroupListener = Callable[[NodeGroupTopology], None]
 class ClusterNodeGroups(Construct):
     """The node groups of one cluster, as the library's constructs know them (no CloudFormation resource).
 
-    ``AcceleratedNodeGroup`` adds itself here; ``ClusterAddons`` listens (:meth:`subscribe`) and applies the device
+    ``TrainingNodeGroup`` adds itself here; ``ClusterAddons`` listens (:meth:`subscribe`) and applies the device
     plugins each node group needs (Neuron, EFA, NVIDIA), whichever of the two is built first. One per cluster, found
     with :meth:`of`: a child of the cluster's stack named after the cluster construct's address (an imported cluster
     is an interface, which cannot hold children).

@@ -17,7 +17,7 @@ from trainium_eks.manifests.jobs.job_release import DEFAULT_TIMEOUT_SECONDS, MAX
 
 
 class JobSequence(Construct):
-    """Applies job charts (``DatasetStagingChart``, ``TrainingJobChart``, ``TrainJobChart``, ...) to a cluster, each
+    """Applies job charts (``DatasetStagingChart``, ``VolcanoJobChart``, ``TrainJobChart``, ...) to a cluster, each
     job created only once the jobs it waits for have completed.
 
     - **A job that waits for nothing** is applied as it is, after ``prerequisites``.
@@ -28,7 +28,7 @@ class JobSequence(Construct):
       device, CPU or memory that the jobs it waits for need, whatever order the objects arrive in and however often
       those jobs restart; nothing waits inside a training pod. The release Jobs' service account and Roles
       (:mod:`~trainium_eks.manifests.access.job_release_access`) are applied once per namespace and held kind.
-    - **A job that rendezvouses through etcd** (``TrainingJobChart(rendezvous="etcd")``) gets the etcd server
+    - **A job that rendezvouses through etcd** (``VolcanoJobChart(rendezvous="etcd")``) gets the etcd server
       (:class:`~trainium_eks.manifests.addons.etcd.EtcdChart`) of its namespace, applied once, before it; with the
       default c10d rendezvous no etcd runs.
 
@@ -100,7 +100,7 @@ class JobSequence(Construct):
     def add(self, id_: str, chart: JobChart) -> AppliedChart:
         """Apply ``chart`` after the prerequisites: the job itself when it waits for nothing, else its release Job."""
         problems = Problems(f"{self.node.path}/{id_}")
-        check_instance(problems, "chart", chart, JobChart, "a job chart (TrainingJobChart, DatasetStagingChart...)")
+        check_instance(problems, "chart", chart, JobChart, "a job chart (VolcanoJobChart, DatasetStagingChart...)")
         problems.raise_if_any()
         namespace = chart.namespace_name
         after = list(self.prerequisites)

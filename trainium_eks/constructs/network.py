@@ -14,6 +14,7 @@ from trainium_eks.core.cost import CostLine, priced, stack_region
 from trainium_eks.core.validation import Problems, check_instance, check_strings, check_text, is_concrete
 from trainium_eks.facts.pricing import nat_gateways_usd_per_hour
 from trainium_eks.facts.regions import AZ_IDS_BY_REGION, EKS_UNSUPPORTED_CONTROL_PLANE_AZ_IDS, region_of_az_id
+from trainium_eks.moved import renamed_attribute, renamed_props
 
 DEFAULT_VPC_CIDR = "10.0.0.0/16"
 """The VPC's address range. Default of :class:`TrainingNetwork`."""
@@ -42,9 +43,10 @@ class TrainingNetwork(Construct):
     gateway endpoint. VPC flow logs (all traffic) go to a CloudWatch Logs group.
 
     :param availability_zone_ids: The AZ IDs of the public and private subnets, at least two, in one region. The
-        EKS control plane uses the private subnets. Default: the accelerated AZ and the next AZ ID of the region
+        EKS control plane uses the private subnets. Default: the nodes' AZ and the next AZ ID of the region
         that EKS accepts for a control plane.
-    :param accelerated_az_id: The AZ ID of the accelerated subnet, one of ``availability_zone_ids``. Required.
+    :param node_az_id: The AZ ID of the node subnet (:attr:`node_subnet`), one of ``availability_zone_ids``.
+        Required. (``accelerated_az_id``, its name until 0.1, still works and warns.)
     :param cidr: The VPC's IPv4 range, a /16 to /20. Default: ``10.0.0.0/16``.
     :param flow_log_retention: Retention of the flow-log group. Default: one year.
     """
@@ -54,23 +56,27 @@ class TrainingNetwork(Construct):
         scope: Construct,
         id_: str,
         *,
-        accelerated_az_id: str,
+        node_az_id: Optional[str] = None,
         availability_zone_ids: Optional[Sequence[str]] = None,
         cidr: str = DEFAULT_VPC_CIDR,
         flow_log_retention: logs.RetentionDays = DEFAULT_FLOW_LOG_RETENTION,
+        **renamed: Any,
     ) -> None:
+        node_az_id = renamed_props("TrainingNetwork", renamed, {"accelerated_az_id": "node_az_id"}).get(
+            "node_az_id", node_az_id
+        )
         super().__init__(scope, id_)
         problems = Problems(self.node.path)
-        if check_text(problems, "accelerated_az_id", accelerated_az_id, allowed="an AZ ID such as usw2-az4"):
-            az_ids = availability_zone_ids or default_availability_zone_ids(accelerated_az_id)
+        if check_text(problems, "node_az_id", node_az_id, allowed="an AZ ID such as usw2-az4"):
+            az_ids = availability_zone_ids or default_availability_zone_ids(node_az_id)
             if check_strings(problems, "availability_zone_ids", az_ids):
-                _validate(problems, accelerated_az_id, list(az_ids), Stack.of(self).region)
+                _validate(problems, node_az_id, list(az_ids), Stack.of(self).region)
         check_instance(problems, "flow_log_retention", flow_log_retention, logs.RetentionDays, "a logs.RetentionDays")
         _validate_cidr(problems, cidr, availability_zone_ids)
         problems.raise_if_any()
-        az_ids = list(availability_zone_ids or default_availability_zone_ids(accelerated_az_id))
+        az_ids = list(availability_zone_ids or default_availability_zone_ids(node_az_id))
         self.availability_zone_ids: List[str] = az_ids
-        self.accelerated_az_id = accelerated_az_id
+        self.node_az_id = node_az_id
         network = ipaddress.ip_network(cidr)
         quarters = list(network.subnets(prefixlen_diff=2))
         private_prefix = quarters[1].prefixlen + (len(az_ids) - 1).bit_length()
@@ -120,12 +126,12 @@ class TrainingNetwork(Construct):
 
         accelerated = self._subnet(
             "Accelerated",
-            accelerated_az_id,
+            node_az_id,
             quarters[2],
             public=False,
             tags=[CfnTag(key="trainium-eks/subnet", value="accelerated")],
         )
-        self._route_to_nat("Accelerated", accelerated.route_table, nat_by_az[accelerated_az_id])
+        self._route_to_nat("Accelerated", accelerated.route_table, nat_by_az[node_az_id])
 
         self.vpc: ec2.IVpc = ec2.Vpc.from_vpc_attributes(
             self,
@@ -138,7 +144,7 @@ class TrainingNetwork(Construct):
             private_subnet_ids=private_ids,
             private_subnet_route_table_ids=private_tables,
         )
-        self.accelerated_subnet: ec2.ISubnet = ec2.Subnet.from_subnet_attributes(
+        self.node_subnet: ec2.ISubnet = ec2.Subnet.from_subnet_attributes(
             self,
             "AcceleratedSubnetRef",
             subnet_id=accelerated.subnet.ref,
@@ -152,7 +158,7 @@ class TrainingNetwork(Construct):
             "S3Endpoint",
             vpc=self.vpc,
             service=ec2.GatewayVpcEndpointAwsService.S3,
-            subnets=[ec2.SubnetSelection(subnets=list(self.vpc.private_subnets) + [self.accelerated_subnet])],
+            subnets=[ec2.SubnetSelection(subnets=list(self.vpc.private_subnets) + [self.node_subnet])],
         )
         flow_log_group = logs.LogGroup(
             self, "FlowLogGroup", retention=flow_log_retention, removal_policy=RemovalPolicy.RETAIN
@@ -173,6 +179,9 @@ class TrainingNetwork(Construct):
         )
         """USD per hour of the NAT gateways (one per AZ; provisioned hours only, not the data they process), or None
         where the library has no verified price."""
+
+    accelerated_subnet = renamed_attribute("TrainingNetwork", "accelerated_subnet", "node_subnet")
+    accelerated_az_id = renamed_attribute("TrainingNetwork", "accelerated_az_id", "node_az_id")
 
     @property
     def cost_line(self) -> CostLine:
@@ -217,21 +226,21 @@ class _SubnetParts:
         self.route_table = route_table
 
 
-def default_availability_zone_ids(accelerated_az_id: str) -> List[str]:
+def default_availability_zone_ids(node_az_id: str) -> List[str]:
     """The accelerated AZ plus the first other AZ ID of its region that EKS accepts for a control plane."""
-    region = region_of_az_id(accelerated_az_id)
+    region = region_of_az_id(node_az_id)
     others = [
         az
         for az in AZ_IDS_BY_REGION.get(region or "", ())
-        if az != accelerated_az_id and az not in EKS_UNSUPPORTED_CONTROL_PLANE_AZ_IDS
+        if az != node_az_id and az not in EKS_UNSUPPORTED_CONTROL_PLANE_AZ_IDS
     ]
-    return [accelerated_az_id] + others[:1]
+    return [node_az_id] + others[:1]
 
 
-def _validate(problems: Problems, accelerated_az_id: str, az_ids: List[str], stack_region: str) -> None:
+def _validate(problems: Problems, node_az_id: str, az_ids: List[str], stack_region: str) -> None:
     regions = {region_of_az_id(az) for az in az_ids}
-    if accelerated_az_id not in az_ids:
-        problems.add("accelerated_az_id", accelerated_az_id, f"must be one of availability_zone_ids {az_ids}")
+    if node_az_id not in az_ids:
+        problems.add("node_az_id", node_az_id, f"must be one of availability_zone_ids {az_ids}")
     if len(set(az_ids)) < 2:
         problems.add(
             "availability_zone_ids",

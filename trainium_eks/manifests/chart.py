@@ -21,7 +21,7 @@ SYSTEM_NODE_SELECTOR: Mapping[str, str] = SYSTEM_NODE_LABELS
 
 NEURON_TAINT_KEY = ACCELERATOR_TAINTS[Accelerator.NEURON].key
 ACCELERATOR_TAINT_KEYS = tuple(taint.key for taint in ACCELERATOR_TAINTS.values())
-"""Taint keys of accelerated node groups (``AcceleratedNodeGroup``'s taints, one per accelerator)."""
+"""Taint keys of accelerated node groups (``TrainingNodeGroup``'s taints, one per accelerator)."""
 
 
 UNPRIVILEGED_USER = 65534

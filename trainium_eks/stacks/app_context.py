@@ -1,5 +1,5 @@
 """The default app's settings: CDK context keys (``cdk.json``, ``cdk.context.json``, ``-c key=value``) checked and
-turned into TrainingStack props.
+turned into TrainiumEksStack props.
 
 Context from ``-c key=value`` arrives as strings, from ``cdk.json`` as JSON values. Every key is checked for its
 type and value before anything is built: ``region`` first and on its own (other checks depend on it), then every
@@ -20,10 +20,10 @@ from trainium_eks.constructs.cluster import ADMIN_PRINCIPAL_ARN
 from trainium_eks.core.validation import Problems, bucket_name_problem, is_integer
 from trainium_eks.facts.catalog import INSTANCE_CATALOG
 from trainium_eks.facts.regions import AZ_IDS_BY_REGION, partition_of
-from trainium_eks.stacks.composer_stack import NODE_TYPES as COMPOSER_NODE_TYPES
-from trainium_eks.stacks.kubeflow_stack import ACCELERATED_NODE_TYPES
-from trainium_eks.stacks.system_stack import NodeTypes
-from trainium_eks.stacks.training_stack import SEED_NODE_TYPES
+from trainium_eks.stacks.composer_training_stack import NODE_TYPES as COMPOSER_NODE_TYPES
+from trainium_eks.stacks.kubeflow_training_stack import ACCELERATED_NODE_TYPES
+from trainium_eks.stacks.training_cluster_stack import NodeTypes
+from trainium_eks.stacks.trainium_eks_stack import SEED_NODE_TYPES
 
 STACKS = ("TrainiumEks", "KubeflowTraining", "ComposerTraining")
 """The stacks of the default app, in the order it builds them; each is deployable by name."""
@@ -35,7 +35,7 @@ STACK_KEYS: Mapping[str, Mapping[str, str]] = {
     "TrainiumEks": {
         "instance_type": "instanceType",
         "node_count": "nodeCount",
-        "accelerated_az_id": "trainiumAzId",
+        "availability_zone_id": "trainiumAzId",
         "lustre_storage_gib": "lustreStorageGiB",
         "data_bucket_name": "dataBucketName",
     },
@@ -54,7 +54,7 @@ STACK_KEYS: Mapping[str, Mapping[str, str]] = {
 """Settings of one stack: prop -> context key."""
 
 CONTEXT_KEYS: Mapping[str, str] = {**STACK_KEYS["TrainiumEks"], **SHARED_KEYS}
-"""TrainingStack prop -> context key of the default app (the names its error messages use)."""
+"""TrainiumEksStack prop -> context key of the default app (the names its error messages use)."""
 
 ENVIRONMENT_KEYS = ("region", "account", "stacks")
 KNOWN_KEYS = (*SHARED_KEYS.values(), *(key for keys in STACK_KEYS.values() for key in keys.values()), *ENVIRONMENT_KEYS)
@@ -176,7 +176,7 @@ def _parse(problems: Problems, key: str, value: Any, region: Optional[str]) -> A
         problems.add(key, value, f"a string without surrounding spaces{_example(key)}")
         return None
     if key in _NODE_TYPES_BY_KEY and value in INSTANCE_CATALOG:
-        if not _NODE_TYPES_BY_KEY[key].refuse(problems, key, INSTANCE_CATALOG[value]):
+        if not _NODE_TYPES_BY_KEY[key].accepts(problems, key, INSTANCE_CATALOG[value]):
             return None
     if key == "dataBucketName":
         reason = bucket_name_problem(value)

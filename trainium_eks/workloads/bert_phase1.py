@@ -14,7 +14,7 @@ from trainium_eks.core.conventions import OUTPUT_ROOT, SHARED_MOUNT
 from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
 from trainium_eks.manifests.jobs.job_naming import JOB_NAME
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
-from trainium_eks.manifests.jobs.training_job import TrainingJobChart
+from trainium_eks.manifests.jobs.volcano_job import VolcanoJobChart
 
 DATASET_URI = (
     "s3://neuron-s3/training_datasets/bert_pretrain_wikicorpus_tokenized_hdf5/"
@@ -40,8 +40,8 @@ class BertPhase1Jobs:
     """The three jobs of the seed workload, as charts."""
 
     staging: DatasetStagingChart
-    precompile: TrainingJobChart
-    training: TrainingJobChart
+    precompile: VolcanoJobChart
+    training: VolcanoJobChart
 
 
 def script_args(output_dir: str) -> List[str]:
@@ -78,14 +78,14 @@ def add_bert_phase1_jobs(sequence: JobSequence, *, image: str, node_group: NodeG
         resolve=sequence.resolve,
     )
     common = dict(image=image, node_group=node_group, script=SCRIPT, cache_set=CACHE_SET, resolve=sequence.resolve)
-    precompile = TrainingJobChart(
+    precompile = VolcanoJobChart(
         name="bert-phase1-compile",
         precompile=True,
         wait_for=[staging],
         args=script_args(OUTPUT) + ["--steps_this_run", str(PRECOMPILE_STEPS)],
         **common,
     )
-    training = TrainingJobChart(
+    training = VolcanoJobChart(
         name="bert-phase1-train",
         wait_for=[precompile],
         args=script_args(OUTPUT),

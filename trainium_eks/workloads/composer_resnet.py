@@ -20,7 +20,7 @@ from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
 from trainium_eks.manifests.jobs.distributed_workload import DEFAULT_RESOURCE_FRACTION, Launcher
 from trainium_eks.manifests.jobs.job_naming import JOB_NAME
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
-from trainium_eks.manifests.jobs.training_job import TrainingJobChart
+from trainium_eks.manifests.jobs.volcano_job import VolcanoJobChart
 from trainium_eks.workloads.cifar10_ddp import DATASET_DIRECTORY, cifar10_staging
 from trainium_eks.workloads.composer_recipe import ComposerRecipe
 
@@ -44,8 +44,8 @@ class ComposerComparisonJobs:
     """The three jobs of the Composer workload, as charts."""
 
     staging: DatasetStagingChart
-    baseline: TrainingJobChart
-    recipe: TrainingJobChart
+    baseline: VolcanoJobChart
+    recipe: VolcanoJobChart
 
 
 def data_loader_workers(node_group: NodeGroupTopology) -> int:
@@ -89,13 +89,13 @@ def add_composer_jobs(
         image=image, node_group=node_group, script=SCRIPT, launcher=Launcher.COMPOSER, resolve=sequence.resolve
     )
     workers = data_loader_workers(node_group)
-    baseline = TrainingJobChart(
+    baseline = VolcanoJobChart(
         name="resnet-baseline",
         wait_for=[staging],
         args=script_args(ComposerRecipe(), workers=workers),
         **common,
     )
-    with_recipe = TrainingJobChart(
+    with_recipe = VolcanoJobChart(
         name="resnet-recipe",
         wait_for=[baseline],
         args=script_args(recipe, workers=workers),

@@ -11,7 +11,7 @@ from trainium_eks.manifests.chart import (
     locked_down_container,
     unprivileged_pod,
 )
-from trainium_eks.manifests.storage.fsx_volume import DEFAULT_CLAIM_NAME
+from trainium_eks.manifests.storage.lustre_volume import DEFAULT_CLAIM_NAME
 
 NAME = "tensorboard"
 PORT = 6006

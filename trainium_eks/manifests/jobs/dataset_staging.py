@@ -96,7 +96,7 @@ class DatasetStagingChart(JobChart):
     :param sha256: The SHA-256 of an HTTPS tarball (required for one; not used for S3). Default: none.
     :param directory: Destination folder on the shared volume (a relative path). Required.
     :param image: Required.
-    :param node_group: Where to run (``AcceleratedNodeGroup.topology``); it must reach ``claim``. Required.
+    :param node_group: Where to run (``TrainingNodeGroup.topology``); it must reach ``claim``. Required.
     :param claim: The shared claim. Default: the node group's only (or first) shared claim.
     :param unsigned: Read a public bucket without credentials. Default: false.
     :param namespace: Default: ``training``.
@@ -139,7 +139,7 @@ class DatasetStagingChart(JobChart):
         check_dns_subdomain(problems, "service_account", service_account)
         check_integer(problems, "backoff_limit", backoff_limit, minimum=0, maximum=100)
         if not isinstance(node_group, NodeGroupTopology):
-            problems.add("node_group", node_group, "a NodeGroupTopology (AcceleratedNodeGroup.topology)")
+            problems.add("node_group", node_group, "a NodeGroupTopology (TrainingNodeGroup.topology)")
             problems.raise_if_any()
         claim = claim or (sorted(node_group.shared_claims)[0] if node_group.shared_claims else None)
         if not isinstance(claim, str) or claim not in node_group.shared_claims:

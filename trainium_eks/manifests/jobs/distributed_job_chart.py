@@ -32,7 +32,7 @@ PET_CONTRACT = NodeContract(
 
 
 class DistributedJobChart(JobChart):
-    """A job chart whose pods run a :class:`DistributedWorkload` (``TrainingJobChart``, ``TrainJobChart``,
+    """A job chart whose pods run a :class:`DistributedWorkload` (``VolcanoJobChart``, ``TrainJobChart``,
     ``PyTorchJobChart``): it takes ``wait_for`` out of the workload props, checks it and every workload prop into the
     subclass's ``problems`` (and raises once, listing all of them), then names the job.
 

@@ -1,6 +1,6 @@
 """DistributedWorkload: what every distributed training job of the library runs on each node, whatever the operator.
 
-The Volcano job (:mod:`~trainium_eks.manifests.jobs.training_job`), the Kubeflow TrainJob and the Kubeflow PyTorchJob
+The Volcano job (:mod:`~trainium_eks.manifests.jobs.volcano_job`), the Kubeflow TrainJob and the Kubeflow PyTorchJob
 differ in their custom resource and in how a pod learns its node index and the address of node 0; they share
 everything else, here: the checked topology (nodes, processes, devices), the environment contract, the resources,
 the volumes, the placement and the launch command.
@@ -91,7 +91,7 @@ class NodeContract:
 class DistributedWorkload:
     """A checked, per-node description of a distributed training job on a node group.
 
-    Defaults come from the node group (``AcceleratedNodeGroup.topology``): nodes = its node count, processes per
+    Defaults come from the node group (``TrainingNodeGroup.topology``): nodes = its node count, processes per
     node = its NeuronCores (GPUs on GPU nodes, 1 on CPU nodes), ``aws.amazon.com/neuron`` = all its devices,
     ``vpc.amazonaws.com/efa`` = all its attached interfaces, the shared claim at ``/data``. Every prop is checked
     (types, ranges, names, what the nodes have) and every problem is reported in one ``ConfigurationError``.
@@ -158,7 +158,7 @@ class DistributedWorkload:
         problems: Problems,
     ) -> None:
         if not isinstance(node_group, NodeGroupTopology):
-            problems.add("node_group", node_group, "a NodeGroupTopology (AcceleratedNodeGroup.topology)")
+            problems.add("node_group", node_group, "a NodeGroupTopology (TrainingNodeGroup.topology)")
             node_group = None
         job_naming.check_base_name(problems, name)
         check_text(problems, "image", image, allowed="a container image reference, such as repo/image:tag")

@@ -11,7 +11,7 @@ from trainium_eks.facts.catalog import InstanceFacts, instance_facts
 
 @dataclass(frozen=True)
 class NodeGroupTopology:
-    """The nodes of a node group, as a job sees them. ``AcceleratedNodeGroup.topology`` builds one.
+    """The nodes of a node group, as a job sees them. ``TrainingNodeGroup.topology`` builds one.
 
     :param instance_type: EC2 instance type of every node.
     :param node_count: Nodes the group runs (its desired size).

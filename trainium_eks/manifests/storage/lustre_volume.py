@@ -1,4 +1,4 @@
-"""FsxVolumeChart: the FSx for Lustre file system as a static PersistentVolume and its claim."""
+"""LustreVolumeChart: the FSx for Lustre file system as a static PersistentVolume and its claim."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ DEFAULT_CLAIM_NAME = "fsx-claim"
 """Names of the tutorial, kept so that its commands work unchanged."""
 
 
-class FsxVolumeChart(LibraryChart):
+class LustreVolumeChart(LibraryChart):
     """A static PersistentVolume on an existing FSx for Lustre file system and the claim bound to it.
 
     The volume uses the FSx CSI driver (``fsx.csi.aws.com``): ``volumeHandle`` is the file system id and

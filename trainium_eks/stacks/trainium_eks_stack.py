@@ -1,4 +1,4 @@
-"""TrainingStack: the whole seed system of the design in one stack."""
+"""TrainiumEksStack: the whole seed system of the design in one stack."""
 
 from __future__ import annotations
 
@@ -7,10 +7,6 @@ from typing import Any, Mapping, Optional
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from trainium_eks.constructs.accelerated_node_group import (
-    DEFAULT_INSTANCE_TYPE,
-    DEFAULT_NODE_COUNT,
-)
 from trainium_eks.constructs.efa_layout import EfaLayout
 from trainium_eks.constructs.lustre_storage import (
     DEFAULT_STORAGE_CAPACITY_GIB,
@@ -18,10 +14,15 @@ from trainium_eks.constructs.lustre_storage import (
     check_lustre_settings,
 )
 from trainium_eks.constructs.node_capacity import NodeCapacity
+from trainium_eks.constructs.training_node_group import (
+    DEFAULT_INSTANCE_TYPE,
+    DEFAULT_NODE_COUNT,
+)
 from trainium_eks.core.validation import bucket_name_problem, coerce_enum
 from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import Accelerator
-from trainium_eks.stacks.system_stack import DEFAULT_AZ_ID, NodeTypes, TrainingSystemStack
+from trainium_eks.moved import renamed_props
+from trainium_eks.stacks.training_cluster_stack import DEFAULT_AZ_ID, NodeTypes, TrainingClusterStack
 from trainium_eks.workloads.bert_phase1 import BertPhase1Jobs, add_bert_phase1_jobs
 
 SEED_NODE_TYPES = NodeTypes(
@@ -32,7 +33,11 @@ SEED_NODE_TYPES = NodeTypes(
 """The node types of the seed run (``seed_jobs`` with ``image_directory``); without it, any type of the catalog."""
 
 
-class TrainingStack(TrainingSystemStack):
+RENAMED_PROPS = {"accelerated_az_id": "availability_zone_id", "accelerated_subnet": "node_subnet"}
+"""Props renamed in 0.2 (to the names the other stacks use): old -> new; the old names still work and warn."""
+
+
+class TrainiumEksStack(TrainingClusterStack):
     """The seed system in one stack: network, EKS cluster, accelerated node group, FSx for Lustre, ECR, IAM, the
     in-cluster add-ons (:class:`ClusterAddons`), a CloudWatch dashboard, and the jobs (:attr:`jobs`, a
     :class:`JobSequence`; with ``image_directory``, the BERT phase-1 run).
@@ -41,7 +46,7 @@ class TrainingStack(TrainingSystemStack):
 
     :param instance_type: Accelerated instance type. Default: ``trn1.32xlarge``.
     :param node_count: Accelerated nodes. Default: 2.
-    :param accelerated_az_id: AZ ID of the accelerated nodes and the file system. Default: ``usw2-az4``.
+    :param availability_zone_id: AZ ID of the accelerated nodes and the file system. Default: ``usw2-az4``.
     :param kubernetes_version: Default: :data:`trainium_eks.facts.versions.DEFAULT_KUBERNETES_VERSION`.
     :param lustre_storage_gib: Default: 1200.
     :param data_bucket_name: An existing S3 bucket linked to the file system and readable by training pods.
@@ -49,8 +54,8 @@ class TrainingStack(TrainingSystemStack):
     :param admin_role_arn: IAM role given cluster-admin. Default: none.
     :param efa_layout: Default: ``EfaLayout.IP_OPTIMIZED``.
     :param capacity: Default: on demand.
-    :param vpc: An existing VPC, with ``accelerated_subnet``. Default: a new :class:`TrainingNetwork`.
-    :param accelerated_subnet: The subnet of the accelerated nodes in ``vpc``; it must lie in ``accelerated_az_id``.
+    :param vpc: An existing VPC, with ``node_subnet``. Default: a new :class:`TrainingNetwork`.
+    :param node_subnet: The subnet of the accelerated nodes in ``vpc``; it must lie in ``availability_zone_id``.
     :param image_directory: A directory with a training Dockerfile, built at deploy time. Default: none.
     :param image_build_args: Its Docker build arguments. Default: none.
     :param seed_jobs: With ``image_directory`` (``images/bert-pretrain``), run the seed workload: stage the BERT
@@ -67,7 +72,7 @@ class TrainingStack(TrainingSystemStack):
         *,
         instance_type: str = DEFAULT_INSTANCE_TYPE,
         node_count: int = DEFAULT_NODE_COUNT,
-        accelerated_az_id: str = DEFAULT_AZ_ID,
+        availability_zone_id: str = DEFAULT_AZ_ID,
         kubernetes_version: str = versions.DEFAULT_KUBERNETES_VERSION,
         lustre_storage_gib: int = DEFAULT_STORAGE_CAPACITY_GIB,
         data_bucket_name: Optional[str] = None,
@@ -75,24 +80,27 @@ class TrainingStack(TrainingSystemStack):
         efa_layout: EfaLayout = EfaLayout.IP_OPTIMIZED,
         capacity: Optional[NodeCapacity] = None,
         vpc: Optional[ec2.IVpc] = None,
-        accelerated_subnet: Optional[ec2.ISubnet] = None,
+        node_subnet: Optional[ec2.ISubnet] = None,
         image_directory: Optional[str] = None,
         image_build_args: Optional[Mapping[str, str]] = None,
         seed_jobs: bool = True,
         setting_names: Optional[Mapping[str, str]] = None,
         **stack_props: Any,
     ) -> None:
+        renamed = {old: stack_props.pop(old) for old in tuple(stack_props) if old in RENAMED_PROPS}
+        new_names = renamed_props("TrainiumEksStack", renamed, RENAMED_PROPS)
+        availability_zone_id = new_names.get("availability_zone_id", availability_zone_id)
+        node_subnet = new_names.get("node_subnet", node_subnet)
         setting_names = dict(setting_names or {})
-        # The constructs call this stack's lustre_storage_gib and accelerated_az_id otherwise.
+        # The constructs call this stack's lustre_storage_gib otherwise.
         setting_names.setdefault("storage_capacity_gib", setting_names.get("lustre_storage_gib", "lustre_storage_gib"))
-        setting_names.setdefault("availability_zone_id", setting_names.get("accelerated_az_id", "accelerated_az_id"))
         super().__init__(scope, id_, setting_names=setting_names, **stack_props)
         problems = self.problems()
         self.check_node_group(
             problems,
             instance_type=instance_type,
             node_count=node_count,
-            availability_zone_id=accelerated_az_id,
+            availability_zone_id=availability_zone_id,
             types=SEED_NODE_TYPES if seed_jobs is True and image_directory is not None else None,
             capacity=capacity,
         )
@@ -104,8 +112,8 @@ class TrainingStack(TrainingSystemStack):
             image_directory=image_directory,
             image_build_args=image_build_args,
             vpc=vpc,
-            subnet=accelerated_subnet,
-            subnet_name="accelerated_subnet",
+            subnet=node_subnet,
+            subnet_name="node_subnet",
         )
         check_lustre_settings(problems, storage_capacity_gib=lustre_storage_gib)
         coerce_enum(problems, "efa_layout", efa_layout, EfaLayout)
@@ -117,12 +125,12 @@ class TrainingStack(TrainingSystemStack):
             )
         problems.raise_if_any()
 
-        vpc, accelerated_subnet = self.build_network(node_az_id=accelerated_az_id, vpc=vpc, subnet=accelerated_subnet)
+        vpc, node_subnet = self.build_network(node_az_id=availability_zone_id, vpc=vpc, subnet=node_subnet)
         self.build_cluster(vpc=vpc, kubernetes_version=kubernetes_version, admin_role_arn=admin_role_arn)
         self.accelerated_nodes = self.build_node_group(
             "AcceleratedNodes",
-            subnet=accelerated_subnet,
-            availability_zone_id=accelerated_az_id,
+            subnet=node_subnet,
+            availability_zone_id=availability_zone_id,
             instance_type=instance_type,
             node_count=node_count,
             efa_layout=efa_layout,
@@ -134,7 +142,7 @@ class TrainingStack(TrainingSystemStack):
             self,
             "Storage",
             vpc=vpc,
-            subnet=accelerated_subnet,
+            subnet=node_subnet,
             client_security_groups=[
                 self.accelerated_nodes.security_group,
                 self.cluster.cluster.cluster_security_group,

@@ -1,4 +1,4 @@
-"""TrainingSystemStack: what the app's three stacks share, built the same way and with the same construct ids."""
+"""TrainingClusterStack: what the app's three stacks share, built the same way and with the same construct ids."""
 
 from __future__ import annotations
 
@@ -10,17 +10,17 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
-from trainium_eks.constructs.accelerated_node_group import (
-    AcceleratedNodeGroup,
-    check_node_group_settings,
-    check_offering,
-)
 from trainium_eks.constructs.cluster import TrainingCluster, check_cluster_settings
 from trainium_eks.constructs.cluster_addons import ClusterAddons
 from trainium_eks.constructs.image_repository import TrainingImageRepository
 from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.training_dashboard import TrainingDashboard
+from trainium_eks.constructs.training_node_group import (
+    TrainingNodeGroup,
+    check_node_group_settings,
+    check_offering,
+)
 from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
 from trainium_eks.core.conventions import EfsVolumeSource, LustreVolumeSource
 from trainium_eks.core.cost import CostLine, add_cost_outputs
@@ -48,8 +48,8 @@ class NodeTypes:
         """The catalog's types with one of :attr:`accelerators`."""
         return [name for name, facts in INSTANCE_CATALOG.items() if facts.accelerator in self.accelerators]
 
-    def refuse(self, problems: Problems, setting: str, instance: InstanceFacts) -> bool:
-        """Record a problem when ``instance`` is not of these types; True when it is."""
+    def accepts(self, problems: Problems, setting: str, instance: InstanceFacts) -> bool:
+        """Whether ``instance`` is of these types; when it is not, the problem is recorded under ``setting``."""
         if instance.accelerator in self.accelerators:
             return True
         problems.add(setting, instance.name, f"{self.why}: {', '.join(self.allowed())}")
@@ -66,8 +66,8 @@ EXPECTED_EFS_GB = 1.0
 and outputs, rounded up. EFS bills what is stored, not a size."""
 
 
-class TrainingSystemStack(Stack):
-    """Base of the app's stacks (``TrainingStack``, ``KubeflowTrainingStack``, ``ComposerTrainingStack``): one EKS
+class TrainingClusterStack(Stack):
+    """Base of the app's stacks (``TrainiumEksStack``, ``KubeflowTrainingStack``, ``ComposerTrainingStack``): one EKS
     training system per stack, built from the library's constructs with the same construct ids in each, so that a
     fix reaches every stack and no stack changes the logical IDs of another's resources.
 
@@ -152,7 +152,7 @@ class TrainingSystemStack(Stack):
         (None: any), the count fits it, ``availability_zone_id`` offers it. Return the instance facts when usable."""
         named = problems.renamed(self.node_group_names(prefix))
         instance = check_node_group_settings(named, instance_type=instance_type, node_count=node_count, **settings)
-        if instance is None or (types is not None and not types.refuse(named, "instance_type", instance)):
+        if instance is None or (types is not None and not types.accepts(named, "instance_type", instance)):
             return None
         check_offering(named, self, instance, availability_zone_id, warn=False)
         return instance
@@ -174,8 +174,8 @@ class TrainingSystemStack(Stack):
         ``Network``) whose accelerated subnet lies in ``node_az_id``."""
         if vpc is not None and subnet is not None:
             return vpc, subnet
-        self.network = TrainingNetwork(self, "Network", accelerated_az_id=node_az_id)
-        return self.network.vpc, self.network.accelerated_subnet
+        self.network = TrainingNetwork(self, "Network", node_az_id=node_az_id)
+        return self.network.vpc, self.network.node_subnet
 
     def build_cluster(
         self, *, vpc: ec2.IVpc, kubernetes_version: str, admin_role_arn: Optional[str], efs_csi_driver: bool = False
@@ -194,11 +194,11 @@ class TrainingSystemStack(Stack):
 
     def build_node_group(
         self, id_: str, *, subnet: ec2.ISubnet, availability_zone_id: str, prefix: str = "", **props: Any
-    ) -> AcceleratedNodeGroup:
-        """An :class:`AcceleratedNodeGroup` (id ``id_``) of the cluster in ``subnet``, with the cluster's node role,
+    ) -> TrainingNodeGroup:
+        """An :class:`TrainingNodeGroup` (id ``id_``) of the cluster in ``subnet``, with the cluster's node role,
         joined after the VPC CNI add-on, its settings named as the stack names ``<prefix>instance_type`` and
         ``<prefix>node_count``; ``props`` go to the node group (``instance_type``, ``node_count``, ...)."""
-        group = AcceleratedNodeGroup(
+        group = TrainingNodeGroup(
             self,
             id_,
             cluster=self.cluster.cluster,

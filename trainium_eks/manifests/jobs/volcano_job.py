@@ -1,4 +1,4 @@
-"""TrainingJobChart: a distributed PyTorch job on a node group, as the Volcano Job TorchX would generate."""
+"""VolcanoJobChart: a distributed PyTorch job on a node group, as the Volcano Job TorchX would generate."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ class Rendezvous(Enum):
     C10D = "c10d"
 
 
-class TrainingJobChart(DistributedJobChart):
+class VolcanoJobChart(DistributedJobChart):
     """A distributed PyTorch job: one Volcano Job of one task with a replica per node, a launcher in every pod.
 
     It renders the ``batch.volcano.sh/v1alpha1`` Job that TorchX's Kubernetes scheduler generates for the

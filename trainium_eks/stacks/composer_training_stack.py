@@ -11,7 +11,7 @@ from trainium_eks.constructs.efs_storage import EfsStorage
 from trainium_eks.core.validation import check_instance
 from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import Accelerator
-from trainium_eks.stacks.system_stack import DEFAULT_AZ_ID, EXPECTED_EFS_GB, NodeTypes, TrainingSystemStack
+from trainium_eks.stacks.training_cluster_stack import DEFAULT_AZ_ID, EXPECTED_EFS_GB, NodeTypes, TrainingClusterStack
 from trainium_eks.workloads.composer_recipe import ComposerRecipe
 from trainium_eks.workloads.composer_resnet import DEFAULT_RECIPE, ComposerComparisonJobs, add_composer_jobs
 
@@ -28,9 +28,9 @@ NODE_TYPES = NodeTypes(
 )
 
 
-class ComposerTrainingStack(TrainingSystemStack):
-    """Composer training on EKS GPU nodes: the network and cluster of :class:`TrainingSystemStack`, a GPU node group
-    (:class:`AcceleratedNodeGroup`: the NVIDIA AMI, the GPU taint, EFA interfaces on EFA types), the NVIDIA device
+class ComposerTrainingStack(TrainingClusterStack):
+    """Composer training on EKS GPU nodes: the network and cluster of :class:`TrainingClusterStack`, a GPU node group
+    (:class:`TrainingNodeGroup`: the NVIDIA AMI, the GPU taint, EFA interfaces on EFA types), the NVIDIA device
     plugin (so that pods get ``nvidia.com/gpu``), a shared :class:`EfsStorage` volume, the in-cluster add-ons, and,
     with ``image_directory`` (``images/composer-resnet``), two runs of a CIFAR-10 ResNet with Composer's launcher on
     the same nodes, one after the other: the baseline, then ``recipe`` (:mod:`trainium_eks.workloads.composer_resnet`).
@@ -40,7 +40,8 @@ class ComposerTrainingStack(TrainingSystemStack):
 
     :param instance_type: An NVIDIA GPU (or CPU) type of the catalog. Default: :data:`DEFAULT_INSTANCE_TYPE`.
     :param node_count: Default: 1 (types without EFA run one node only).
-    :param availability_zone_id: AZ ID of the nodes. Default: :data:`~trainium_eks.stacks.system_stack.DEFAULT_AZ_ID`.
+    :param availability_zone_id: AZ ID of the nodes. Default:
+        :data:`~trainium_eks.stacks.training_cluster_stack.DEFAULT_AZ_ID`.
     :param recipe: The Composer recipe of the second run. Default:
         :data:`~trainium_eks.workloads.composer_resnet.DEFAULT_RECIPE`.
     :param kubernetes_version: Default: :data:`trainium_eks.facts.versions.DEFAULT_KUBERNETES_VERSION`.

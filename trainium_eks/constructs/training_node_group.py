@@ -1,4 +1,4 @@
-"""AcceleratedNodeGroup: a managed node group of Trainium, GPU or CPU instances laid out for collective traffic."""
+"""TrainingNodeGroup: a managed node group of Trainium, GPU or CPU instances laid out for collective traffic."""
 
 from __future__ import annotations
 
@@ -43,10 +43,10 @@ from trainium_eks.facts.regions import AZ_IDS_BY_REGION, region_of_az_id
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 
 DEFAULT_INSTANCE_TYPE = "trn1.32xlarge"
-"""Instance type of :class:`AcceleratedNodeGroup`: the seed system's Trainium instance."""
+"""Instance type of :class:`TrainingNodeGroup`: the seed system's Trainium instance."""
 
 DEFAULT_NODE_COUNT = 2
-"""Nodes of :class:`AcceleratedNodeGroup`: the seed system trains on two nodes."""
+"""Nodes of :class:`TrainingNodeGroup`: the seed system trains on two nodes."""
 
 ROOT_VOLUME_GIB: Mapping[Accelerator, int] = {
     Accelerator.NEURON: 500,
@@ -71,7 +71,7 @@ ACCELERATOR_AMI_TYPES: Mapping[Accelerator, eks.NodegroupAmiType] = {
 Source: Amazon EKS user guide, "Create nodes with optimized Amazon Linux AMIs"."""
 
 
-class AcceleratedNodeGroup(Construct):
+class TrainingNodeGroup(Construct):
     """A managed node group of accelerated instances in one subnet, with one EFA device on every network card.
 
     What it builds:

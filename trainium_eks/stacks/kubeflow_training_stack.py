@@ -8,15 +8,15 @@ from typing import Any, List, Mapping, Optional
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from trainium_eks.constructs.accelerated_node_group import AcceleratedNodeGroup
 from trainium_eks.constructs.efs_storage import EfsStorage
 from trainium_eks.constructs.hybrid_workflow import HybridTrainingWorkflow
 from trainium_eks.constructs.kubeflow_trainer import KubeflowTrainer
+from trainium_eks.constructs.training_node_group import TrainingNodeGroup
 from trainium_eks.core.validation import check_bool
 from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import Accelerator
 from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
-from trainium_eks.stacks.system_stack import DEFAULT_AZ_ID, EXPECTED_EFS_GB, NodeTypes, TrainingSystemStack
+from trainium_eks.stacks.training_cluster_stack import DEFAULT_AZ_ID, EXPECTED_EFS_GB, NodeTypes, TrainingClusterStack
 from trainium_eks.workloads.cifar10_ddp import Cifar10Jobs, add_cifar10_jobs, cifar10_staging, run_template
 
 DEFAULT_CPU_INSTANCE_TYPE = "m5.xlarge"
@@ -35,9 +35,9 @@ ACCELERATED_NODE_TYPES = NodeTypes(
 )
 
 
-class KubeflowTrainingStack(TrainingSystemStack):
-    """Kubeflow training on EKS: the network and cluster of :class:`TrainingSystemStack`, a CPU node group (the
-    seed's 6 x m5.xlarge, through :class:`AcceleratedNodeGroup`), an optional accelerated group (Trainium or GPU),
+class KubeflowTrainingStack(TrainingClusterStack):
+    """Kubeflow training on EKS: the network and cluster of :class:`TrainingClusterStack`, a CPU node group (the
+    seed's 6 x m5.xlarge, through :class:`TrainingNodeGroup`), an optional accelerated group (Trainium or GPU),
     a shared :class:`EfsStorage` volume (StorageClass ``efs-sc``, volume ``efs-pv``, claim ``efs-sc-claim``), the
     in-cluster add-ons (Volcano, TensorBoard, the device plugins the node groups need), Kubeflow Trainer v2
     (:class:`KubeflowTrainer`) and, with ``image_directory`` (``images/cifar10-ddp``), the CIFAR-10 run: stage the
@@ -46,7 +46,7 @@ class KubeflowTrainingStack(TrainingSystemStack):
     Every setting is checked before anything is built, and all problems are reported in one error.
 
     :param availability_zone_id: AZ ID of the node groups. Default:
-        :data:`~trainium_eks.stacks.system_stack.DEFAULT_AZ_ID`.
+        :data:`~trainium_eks.stacks.training_cluster_stack.DEFAULT_AZ_ID`.
     :param cpu_instance_type: A CPU type of the catalog. Default: ``m5.xlarge``.
     :param cpu_node_count: Default: 6.
     :param accelerated_instance_type: A Trainium or GPU type of the catalog for a second group, or None. Default: none.
@@ -136,7 +136,7 @@ class KubeflowTrainingStack(TrainingSystemStack):
             instance_type=cpu_instance_type,
             node_count=cpu_node_count,
         )
-        self.accelerated_nodes: Optional[AcceleratedNodeGroup] = None
+        self.accelerated_nodes: Optional[TrainingNodeGroup] = None
         if accelerated is not None and accelerated_instance_type is not None:
             self.accelerated_nodes = self.build_node_group(
                 "AcceleratedNodes",
@@ -146,7 +146,7 @@ class KubeflowTrainingStack(TrainingSystemStack):
                 instance_type=accelerated_instance_type,
                 node_count=accelerated_node_count,
             )
-        groups: List[AcceleratedNodeGroup] = [g for g in (self.cpu_nodes, self.accelerated_nodes) if g is not None]
+        groups: List[TrainingNodeGroup] = [g for g in (self.cpu_nodes, self.accelerated_nodes) if g is not None]
 
         self.build_pod_identity()
         self.storage = EfsStorage(
