@@ -40,6 +40,7 @@ from trainium_eks.constructs.hybrid_workflow import (
 )
 from trainium_eks.constructs.image_repository import TrainingImageRepository
 from trainium_eks.constructs.network import TrainingNetwork
+from trainium_eks.core.cfn_text import cfn_text
 from trainium_eks.core.validation import ConfigurationError
 from trainium_eks.facts.catalog import INSTANCE_CATALOG, SAGEMAKER_TRAINING_TYPES, Accelerator
 from trainium_eks.manifests.access.workflow_access import WorkflowAccessChart
@@ -114,18 +115,11 @@ def definition(template) -> Dict[str, Any]:
 
 def flatten(value: Any) -> str:
     """A CloudFormation string expression as text, references as readable placeholders (``<Ref:Id>``)."""
-    if isinstance(value, str):
-        return value
-    if "Fn::Join" in value:
-        separator, parts = value["Fn::Join"]
-        return separator.join(flatten(part) for part in parts)
-    if "Ref" in value:
-        return f"<Ref:{value['Ref']}>"
-    if "Fn::GetAtt" in value:
-        return f"<GetAtt:{'.'.join(value['Fn::GetAtt'])}>"
-    if "Fn::Sub" in value and isinstance(value["Fn::Sub"], str):
-        return value["Fn::Sub"]
-    return "<expression>"
+    return cfn_text(
+        value,
+        reference=lambda logical_id: f"<Ref:{logical_id}>",
+        attribute=lambda parts: f"<GetAtt:{'.'.join(parts)}>",
+    )
 
 
 def state_machines(template: assertions.Template) -> Dict[str, Dict[str, Any]]:

@@ -1,0 +1,77 @@
+"""The TrainJob a run of the hybrid workflow creates: the train job's manifest with the run's name, size and settings
+as JSONata, and what that template requires of the train job."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from trainium_eks.constructs.private.jsonata import jsonata, literals
+from trainium_eks.core.validation import Problems
+from trainium_eks.manifests.jobs.distributed_workload import Launcher
+from trainium_eks.manifests.jobs.train_job import TrainJobChart
+
+HYPERPARAMETERS_ENV = "TRAINING_HYPERPARAMETERS"
+"""Environment variable of the Kubernetes job's trainer: the run's hyperparameters as a JSON object of strings, which
+``images/cifar10-ddp/launch.py`` turns into script arguments exactly as it reads SageMaker's hyperparameters.json."""
+
+JOB_NAME_ENV = "TRAINING_JOB_NAME"
+"""Environment variable of the Kubernetes job's trainer: the run's job name, for per-run paths in the template's
+arguments (``--output-dir /data/output/${TRAINING_JOB_NAME}``: the launch script's shell expands it)."""
+
+EXECUTION_ANNOTATION = "trainium-eks/execution"
+"""Annotation of a run's TrainJob: the ARN of the execution that created it. Two executions whose names end in the
+same ten letters and digits name the same job; the second one's create then fails (409), and the cleanup of its
+failed execution must not delete the first one's TrainJob: it deletes only a TrainJob carrying its own ARN."""
+
+EXECUTION_ARN = "$states.context.Execution.Id"
+"""JSONata of the execution's ARN (Step Functions context object)."""
+
+
+def trainjob_template(train_job: TrainJobChart, deadline_seconds: int) -> Dict[str, Any]:
+    """The TrainJob of ``train_job`` with the run's name, node count, hyperparameters (:data:`HYPERPARAMETERS_ENV`)
+    and job name (:data:`JOB_NAME_ENV`) as JSONata, the execution that created it (:data:`EXECUTION_ANNOTATION`),
+    ending after ``deadline_seconds`` (``activeDeadlineSeconds``).
+
+    Strings that a JSONata state cannot hold as plain literals in the validator's reading (empty, multi-line, or
+    starting with ``{%``) become JSONata string literals, which evaluate to the same string."""
+    (manifest,) = train_job.manifests()
+    manifest = literals(manifest)
+    metadata = manifest["metadata"]
+    metadata["name"] = jsonata("$job_name")
+    metadata["annotations"] = {**(metadata.get("annotations") or {}), EXECUTION_ANNOTATION: jsonata(EXECUTION_ARN)}
+    labels = metadata.get("labels") or {}
+    if "app.kubernetes.io/instance" in labels:
+        labels["app.kubernetes.io/instance"] = jsonata("$job_name")
+    trainer = manifest["spec"]["trainer"]
+    trainer["numNodes"] = jsonata("$node_count")
+    trainer["env"] = [
+        *trainer.get("env", []),
+        {"name": HYPERPARAMETERS_ENV, "value": jsonata("$string($hyperparameters)")},
+        {"name": JOB_NAME_ENV, "value": jsonata("$job_name")},
+    ]
+    manifest["spec"]["activeDeadlineSeconds"] = deadline_seconds
+    return manifest
+
+
+def check_train_job(problems: Problems, train_job: TrainJobChart, namespace: str) -> None:
+    if train_job.workload.launcher is not Launcher.DIRECT:
+        problems.add(
+            "train_job",
+            train_job.component,
+            "a TrainJob started by the image's own launcher (launcher='direct'), which reads TRAINING_HYPERPARAMETERS "
+            f"and the node count of the run; {train_job.workload.launcher.value} would ignore them",
+        )
+    for variable in (HYPERPARAMETERS_ENV, JOB_NAME_ENV):
+        if variable in train_job.workload.env:
+            problems.add(
+                "train_job",
+                train_job.component,
+                f"a TrainJob without the env {variable} (the workflow sets it for each run)",
+            )
+    if train_job.namespace_name != namespace:
+        problems.add(
+            "train_job",
+            train_job.component,
+            f"a TrainJob in the namespace {namespace!r} (where the workflow may create TrainJobs), not "
+            f"{train_job.namespace_name!r}",
+        )

@@ -1,0 +1,338 @@
+"""The states of the hybrid workflow, from the request's reading to every end: the Choice of runtime, the request
+checks, the SageMaker task, the TrainJob's create-and-poll loop and the check that the data is staged."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, Sequence, Tuple
+
+from aws_cdk import Duration
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from trainium_eks.constructs.private.jsonata import jsonata, quoted
+from trainium_eks.constructs.private.trainjob_template import trainjob_template
+from trainium_eks.manifests.addons.training_runtime import TRAINER_API_VERSION
+from trainium_eks.manifests.jobs.train_job import TrainJobChart
+
+RUNTIMES: Tuple[str, ...] = ("kubernetes", "sagemaker")
+"""The values of ``training_runtime`` in a run request."""
+
+SAGEMAKER_TRAINING_SYNC = "arn:aws:states:::sagemaker:createTrainingJob.sync"
+
+EKS_CALL = "arn:aws:states:::eks:call"
+"""The Step Functions integrations of the two branches. Source: Step Functions developer guide, connect-sagemaker.html
+and connect-eks.html."""
+
+KUBERNETES_TRAINING_FAILED = "TrainJobFailed"
+"""The error of an execution whose TrainJob failed (its JobSet has ended its pods; the TrainJob stays, for logs)."""
+
+MAX_HYPERPARAMETERS = 100
+"""SageMaker's limit on the entries of ``HyperParameters`` (API reference, CreateTrainingJob); kept for both
+runtimes so that one request is valid on either."""
+
+JOB_SUFFIX_LENGTH = 10
+"""Characters of the execution name in a job's name, ``<base>-<last 10 letters and digits of the execution
+name, lowercased>``: unique per run for the default execution names (UUIDs), a DNS-1123 label of at most 39
+characters and a valid SageMaker training job name."""
+
+
+def workflow_definition(
+    scope: Construct,
+    *,
+    cluster: eks.ICluster,
+    train_job: TrainJobChart,
+    namespace: str,
+    default_runtime: Optional[str],
+    sagemaker_arguments: Mapping[str, Any],
+    sagemaker_defaults: Tuple[str, int],
+    allowed_instance_types: Sequence[str],
+    poll_seconds: int,
+    max_polls: int,
+    deadline_seconds: int,
+    data_job: Optional[str],
+) -> sfn.IChainable:
+    """The states of the workflow, wired from the request's reading to every end."""
+    base = train_job.component
+    trainjobs = f"/apis/{TRAINER_API_VERSION}/namespaces/{namespace}/trainjobs"
+    cluster_arguments = {
+        "ClusterName": cluster.cluster_name,
+        "CertificateAuthority": cluster.cluster_certificate_authority_data,
+        "Endpoint": cluster.cluster_endpoint,
+    }
+    default = quoted(default_runtime) if default_runtime else "null"
+    read = sfn.Pass.jsonata(
+        scope,
+        "Read request",
+        assign={
+            "runtime": jsonata(f"$exists($states.input.training_runtime) ? $states.input.training_runtime : {default}"),
+            "hyperparameters": jsonata("$exists($states.input.hyperparameters) ? $states.input.hyperparameters : {}"),
+            "node_count": jsonata("$exists($states.input.node_count) ? $states.input.node_count : null"),
+            "instance_type": jsonata("$exists($states.input.instance_type) ? $states.input.instance_type : null"),
+            "job_name": jsonata(job_name_expression(base)),
+            "polls": 0,
+        },
+    )
+    allowed = ", ".join(RUNTIMES)
+    unknown = sfn.Fail.jsonata(
+        scope,
+        "Unknown runtime",
+        error="UnknownRuntime",
+        cause=jsonata(
+            f"'training_runtime must be one of {allowed}; got ' & ($runtime = null ? 'none' : $string($runtime))"
+        ),
+    )
+    refuse = sfn.Fail.jsonata(scope, "Refuse request", error="InvalidRequest", cause=jsonata("$join($problems, '; ')"))
+    call_failed = sfn.Fail.jsonata(
+        scope,
+        "Kubernetes call failed",
+        error=jsonata("$states.input.Error"),
+        cause=jsonata("$states.input.Cause"),
+    )
+
+    instance_type, instance_count = sagemaker_defaults
+    check_sagemaker = sfn.Pass.jsonata(
+        scope,
+        "Check SageMaker request",
+        assign={
+            "problems": jsonata(
+                request_problems(
+                    max_nodes=None,
+                    instance_types=allowed_instance_types,
+                    kubernetes_instance_type=None,
+                )
+            ),
+            "node_count": jsonata(f"$node_count = null ? {instance_count} : $node_count"),
+            "instance_type": jsonata(f"$instance_type = null ? {quoted(instance_type)} : $instance_type"),
+        },
+    )
+    train_sagemaker = sfn.CustomState(
+        scope,
+        "Train on SageMaker",
+        state_json={
+            "Type": "Task",
+            "Resource": SAGEMAKER_TRAINING_SYNC,
+            "Arguments": dict(sagemaker_arguments),
+            "Output": jsonata(
+                "{'runtime': 'sagemaker', 'job_name': $states.result.TrainingJobName, "
+                "'status': $states.result.TrainingJobStatus, "
+                "'model_artifacts': $states.result.ModelArtifacts.S3ModelArtifacts}"
+            ),
+        },
+    )
+    sagemaker_failed = sfn.Fail.jsonata(
+        scope,
+        "SageMaker training failed",
+        error=jsonata("$states.input.Error"),
+        cause=jsonata("$states.input.Cause"),
+    )
+    train_sagemaker.add_catch(sagemaker_failed, errors=["States.ALL"])
+    sagemaker_done = sfn.Succeed.jsonata(scope, "SageMaker training succeeded")
+
+    group = train_job.workload.node_group
+    check_kubernetes = sfn.Pass.jsonata(
+        scope,
+        "Check Kubernetes request",
+        assign={
+            "problems": jsonata(
+                request_problems(
+                    max_nodes=group.max_nodes,
+                    instance_types=(),
+                    kubernetes_instance_type=group.instance_type,
+                )
+            ),
+            "node_count": jsonata(f"$node_count = null ? {train_job.nodes} : $node_count"),
+        },
+    )
+    create = sfn.CustomState(
+        scope,
+        "Create TrainJob",
+        state_json={
+            "Type": "Task",
+            "Resource": EKS_CALL,
+            "Arguments": {
+                **cluster_arguments,
+                "Method": "POST",
+                "Path": trainjobs,
+                "RequestBody": trainjob_template(train_job, deadline_seconds),
+            },
+            "Output": jsonata("$states.input"),
+        },
+    )
+    create.add_catch(call_failed, errors=["States.ALL"])
+    wait = sfn.Wait.jsonata(scope, "Wait for TrainJob", time=sfn.WaitTime.duration(Duration.seconds(poll_seconds)))
+    status = sfn.CustomState(
+        scope,
+        "Read TrainJob",
+        state_json={
+            "Type": "Task",
+            "Resource": EKS_CALL,
+            "Arguments": {
+                **cluster_arguments,
+                "Method": "GET",
+                "Path": jsonata(f"{quoted(trainjobs + '/')} & $job_name"),
+            },
+            "Assign": {
+                "polls": jsonata("$polls + 1"),
+                "conditions": jsonata("($c := $states.result.ResponseBody.status.conditions; $exists($c) ? $c : [])"),
+            },
+            "Output": jsonata("$states.input"),
+        },
+    )
+    status.add_retry(errors=["States.ALL"], interval=Duration.seconds(10), max_attempts=3, backoff_rate=2)
+    status.add_catch(call_failed, errors=["States.ALL"])
+    succeeded = sfn.Succeed.jsonata(
+        scope,
+        "Kubernetes training succeeded",
+        outputs=jsonata(
+            f"{{'runtime': 'kubernetes', 'job_name': $job_name, 'namespace': {quoted(namespace)}, "
+            "'conditions': $conditions}"
+        ),
+    )
+    failed = sfn.Fail.jsonata(
+        scope,
+        "Kubernetes training failed",
+        error=KUBERNETES_TRAINING_FAILED,
+        cause=jsonata(
+            "($c := $conditions[type = 'Failed' and status = 'True'][0]; "
+            "'TrainJob ' & $job_name & ': ' & $c.reason & ': ' & $c.message)"
+        ),
+    )
+    delete = sfn.CustomState(
+        scope,
+        "Delete TrainJob",
+        state_json={
+            "Type": "Task",
+            "Resource": EKS_CALL,
+            "Arguments": {
+                **cluster_arguments,
+                "Method": "DELETE",
+                "Path": jsonata(f"{quoted(trainjobs + '/')} & $job_name"),
+            },
+            "Output": jsonata("$states.input"),
+        },
+    )
+    delete.add_catch(call_failed, errors=["States.ALL"])
+    timed_out = sfn.Fail.jsonata(
+        scope,
+        "Kubernetes training timed out",
+        error="MaxRuntimeExceeded",
+        cause=jsonata(
+            f"'TrainJob ' & $job_name & ' did not finish within {max_polls * poll_seconds} seconds; it was deleted'"
+        ),
+    )
+    finished = (
+        sfn.Choice.jsonata(scope, "TrainJob finished?")
+        .when(sfn.Condition.jsonata(jsonata(_has_condition("Complete"))), succeeded)
+        .when(sfn.Condition.jsonata(jsonata(_has_condition("Failed"))), failed)
+        .when(sfn.Condition.jsonata(jsonata(f"$polls >= {max_polls}")), delete.next(timed_out))
+        .otherwise(wait)
+    )
+    kubernetes = (
+        sfn.Choice.jsonata(scope, "Kubernetes request valid?")
+        .when(sfn.Condition.jsonata(jsonata("$count($problems) > 0")), refuse)
+        .otherwise(create.next(wait).next(status).next(finished))
+    )
+    sagemaker = (
+        sfn.Choice.jsonata(scope, "SageMaker request valid?")
+        .when(sfn.Condition.jsonata(jsonata("$count($problems) > 0")), refuse)
+        .otherwise(train_sagemaker.next(sagemaker_done))
+    )
+    choose = (
+        sfn.Choice.jsonata(scope, "Choose runtime")
+        .when(sfn.Condition.jsonata(jsonata("$runtime = 'sagemaker'")), check_sagemaker.next(sagemaker))
+        .when(sfn.Condition.jsonata(jsonata("$runtime = 'kubernetes'")), check_kubernetes.next(kubernetes))
+        .otherwise(unknown)
+    )
+    if data_job is None:
+        return read.next(choose)
+    return read.next(_data_check(scope, cluster_arguments, namespace, data_job, then=choose))
+
+
+def _data_check(
+    scope: Construct, cluster_arguments: Mapping[str, Any], namespace: str, data_job: str, *, then: sfn.IChainable
+) -> sfn.IChainable:
+    """Read the Job that stages the data; go on to ``then`` once it has completed, else fail with DataNotStaged."""
+    path = f"/apis/batch/v1/namespaces/{namespace}/jobs/{data_job}"
+    not_staged = sfn.Fail.jsonata(
+        scope,
+        "Data not staged",
+        error="DataNotStaged",
+        cause=jsonata(
+            f"'job/{data_job}, which stages the data set, has not completed ('"
+            " & ($true := $data_conditions[status = 'True'].type;"
+            " $count($true) > 0 ? $join($true, ', ') : 'no condition yet')"
+            " & '): run again once kubectl get job -n " + namespace + " " + data_job + " says Complete'"
+        ),
+    )
+    unreadable = sfn.Fail.jsonata(
+        scope,
+        "Data job not readable",
+        error="DataNotStaged",
+        cause=jsonata(f"'cannot read job/{data_job}: ' & $states.input.Error & ': ' & $states.input.Cause"),
+    )
+    read = sfn.CustomState(
+        scope,
+        "Read data job",
+        state_json={
+            "Type": "Task",
+            "Resource": EKS_CALL,
+            "Arguments": {**cluster_arguments, "Method": "GET", "Path": path},
+            "Assign": {
+                "data_conditions": jsonata(
+                    "($c := $states.result.ResponseBody.status.conditions; $exists($c) ? $c : [])"
+                )
+            },
+            "Output": jsonata("$states.input"),
+        },
+    )
+    read.add_retry(errors=["States.ALL"], interval=Duration.seconds(5), max_attempts=2, backoff_rate=2)
+    read.add_catch(unreadable, errors=["States.ALL"])
+    staged = (
+        sfn.Choice.jsonata(scope, "Data staged?")
+        .when(sfn.Condition.jsonata(jsonata("$exists($data_conditions[type = 'Complete' and status = 'True'])")), then)
+        .otherwise(not_staged)
+    )
+    return read.next(staged)
+
+
+def _has_condition(kind: str) -> str:
+    return f"$exists($conditions[type = {quoted(kind)} and status = 'True'])"
+
+
+def job_name_expression(base: str, execution_name: str = "$states.context.Execution.Name") -> str:
+    """JSONata of a run's job name: ``<base>-`` and the last :data:`JOB_SUFFIX_LENGTH` letters and digits of the
+    execution's name (the JSONata ``execution_name``), lowercased (``run`` if it has none)."""
+    suffix = f"$substring($lowercase($replace({execution_name}, /[^A-Za-z0-9]/, '')), -{JOB_SUFFIX_LENGTH})"
+    return f"($s := {suffix}; {quoted(base + '-')} & ($s = '' ? 'run' : $s))"
+
+
+def request_problems(
+    *, max_nodes: Optional[int], instance_types: Sequence[str], kubernetes_instance_type: Optional[str]
+) -> str:
+    """JSONata of the request's problems (a list of sentences, empty when the request is valid)."""
+    not_strings = "$keys($hyperparameters)[$type($lookup($hyperparameters, $)) != 'string']"
+    upper = f" and $node_count <= {max_nodes}" if max_nodes is not None else ""
+    nodes = f"at least 1{f' and at most {max_nodes}' if max_nodes is not None else ''}"
+    checks = [
+        "$type($hyperparameters) != 'object' ? 'hyperparameters must be an object of string values'",
+        f"$type($hyperparameters) = 'object' and $count({not_strings}) > 0 ? "
+        f"'hyperparameters must be strings (as SageMaker requires): ' & $join({not_strings}, ', ')",
+        f"$type($hyperparameters) = 'object' and $count($keys($hyperparameters)) > {MAX_HYPERPARAMETERS} ? "
+        f"'at most {MAX_HYPERPARAMETERS} hyperparameters'",
+        f"$node_count != null and $not($type($node_count) = 'number' ? "
+        f"($node_count = $floor($node_count) and $node_count >= 1{upper}) : false) ? "
+        f"'node_count must be an integer of {nodes}; got ' & $string($node_count)",
+    ]
+    if kubernetes_instance_type is not None:
+        checks.append(
+            "$instance_type != null ? 'instance_type is a SageMaker setting; the Kubernetes job runs on the node "
+            f"group of {kubernetes_instance_type}'"
+        )
+    else:
+        listed = ", ".join(quoted(name) for name in instance_types)
+        checks.append(
+            f"$instance_type != null and $not($instance_type in [{listed}]) ? "
+            f"'instance_type must be one of {', '.join(instance_types)}; got ' & $string($instance_type)"
+        )
+    return "[" + ", ".join(checks) + "]"
