@@ -12,7 +12,7 @@ from tests.k8s_validation import validate_objects
 from trainium_eks.core.validation import ConfigurationError
 from trainium_eks.facts import versions
 from trainium_eks.stacks.kubeflow_training_stack import KubeflowTrainingStack
-from trainium_eks.workloads import cifar10_ddp
+from trainium_eks.workloads import cifar10_dataset, cifar10_ddp
 
 
 def template(**context):
@@ -90,7 +90,7 @@ def test_cifar10_is_staged_once_then_trained_as_a_trainjob_on_the_cpu_group(tmp_
     staging, training = jobs["Staging"], jobs["Training"]
     assert staging["kind"] == "Job" and training["kind"] == "TrainJob"
     args = staging["spec"]["template"]["spec"]["containers"][0]["command"]
-    assert cifar10_ddp.DATASET_URL in args and cifar10_ddp.DATASET_SHA256 in args
+    assert cifar10_dataset.DATASET_URL in args and cifar10_dataset.DATASET_SHA256 in args
     trainer = training["spec"]["trainer"]
     assert trainer["numNodes"] == 6 and trainer["numProcPerNode"] == 1
     assert cifar10_ddp.LAUNCHER in trainer["command"][2]

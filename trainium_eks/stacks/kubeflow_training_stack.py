@@ -17,7 +17,8 @@ from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import Accelerator
 from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
 from trainium_eks.stacks.training_cluster_stack import DEFAULT_AZ_ID, EXPECTED_EFS_GB, NodeTypes, TrainingClusterStack
-from trainium_eks.workloads.cifar10_ddp import Cifar10Jobs, add_cifar10_jobs, cifar10_staging, run_template
+from trainium_eks.workloads.cifar10_dataset import cifar10_staging
+from trainium_eks.workloads.cifar10_ddp import Cifar10Jobs, add_cifar10_jobs, run_template
 
 DEFAULT_CPU_INSTANCE_TYPE = "m5.xlarge"
 DEFAULT_CPU_NODE_COUNT = 6

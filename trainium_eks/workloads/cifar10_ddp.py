@@ -17,15 +17,7 @@ from trainium_eks.manifests.jobs.distributed_workload import Launcher
 from trainium_eks.manifests.jobs.job_naming import JOB_NAME
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.manifests.jobs.train_job import TrainJobChart
-
-DATASET_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
-"""CIFAR-10, python version, from its authors' page (https://www.cs.toronto.edu/~kriz/cifar.html)."""
-
-DATASET_SHA256 = "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce"
-"""SHA-256 of :data:`DATASET_URL` (the page publishes the MD5 c58f30108f718f92721af3b95e74349a; torchvision's
-``CIFAR10`` checks the same MD5). The staging job refuses a download with another digest."""
-
-DATASET_DIRECTORY = "cifar10"
+from trainium_eks.workloads.cifar10_dataset import DATASET_DIRECTORY, cifar10_staging
 
 LAUNCHER = "/opt/cifar10/launch.py"
 """The image's launcher (``images/cifar10-ddp/launch.py``), which maps the TrainJob's ``PET_*`` contract to torchrun."""
@@ -54,19 +46,6 @@ def script_args(*, output_dir: str = OUTPUT, epochs: int = EPOCHS) -> List[str]:
         "--epochs",
         str(epochs),
     ]
-
-
-def cifar10_staging(sequence: JobSequence, *, image: str, node_group: NodeGroupTopology) -> DatasetStagingChart:
-    """The job that downloads CIFAR-10 once onto the shared volume (``/data/cifar10``), checked by its SHA-256."""
-    return DatasetStagingChart(
-        name="cifar10-data",
-        source=DATASET_URL,
-        sha256=DATASET_SHA256,
-        directory=DATASET_DIRECTORY,
-        image=image,
-        node_group=node_group,
-        resolve=sequence.resolve,
-    )
 
 
 def run_template(*, image: str, node_group: NodeGroupTopology) -> TrainJobChart:

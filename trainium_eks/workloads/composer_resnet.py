@@ -21,7 +21,7 @@ from trainium_eks.manifests.jobs.distributed_workload import DEFAULT_RESOURCE_FR
 from trainium_eks.manifests.jobs.job_naming import JOB_NAME
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.manifests.jobs.volcano_job import VolcanoJobChart
-from trainium_eks.workloads.cifar10_ddp import DATASET_DIRECTORY, cifar10_staging
+from trainium_eks.workloads.cifar10_dataset import DATASET_DIRECTORY, cifar10_staging
 from trainium_eks.workloads.composer_recipe import ComposerRecipe
 
 SCRIPT = "/opt/composer-resnet/train_composer.py"
