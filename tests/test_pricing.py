@@ -1,30 +1,32 @@
-"""List prices of an idle cluster's components besides its nodes, and their conversion to USD per hour."""
+"""List prices: the instances of the catalog per region, an idle cluster's other components, and their conversion to
+USD per hour."""
 
 import math
+import re
 
 import pytest
 
-from trainium_eks.facts.catalog import CATALOG_REGIONS, SAGEMAKER_TRAINING_TYPES, hourly_price
+from trainium_eks.facts import catalog, pricing
+from trainium_eks.facts.catalog import INSTANCE_CATALOG, SAGEMAKER_TRAINING_TYPES, Accelerator
 from trainium_eks.facts.pricing import (
     COMPONENTS,
     EFS_STANDARD,
     HOURS_PER_MONTH,
     LUSTRE_PERSISTENT_2_TIERS,
+    ON_DEMAND_USD_PER_HOUR_BY_REGION,
+    PRICE_GAPS,
     PRICING_REGIONS,
     SAGEMAKER_TRAINING,
     efs_standard_usd_per_hour,
     eks_control_plane_usd_per_hour,
     gp3_usd_per_hour,
+    hourly_price,
     lustre_usd_per_hour,
     nat_gateways_usd_per_hour,
     rate,
     sagemaker_training_usd_per_hour,
     usd_per_hour,
 )
-
-
-def test_the_regions_are_the_catalogs():
-    assert PRICING_REGIONS == CATALOG_REGIONS
 
 
 @pytest.mark.parametrize("name", COMPONENTS)
@@ -172,3 +174,85 @@ def test_sagemaker_training_in_ohio_stays_unverified(instance_type):
 )
 def test_sagemaker_training_none_without_a_verified_price(instance_type, region):
     assert sagemaker_training_usd_per_hour(instance_type, region) is None
+
+
+# --- prices per region ---------------------------------------------------------------------------------------------
+
+
+def test_every_catalog_type_has_a_price_row_and_nothing_else_has():
+    assert set(ON_DEMAND_USD_PER_HOUR_BY_REGION) == set(INSTANCE_CATALOG)
+
+
+@pytest.mark.parametrize("name", INSTANCE_CATALOG)
+def test_every_type_is_priced_in_the_catalog_regions_or_says_why_not(name):
+    prices = ON_DEMAND_USD_PER_HOUR_BY_REGION[name]
+    assert set(PRICING_REGIONS) <= set(prices)
+    missing = [region for region in PRICING_REGIONS if prices[region] is None]
+    if missing:
+        assert name in PRICE_GAPS and PRICE_GAPS[name]
+    for region, price in prices.items():
+        assert re.fullmatch(r"[a-z]{2}-[a-z]+-[0-9]", region), region
+        assert price is None or (isinstance(price, float) and math.isfinite(price) and price > 0), (region, price)
+
+
+def test_no_gap_is_documented_for_a_fully_priced_type():
+    for name in PRICE_GAPS:
+        assert None in ON_DEMAND_USD_PER_HOUR_BY_REGION[name].values(), name
+
+
+def test_the_three_us_regions_cost_the_same_for_the_gpu_types():
+    for name in (facts.name for facts in INSTANCE_CATALOG.values() if facts.accelerator is Accelerator.NVIDIA):
+        east_1, east_2, west_2 = (hourly_price(name, region) for region in PRICING_REGIONS)
+        assert east_1 == pytest.approx(east_2, abs=1e-5) and east_1 == pytest.approx(west_2, abs=1e-5)
+
+
+GENERAL_PURPOSE_PRICES = {"m7i.xlarge": 0.2016, "m6i.xlarge": 0.192, "m5.xlarge": 0.192}
+"""USD per hour in each of us-east-1, us-east-2 and us-west-2 (PRICE; SKYPILOT for the last two)."""
+
+
+@pytest.mark.parametrize("name", GENERAL_PURPOSE_PRICES)
+def test_the_general_purpose_types_are_priced_in_every_catalog_region(name):
+    assert [hourly_price(name, region) for region in PRICING_REGIONS] == [GENERAL_PURPOSE_PRICES[name]] * 3
+    assert name not in PRICE_GAPS
+
+
+def test_only_trn2_lacks_a_price_in_the_catalog_regions():
+    unpriced = {name for name, prices in ON_DEMAND_USD_PER_HOUR_BY_REGION.items() if None in prices.values()}
+    assert unpriced == set(PRICE_GAPS) == {"trn2.48xlarge"}
+
+
+def test_the_instance_price_sources_are_defined():
+    defined = set(re.findall(r"^- ([A-Z][A-Z0-9-]+):", pricing.__doc__, flags=re.MULTILINE))
+    assert {"PRICE", "VANTAGE", "SKYPILOT"} <= defined
+
+
+def test_the_old_catalog_names_of_the_prices_still_work_and_warn():
+    with pytest.warns(DeprecationWarning, match=r"catalog\.hourly_price is now trainium_eks\.facts\.pricing"):
+        assert catalog.hourly_price is hourly_price
+    with pytest.warns(DeprecationWarning, match="PRICING_REGIONS"):
+        assert catalog.CATALOG_REGIONS is PRICING_REGIONS
+    with pytest.warns(DeprecationWarning, match="hourly_price"):
+        assert INSTANCE_CATALOG["trn1.32xlarge"].on_demand_usd_per_hour == 21.5
+
+
+def test_hourly_price():
+    assert hourly_price("g5.12xlarge", "us-west-2") == 5.672
+    assert hourly_price("g6e.xlarge", "eu-central-1") == 2.327
+    assert hourly_price("p5.48xlarge", "ap-northeast-1") == 68.8
+    assert hourly_price("trn1.32xlarge", "us-east-2") == 21.5
+
+
+@pytest.mark.parametrize(
+    "instance_type,region",
+    [
+        ("trn2.48xlarge", "us-east-2"),  # Capacity Blocks only
+        ("trn2.48xlarge", "us-west-2"),  # Capacity Blocks only
+        ("m7i.xlarge", "eu-west-1"),  # the catalog records no price there
+        ("g6e.xlarge", "eu-west-1"),  # the source lists no price there
+        ("trn1.32xlarge", "ap-south-1"),  # offered, price not known
+        ("g5.xlarge", "mars-north-1"),
+        ("x9.huge", "us-east-1"),
+    ],
+)
+def test_hourly_price_is_none_without_a_known_price(instance_type, region):
+    assert hourly_price(instance_type, region) is None

@@ -120,6 +120,20 @@ def deprecated_names(module: str, names: Mapping[str, str], namespace: Mapping[s
     return __getattr__
 
 
+def moved_names(module: str, names: Mapping[str, str]) -> Any:
+    """A module ``__getattr__`` that gives each name of ``names`` (old name -> its new dotted path, ``module.name``)
+    from its new module, with a DeprecationWarning: for names that moved out of a module that stays."""
+
+    def __getattr__(name: str) -> Any:  # noqa: N807 - the module protocol's name
+        if name in names:
+            warnings.warn(f"{module}.{name} is now {names[name]}", DeprecationWarning, stacklevel=2)
+            new_module, new_name = names[name].rsplit(".", 1)
+            return getattr(importlib.import_module(new_module), new_name)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
 def renamed_props(owner: str, given: Mapping[str, Any], renames: Mapping[str, str]) -> Mapping[str, Any]:
     """The props of ``given`` (a construct's ``**renamed``) under their new names (``renames``: old -> new), each with
     a DeprecationWarning; any other name is refused as Python refuses an unknown keyword."""

@@ -14,8 +14,7 @@ from typing import Optional, Sequence
 from aws_cdk import Annotations, CfnOutput, Stack, Token
 from constructs import IConstruct
 
-from trainium_eks.facts.catalog import hourly_price
-from trainium_eks.facts.pricing import gp3_usd_per_hour
+from trainium_eks.facts.pricing import gp3_usd_per_hour, hourly_price
 
 NO_PRICE_WARNING = "trainium-eks:noPrice"
 
