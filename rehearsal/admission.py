@@ -5,7 +5,7 @@ TrainJob's ``runtimePatches[].manager`` that is not a domain-prefixed path did, 
 stack). Each :class:`Rule` here is one check of a validating webhook at the version the library pins, with the file
 and function it comes from; :func:`denials` runs the rules of an object's kind. The deploy rehearsal's API server
 (:mod:`.cluster_model`) and the scheduling rehearsal's (:mod:`.simulated_cluster`, for the jobs release Jobs create)
-run them, and ``tests/test_admission_rules.py`` checks every rule against what every stack renders and shows that
+run them, and ``tests/rehearsal/test_admission.py`` checks every rule against what every stack renders and shows that
 each rule denies what it should.
 
 Webhooks covered (all ``failurePolicy: Fail``): Volcano 1.15.1's job, queue and PodGroup validation (the chart's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Creates .venv-composer, the environment of the Composer smoke test (tests/test_composer_smoke.py), from
+# Creates .venv-composer, the environment of the Composer smoke test (tests/images/test_composer_resnet.py), from
 # requirements-composer.txt: the Composer image's exact pins (composer 0.32.1, torch 2.7.0 from PyPI, the CUDA build,
 # which runs on the CPU). Composer pins torch<2.7.1, so it cannot share .venv (torch 2.13.0).
 #

@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-from tests.conftest import REPO
+from tests.support.apps import REPO
 from trainium_eks.moved import MOVED_MODULES
 
 
@@ -73,7 +73,7 @@ def test_renamed_props_and_attributes_still_work_with_a_warning():
 
 
 def test_the_trainium_stacks_old_prop_names_still_work_with_a_warning():
-    from tests.conftest import new_app
+    from tests.support.apps import new_app
     from trainium_eks.stacks.trainium_eks_stack import TrainiumEksStack
 
     with pytest.warns(DeprecationWarning, match=r"accelerated_az_id=\.\.\.\) is now availability_zone_id"):

@@ -84,8 +84,8 @@ def priced(scope: IConstruct, what: str, usd_per_hour: Optional[float]) -> Optio
         Annotations.of(scope).add_warning_v2(
             NO_PRICE_WARNING,
             f"No verified on-demand price of {what} in {where}: its cost per hour is left out of the stack's "
-            "cost outputs and of `python -m trainium_eks cost` (prices: trainium_eks/facts/catalog.py and "
-            "trainium_eks/facts/pricing.py, each with its source).",
+            "cost outputs and of `python -m trainium_eks cost` (prices: trainium_eks/facts/pricing.py, each with its "
+            "source).",
         )
     return usd_per_hour
 

@@ -350,7 +350,7 @@ ETCD_CLIENT = (
         version="2.8.0",
         source="python-etcd 0.4.5 calls urllib3's HTTPResponse.getheader/getheaders (src/etcd/client.py), which "
         "urllib3 2.8.0 still has (deprecated); the pair writes and reads against etcd 3.4 --enable-v2 "
-        "(tests/test_rendezvous_backends.py)",
+        "(tests/images/test_rendezvous_backends.py)",
         checked="2026-12-01",
     ),
 )

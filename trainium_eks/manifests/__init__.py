@@ -1,2 +1,28 @@
-"""Charts: the in-cluster add-ons and the jobs as Kubernetes objects (plain Python, see ``chart.LibraryChart``),
-applied to a cluster by ``AppliedChart`` (``ClusterAddons``, ``JobSequence``)."""
+"""Charts: the in-cluster add-ons and the jobs as Kubernetes objects (``chart.LibraryChart``), by role: ``addons/``,
+``jobs/``, ``storage/``, ``access/``; applied to a cluster by ``AppliedChart`` (``ClusterAddons``, ``JobSequence``)."""
+
+from trainium_eks.manifests.access.training_namespace import TrainingNamespaceChart
+from trainium_eks.manifests.chart import LibraryChart
+from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
+from trainium_eks.manifests.jobs.distributed_workload import Launcher
+from trainium_eks.manifests.jobs.job_chart import JobChart
+from trainium_eks.manifests.jobs.pytorch_job import PyTorchJobChart
+from trainium_eks.manifests.jobs.topology import NodeGroupTopology
+from trainium_eks.manifests.jobs.train_job import TrainJobChart
+from trainium_eks.manifests.jobs.volcano_job import VolcanoJobChart
+from trainium_eks.manifests.storage.efs_volume import EfsVolumeChart
+from trainium_eks.manifests.storage.lustre_volume import LustreVolumeChart
+
+__all__ = [
+    "DatasetStagingChart",
+    "EfsVolumeChart",
+    "JobChart",
+    "Launcher",
+    "LibraryChart",
+    "LustreVolumeChart",
+    "NodeGroupTopology",
+    "PyTorchJobChart",
+    "TrainJobChart",
+    "TrainingNamespaceChart",
+    "VolcanoJobChart",
+]

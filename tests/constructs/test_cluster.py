@@ -1,0 +1,196 @@
+"""TrainingCluster: control plane, access, logging, encryption, kubectl layer, system nodes, add-ons."""
+
+import json
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import assertions
+
+from tests.support.apps import default_template, new_app, only, resources_of
+from trainium_eks.constructs.cluster import TrainingCluster
+from trainium_eks.constructs.network import TrainingNetwork
+from trainium_eks.facts import versions
+
+
+def test_cluster_version_logging_and_secrets_encryption(template):
+    cluster = only(template, "AWS::EKS::Cluster")["Properties"]
+    assert cluster["Version"] == versions.DEFAULT_KUBERNETES_VERSION == "1.36"
+    assert cluster["AccessConfig"]["AuthenticationMode"] == "API"
+    assert cluster["Logging"]["ClusterLogging"]["EnabledTypes"] == [
+        {"Type": "api"},
+        {"Type": "audit"},
+        {"Type": "authenticator"},
+    ]
+    assert cluster["EncryptionConfig"][0]["Resources"] == ["secrets"]
+    key_id = cluster["EncryptionConfig"][0]["Provider"]["KeyArn"]["Fn::GetAtt"][0]
+    key = resources_of(template, "AWS::KMS::Key")[key_id]
+    assert key["Properties"]["EnableKeyRotation"] is True
+    assert key["DeletionPolicy"] == "Retain"
+    assert cluster["ResourcesVpcConfig"]["EndpointPrivateAccess"] is True
+    assert len(cluster["ResourcesVpcConfig"]["SubnetIds"]) == 2
+    assert all("Private" in s["Ref"] for s in cluster["ResourcesVpcConfig"]["SubnetIds"])
+
+
+@pytest.mark.parametrize("version", versions.KUBERNETES_VERSIONS)
+def test_kubectl_layer_matches_the_kubernetes_version(version):
+    template = default_template(kubernetesVersion=version)
+    assert only(template, "AWS::EKS::Cluster")["Properties"]["Version"] == version
+    layers = [
+        layer["Properties"]["Description"] for layer in resources_of(template, "AWS::Lambda::LayerVersion").values()
+    ]
+    assert any(d.startswith(f"/opt/kubectl/kubectl {version}.") for d in layers), layers
+
+
+def test_admin_role_gets_a_cluster_admin_access_entry():
+    arn = "arn:aws:iam::123456789012:role/platform/Admin"
+    template = default_template(adminRoleArn=arn)
+    template.has_resource_properties(
+        "AWS::EKS::AccessEntry",
+        {
+            "PrincipalArn": arn,
+            "AccessPolicies": [
+                {
+                    "AccessScope": {"Type": "cluster"},
+                    "PolicyArn": {
+                        "Fn::Join": [
+                            "",
+                            [
+                                "arn:",
+                                {"Ref": "AWS::Partition"},
+                                ":eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
+                            ],
+                        ]
+                    },
+                }
+            ],
+        },
+    )
+
+
+def test_no_admin_entry_without_an_admin_role(template):
+    entries = resources_of(template, "AWS::EKS::AccessEntry").values()
+    assert all("GetAtt" in json.dumps(e["Properties"]["PrincipalArn"]) for e in entries), "only the kubectl role"
+
+
+def test_system_node_group_is_small_on_demand_and_in_the_private_subnets(template):
+    (system,) = [
+        ng["Properties"]
+        for ng in resources_of(template, "AWS::EKS::Nodegroup").values()
+        if ng["Properties"]["AmiType"] == "AL2023_x86_64_STANDARD"
+    ]
+    assert system["ScalingConfig"] == {"MinSize": 2, "DesiredSize": 2, "MaxSize": 4}
+    assert system["Labels"] == {"trainium-eks/node-role": "system"}
+    assert system["NodeRepairConfig"] == {"Enabled": True}
+    assert len(system["Subnets"]) == 2
+    assert "Taints" not in system
+    launch_template_id = system["LaunchTemplate"]["Id"]["Ref"]
+    data = resources_of(template, "AWS::EC2::LaunchTemplate")[launch_template_id]["Properties"]["LaunchTemplateData"]
+    assert data["MetadataOptions"]["HttpTokens"] == "required"
+    assert data["BlockDeviceMappings"][0]["Ebs"]["Encrypted"] is True
+
+
+def addons(template):
+    return {a["Properties"]["AddonName"]: a for a in resources_of(template, "AWS::EKS::Addon").values()}
+
+
+def test_managed_add_ons(template):
+    found = addons(template)
+    assert set(found) == {
+        "vpc-cni",
+        "coredns",
+        "kube-proxy",
+        "eks-pod-identity-agent",
+        "aws-fsx-csi-driver",
+        "eks-node-monitoring-agent",
+        "amazon-cloudwatch-observability",
+    }
+    assert all(a["Properties"]["ResolveConflicts"] == "OVERWRITE" for a in found.values())
+
+
+def test_fsx_csi_driver_uses_pod_identity_with_a_least_privilege_role(template):
+    fsx = addons(template)["aws-fsx-csi-driver"]
+    (association,) = fsx["Properties"]["PodIdentityAssociations"]
+    assert association["ServiceAccount"] == "fsx-csi-controller-sa"
+    role_id = association["RoleArn"]["Fn::GetAtt"][0]
+    role = resources_of(template, "AWS::IAM::Role")[role_id]["Properties"]
+    assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert sorted(role["AssumeRolePolicyDocument"]["Statement"][0]["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
+    assert "ManagedPolicyArns" not in role
+    policies = [
+        p for p in resources_of(template, "AWS::IAM::Policy").values() if {"Ref": role_id} in p["Properties"]["Roles"]
+    ]
+    statements = [s for p in policies for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    assert {s["Action"] for s in statements} == {"fsx:DescribeFileSystems", "fsx:UpdateFileSystem"}
+    update = next(s for s in statements if s["Action"] == "fsx:UpdateFileSystem")
+    assert "file-system/" in json.dumps(update["Resource"]), "resize is limited to the stack's file system"
+
+
+def test_add_ons_that_run_deployments_wait_for_the_system_nodes(template):
+    found = addons(template)
+    (system_id,) = [
+        k
+        for k, ng in resources_of(template, "AWS::EKS::Nodegroup").items()
+        if ng["Properties"]["AmiType"] == "AL2023_x86_64_STANDARD"
+    ]
+    assert system_id in found["coredns"]["DependsOn"]
+    assert system_id in found["aws-fsx-csi-driver"]["DependsOn"]
+
+
+def build_cluster(**props):
+    app = new_app()
+    stack = cdk.Stack(app, "S", env=cdk.Environment(region="us-west-2"))
+    network = TrainingNetwork(stack, "Net", node_az_id="usw2-az4")
+    return TrainingCluster(stack, "Cluster", vpc=network.vpc, **props), stack
+
+
+def test_add_on_versions_can_be_pinned():
+    _, stack = build_cluster(addon_versions={"vpc-cni": "v1.21.1-eksbuild.1"})
+    assertions.Template.from_stack(stack).has_resource_properties(
+        "AWS::EKS::Addon", {"AddonName": "vpc-cni", "AddonVersion": "v1.21.1-eksbuild.1"}
+    )
+
+
+def test_a_vpc_cni_without_efa_only_support_is_refused():
+    with pytest.raises(ValueError, match=r"vpc-cni must be v1.18.5 or newer"):
+        build_cluster(addon_versions={"vpc-cni": "v1.18.3-eksbuild.1"})
+
+
+def test_container_insights_agent_uses_pod_identity_with_the_cloudwatch_agent_policy(template):
+    observability = addons(template)["amazon-cloudwatch-observability"]
+    (association,) = observability["Properties"]["PodIdentityAssociations"]
+    assert association["ServiceAccount"] == "cloudwatch-agent"
+    role = resources_of(template, "AWS::IAM::Role")[association["RoleArn"]["Fn::GetAtt"][0]]["Properties"]
+    assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert "policy/CloudWatchAgentServerPolicy" in json.dumps(role["ManagedPolicyArns"])
+    assert {k for k in observability["DependsOn"] if "podidentity" in k.lower()}, "the Pod Identity agent first"
+
+
+def test_container_insights_can_be_left_out():
+    _, stack = build_cluster(container_insights=False)
+    found = [
+        a["Properties"]["AddonName"]
+        for a in assertions.Template.from_stack(stack).find_resources("AWS::EKS::Addon").values()
+    ]
+    assert "amazon-cloudwatch-observability" not in found
+
+
+def test_dashboard_graphs_neuron_and_efa_metrics_per_node_of_this_cluster(template):
+    (dashboard,) = resources_of(template, "AWS::CloudWatch::Dashboard").values()
+    parts = dashboard["Properties"]["DashboardBody"]["Fn::Join"][1]
+    body = "".join(p if isinstance(p, str) else json.dumps(p) for p in parts)
+    cluster_id = next(iter(resources_of(template, "AWS::EKS::Cluster")))
+    for metric in (
+        "node_neuroncore_utilization",
+        "node_neurondevice_runtime_memory_used_bytes",
+        "node_efa_rx_bytes",
+        "node_efa_tx_bytes",
+        "node_neuron_execution_errors_total",
+    ):
+        assert f'MetricName=\\"{metric}\\"' in body, metric
+    assert body.count("{ContainerInsights,ClusterName,InstanceId,NodeName}") == 8
+    assert {"Ref": cluster_id} in parts
+
+
+def test_vpc_cni_enforces_network_policies(template):
+    cni = addons(template)["vpc-cni"]
+    assert json.loads(cni["Properties"]["ConfigurationValues"]) == {"enableNetworkPolicy": "true"}

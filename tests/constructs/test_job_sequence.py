@@ -1,0 +1,279 @@
+"""JobReleaseChart and JobSequence: a held job reaches the cluster through its release Job, once per change."""
+
+import json
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import assertions
+
+from rehearsal.kubelet_expansion import expand
+from tests.support.apps import new_app, resources_of
+from tests.support.clusters import ENV, imported_cluster
+from tests.support.manifests import MANIFEST, held_job, manifest_of
+from trainium_eks.constructs.job_sequence import JobSequence
+from trainium_eks.constructs.training_node_group import TrainingNodeGroup
+from trainium_eks.core.conventions import SYSTEM_NODE_LABELS
+from trainium_eks.core.validation import ConfigurationError
+from trainium_eks.manifests.jobs import job_release
+from trainium_eks.manifests.jobs.job_release import (
+    HELD_JOB_LABEL,
+    RELEASE_ANNOTATION,
+    RELEASE_DIGEST,
+    RELEASE_PROGRAM_SOURCE,
+    WAIT_FOR_ANNOTATION,
+    JobReleaseChart,
+    held_annotations,
+    kubelet_literal,
+)
+from trainium_eks.manifests.jobs.job_release_program import NEVER
+from trainium_eks.manifests.jobs.volcano_job import VolcanoJobChart
+
+
+def held_manifest(name="train-0123456789", wait_for=("job/data-0123456789",), args=("--lr", "1e-4")):
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "training", "annotations": held_annotations(list(wait_for))},
+        "spec": {"tasks": [{"name": "worker", "template": {"spec": {"containers": [{"args": list(args)}]}}}]},
+    }
+
+
+def release_job(chart):
+    (job,) = chart.manifests()
+    return job
+
+
+def test_the_release_job_is_a_small_locked_down_pod_on_the_system_nodes_named_after_its_job():
+    job = release_job(JobReleaseChart(job=held_manifest(), wait_for=["job/data-0123456789"]))
+    assert job["metadata"]["name"] == "train-0123456789-release"
+    assert job["metadata"]["labels"][HELD_JOB_LABEL] == "train-0123456789"
+    spec = job["spec"]
+    assert spec["activeDeadlineSeconds"] == 14 * 24 * 3600 and spec["backoffLimit"] == 6
+    pod = spec["template"]["spec"]
+    assert pod["serviceAccountName"] == "job-release" and pod["restartPolicy"] == "Never"
+    assert pod["nodeSelector"] == SYSTEM_NODE_LABELS
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    (container,) = pod["containers"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert container["resources"]["requests"] == {"cpu": "10m", "memory": "32Mi"}
+    assert container["command"][3:] == ["training", "train-0123456789-release", "job/data-0123456789"]
+
+
+def test_a_job_that_can_never_be_created_fails_the_release_at_once_and_a_drained_pod_does_not_count():
+    rules = release_job(JobReleaseChart(job=held_manifest(), wait_for=["job/d"]))["spec"]["podFailurePolicy"]["rules"]
+    fail, ignore = rules
+    assert fail["action"] == "FailJob" and fail["onExitCodes"]["values"] == [2, NEVER]
+    assert fail["onExitCodes"]["containerName"] == "release"
+    assert ignore == {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
+
+
+@pytest.mark.parametrize("text", ["plain", "$(HOME)", "$$", "a $$(X) b", "cost $5", "${Token[TOKEN.12]}", "$"])
+def test_kubelet_literal_survives_the_kubelets_expansion(text):
+    assert expand(kubelet_literal(text), {"HOME": "/root", "X": "x"}) == text
+
+
+def test_the_held_job_reaches_the_program_exactly_as_synthesized_even_with_dollar_references():
+    manifest = held_manifest(args=("--out", "$(JOB_NAME)/ckpt", "$$literal"))
+    release = release_job(JobReleaseChart(job=manifest, wait_for=["job/data-0123456789"]))
+    assert held_job(release) == manifest
+    (container,) = release["spec"]["template"]["spec"]["containers"]
+    assert expand(container["command"][2], {}) == RELEASE_PROGRAM_SOURCE
+
+
+def test_the_held_name_changes_with_the_waits_and_the_release_job(monkeypatch):
+    annotations = held_annotations(["job/a", "vcjob/b"])
+    assert annotations == {WAIT_FOR_ANNOTATION: "job/a vcjob/b", RELEASE_ANNOTATION: RELEASE_DIGEST}
+    kwargs = dict(
+        name="train", image="example.com/t:1", node_group=_topology(), script="/opt/t.py", namespace="training"
+    )
+
+    def name(**props):
+        return VolcanoJobChart(**kwargs, **props).manifest["metadata"]["name"]
+
+    first, second, alone = name(wait_for=["job/a"]), name(wait_for=["job/b"]), name()
+    assert len({first, second, alone}) == 3
+    monkeypatch.setattr(job_release, "RELEASE_DIGEST", "0123456789ab")
+    assert name(wait_for=["job/a"]) != first, "another release Job, another held job"
+    assert name() == alone, "a job that is not held does not depend on the release"
+
+
+def test_the_release_digest_covers_everything_of_the_release_job_that_cannot_change_in_place(monkeypatch):
+    """Kubernetes refuses a change to a Job's pod template or pod failure policy: any of them must rename it."""
+    assert job_release._release_digest() == RELEASE_DIGEST
+    with monkeypatch.context() as patched:
+        patched.setattr(job_release, "RELEASE_IMAGE", "python:3.14-slim")
+        assert job_release._release_digest() != RELEASE_DIGEST
+    with monkeypatch.context() as patched:
+        patched.setattr(job_release, "_failure_rules", lambda: [])
+        assert job_release._release_digest() != RELEASE_DIGEST
+    with monkeypatch.context() as patched:
+        patched.setattr(job_release, "SYSTEM_NODE_LABELS", {"role": "other"})
+        assert job_release._release_digest() != RELEASE_DIGEST
+    short = release_job(JobReleaseChart(job=held_manifest(), wait_for=["job/d"], timeout_seconds=3600))
+    long = release_job(JobReleaseChart(job=held_manifest(), wait_for=["job/d"]))
+    assert short["metadata"]["name"] == long["metadata"]["name"], "the deadline is updated in place (mutable)"
+
+
+@pytest.mark.parametrize(
+    "change,expected",
+    [
+        (dict(job={"kind": "Deployment"}), "job="),
+        (dict(job=held_manifest() | {"metadata": {"name": "x", "namespace": "training"}}), "job='vcjob/x'"),
+        (dict(wait_for=["deployment/x"]), "wait_for="),
+        (dict(wait_for="job/x"), "wait_for="),
+        (dict(timeout_seconds=600), "timeout_seconds="),
+        (dict(timeout_seconds=91 * 24 * 3600), "timeout_seconds="),
+    ],
+)
+def test_a_release_that_could_not_work_is_refused_saying_why(change, expected):
+    with pytest.raises(ConfigurationError) as raised:
+        JobReleaseChart(**{"job": held_manifest(), "wait_for": ["job/data-0123456789"], **change})
+    (problem,) = raised.value.problems
+    assert problem.startswith(expected), problem
+
+
+# --- JobSequence ------------------------------------------------------------------------------------------------
+
+
+def _topology():
+    stack = cdk.Stack(new_app(), "Topology", env=ENV)
+    network, cluster = imported_cluster(stack)
+    return TrainingNodeGroup(stack, "Nodes", cluster=cluster, subnet=network.node_subnet).topology
+
+
+def sequence(**props):
+    app = new_app()
+    stack = cdk.Stack(app, "Jobs", env=ENV)
+    network, cluster = imported_cluster(stack)
+    nodes = TrainingNodeGroup(stack, "Nodes", cluster=cluster, subnet=network.node_subnet)
+    prerequisite = cdk.CfnWaitConditionHandle(stack, "Prerequisite")
+    jobs = JobSequence(stack, "Seq", cluster=cluster, prerequisites=[prerequisite], **props)
+    return stack, nodes.topology, jobs
+
+
+def training(topology, name, **props):
+    return VolcanoJobChart(name=name, image="example.com/t:1", node_group=topology, script="/opt/t.py", **props)
+
+
+def applied(stack):
+    template = assertions.Template.from_stack(stack).to_json()["Resources"]
+    return {
+        logical_id: (manifest_of(resource), set(resource.get("DependsOn", [])))
+        for logical_id, resource in template.items()
+        if resource["Type"] == MANIFEST
+    }
+
+
+def by_prefix(found, prefix):
+    matches = [value for key, value in found.items() if key.startswith(prefix)]
+    assert len(matches) == 1, (prefix, list(found))
+    return matches[0]
+
+
+def test_a_job_that_waits_for_nothing_is_applied_as_it_is_and_nothing_else_is():
+    stack, topology, jobs = sequence()
+    chart = training(topology, "first")
+    jobs.add("First", chart)
+    found = applied(stack)
+    (job, depends) = by_prefix(found, "SeqFirst")
+    assert job == json.loads(json.dumps(chart.manifest))
+    assert depends == {"Prerequisite"}
+    assert not jobs.releases and len(found) == 1, "no release access, no etcd for a job that needs neither"
+
+
+def test_held_jobs_share_one_release_account_per_namespace_and_one_creator_role_per_kind():
+    stack, topology, jobs = sequence()
+    first = training(topology, "first")
+    jobs.add("First", first)
+    second = training(topology, "second", wait_for=[first])
+    third = training(topology, "third", wait_for=[second, "job/data-0123456789"])
+    jobs.add("Second", second)
+    jobs.add("Third", third)
+    found = applied(stack)
+    access = {key: found[key] for key in found if key.startswith("SeqReleaseAccess")}
+    groups = {key: "vcjob" if key.startswith("SeqReleaseAccesstrainingvcjob") else "reader" for key in access}
+    kinds = {
+        group: sorted(obj["kind"] for key, (obj, _) in access.items() if groups[key] == group)
+        for group in groups.values()
+    }
+    assert kinds == {"reader": ["Role", "RoleBinding", "ServiceAccount"], "vcjob": ["Role", "RoleBinding"]}
+    assert set(jobs.releases) == {second.ref, third.ref}
+    for name, chart in (("Second", second), ("Third", third)):
+        release, depends = by_prefix(found, f"Seq{name}")
+        assert release["metadata"]["name"] == f"{chart.manifest['metadata']['name']}-release"
+        assert held_job(release)["metadata"]["name"] == chart.manifest["metadata"]["name"]
+        assert "Prerequisite" in depends
+        assert set(access) <= depends, "its service account and both Roles first"
+    for _, depends in access.values():
+        assert depends == {"Prerequisite"}, "access needs only the namespace"
+
+
+def test_release_access_can_come_after_less_than_the_jobs():
+    app = new_app()
+    stack = cdk.Stack(app, "Jobs", env=ENV)
+    network, cluster = imported_cluster(stack)
+    topology = TrainingNodeGroup(stack, "Nodes", cluster=cluster, subnet=network.node_subnet).topology
+    namespace, volcano = cdk.CfnWaitConditionHandle(stack, "Namespace"), cdk.CfnWaitConditionHandle(stack, "Volcano")
+    jobs = JobSequence(
+        stack, "Seq", cluster=cluster, prerequisites=[namespace, volcano], access_prerequisites=[namespace]
+    )
+    jobs.add("Held", training(topology, "held", wait_for=["job/data-0123456789"]))
+    jobs.add_prerequisites(cdk.CfnWaitConditionHandle(stack, "Trainer"))
+    jobs.add("Later", training(topology, "later"))
+    found = applied(stack)
+    assert {key: depends for key, (_, depends) in found.items() if key.startswith("SeqReleaseAccess")} == {
+        key: {"Namespace"} for key in found if key.startswith("SeqReleaseAccess")
+    }
+    assert (
+        by_prefix(found, "SeqHeld")[1] >= {"Namespace", "Volcano"} and "Trainer" not in by_prefix(found, "SeqHeld")[1]
+    )
+    assert by_prefix(found, "SeqLater")[1] == {"Namespace", "Volcano", "Trainer"}
+
+
+def test_etcd_runs_only_for_jobs_that_rendezvous_through_it_once_per_namespace():
+    stack, topology, jobs = sequence()
+    jobs.add("C10d", training(topology, "c10d"))
+    assert not any(key.startswith("SeqEtcd") for key in applied(stack))
+    stack, topology, jobs = sequence()
+    jobs.add("One", training(topology, "one", rendezvous="etcd"))
+    jobs.add("Two", training(topology, "two", rendezvous="etcd"))
+    found = applied(stack)
+    etcd = {key: value for key, value in found.items() if key.startswith("SeqEtcdtraining")}
+    assert {obj["kind"] for obj, _ in etcd.values()} == {"Service", "Deployment", "NetworkPolicy"}
+    service = next(key for key, (obj, _) in etcd.items() if obj["kind"] == "Service")
+    for name in ("One", "Two"):
+        assert service in by_prefix(found, f"Seq{name}")[1]
+
+
+def test_release_timeout_becomes_the_release_jobs_deadline():
+    stack, topology, jobs = sequence(release_timeout=cdk.Duration.hours(6))
+    jobs.add("Held", training(topology, "held", wait_for=["job/data-0123456789"]))
+    release, _ = by_prefix(applied(stack), "SeqHeld")
+    assert release["spec"]["activeDeadlineSeconds"] == 6 * 3600
+
+
+@pytest.mark.parametrize("timeout", [cdk.Duration.minutes(10), cdk.Duration.days(91), 3600])
+def test_a_release_timeout_out_of_bounds_is_refused(timeout):
+    with pytest.raises(ConfigurationError) as raised:
+        sequence(release_timeout=timeout)
+    (problem,) = raised.value.problems
+    assert problem.startswith("release_timeout="), problem
+
+
+def test_the_same_job_added_twice_under_new_ids_is_two_resources_of_one_name():
+    """A job's resource is keyed by its hashed name: a change of spec is a new resource, a new name."""
+    stack, topology, jobs = sequence()
+    jobs.add("A", training(topology, "same"))
+    jobs.add("B", training(topology, "same", args=["--steps", "2"]))
+    found = applied(stack)
+    names = {by_prefix(found, f"Seq{key}")[0]["metadata"]["name"] for key in ("A", "B")}
+    assert len(names) == 2
+    for key, (obj, _) in found.items():
+        assert obj["metadata"]["name"].replace("-", "") in key
+    assert len(resources_of(assertions.Template.from_stack(stack), MANIFEST)) == 2
+
+
+def test_the_release_program_runs_without_its_docstring_so_moving_the_library_does_not_rename_held_jobs():
+    assert RELEASE_PROGRAM_SOURCE.startswith("import ") and "trainium_eks" not in RELEASE_PROGRAM_SOURCE
+    compile(RELEASE_PROGRAM_SOURCE, "job_release_program", "exec")

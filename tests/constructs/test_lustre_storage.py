@@ -1,0 +1,127 @@
+"""LustreStorage: the FSx for Lustre file system, its security group rules, sizes and data repository."""
+
+import json
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import assertions
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_fsx as fsx
+
+from tests.support.apps import BUCKET_CONTEXT, default_template, new_app, only, resources_of
+from trainium_eks.constructs.lustre_storage import LustreStorage
+
+
+def test_file_system_is_persistent_2_lustre_2_15_lz4_in_the_accelerated_subnet_and_retained(template):
+    file_system = only(template, "AWS::FSx::FileSystem")
+    assert file_system["DeletionPolicy"] == "Retain" and file_system["UpdateReplacePolicy"] == "Retain"
+    props = file_system["Properties"]
+    assert props["FileSystemType"] == "LUSTRE"
+    assert props["FileSystemTypeVersion"] == "2.15"
+    assert props["StorageCapacity"] == 1200
+    assert props["LustreConfiguration"]["DeploymentType"] == "PERSISTENT_2"
+    assert props["LustreConfiguration"]["DataCompressionType"] == "LZ4"
+    assert props["LustreConfiguration"]["PerUnitStorageThroughput"] == 250
+    assert props["LustreConfiguration"]["AutomaticBackupRetentionDays"] == 7
+    (subnet,) = props["SubnetIds"]
+    assert "Accelerated" in subnet["Ref"]
+
+
+def test_lustre_storage_context_sets_the_size():
+    props = only(default_template(lustreStorageGiB="4800"), "AWS::FSx::FileSystem")["Properties"]
+    assert props["StorageCapacity"] == 4800
+
+
+def lustre_rules(template):
+    groups = resources_of(template, "AWS::EC2::SecurityGroup")
+    fsx_sg = next(k for k, v in groups.items() if v["Properties"]["GroupDescription"].startswith("FSx for Lustre"))
+    rules = [
+        r["Properties"]
+        for r in resources_of(template, "AWS::EC2::SecurityGroupIngress").values()
+        if r["Properties"]["GroupId"] == {"Fn::GetAtt": [fsx_sg, "GroupId"]}
+    ]
+    return fsx_sg, rules
+
+
+def test_lustre_security_group_allows_988_and_1018_to_1023_from_itself_and_both_node_groups(template):
+    fsx_sg, rules = lustre_rules(template)
+    node_sg = next(
+        k
+        for k, v in resources_of(template, "AWS::EC2::SecurityGroup").items()
+        if v["Properties"]["GroupDescription"].startswith("Accelerated nodes")
+    )
+    self_rules = [r for r in rules if r["SourceSecurityGroupId"] == {"Fn::GetAtt": [fsx_sg, "GroupId"]}]
+    assert [(r["FromPort"], r["ToPort"]) for r in self_rules] == [(988, 1023)], "servers reach each other"
+    node_ports = sorted(
+        (r["FromPort"], r["ToPort"])
+        for r in rules
+        if r["SourceSecurityGroupId"] == {"Fn::GetAtt": [node_sg, "GroupId"]}
+    )
+    assert node_ports == [(988, 988), (1018, 1023)]
+    cluster_sg_ports = sorted(
+        (r["FromPort"], r["ToPort"])
+        for r in rules
+        if "ClusterSecurityGroupId" in json.dumps(r["SourceSecurityGroupId"])
+    )
+    assert cluster_sg_ports == [(988, 988), (1018, 1023)], "system nodes (TensorBoard, staging) mount it too"
+    assert all(r["IpProtocol"] == "tcp" for r in rules)
+
+
+def test_the_file_system_is_created_after_its_self_rule_and_not_after_the_clients_rules(template):
+    """FSx refuses CreateFileSystem unless the group admits LNET from itself (InvalidNetworkSettings); the clients'
+    rules need not exist yet, and waiting for the cluster's would hold the file system back until the cluster is up."""
+    fsx_sg, _ = lustre_rules(template)
+    ingress = resources_of(template, "AWS::EC2::SecurityGroupIngress")
+    own = {
+        logical_id
+        for logical_id, rule in ingress.items()
+        if rule["Properties"]["GroupId"]
+        == rule["Properties"].get("SourceSecurityGroupId")
+        == {"Fn::GetAtt": [fsx_sg, "GroupId"]}
+    }
+    assert len(own) == 1
+    depends = set(only(template, "AWS::FSx::FileSystem").get("DependsOn", []))
+    assert own <= depends
+    assert not (depends & (set(ingress) - own)), "no client rule holds the file system back"
+    assert not any("Cluster" in d for d in depends)
+
+
+def test_no_data_repository_association_without_a_bucket(template):
+    template.resource_count_is("AWS::FSx::DataRepositoryAssociation", 0)
+
+
+def test_data_bucket_is_linked_with_automatic_import_and_export_without_deletes():
+    template = default_template(**BUCKET_CONTEXT)
+    association = only(template, "AWS::FSx::DataRepositoryAssociation")
+    assert association["DeletionPolicy"] == "Retain"
+    props = association["Properties"]
+    assert props["DataRepositoryPath"] == "s3://my-training-data/"
+    assert props["FileSystemPath"] == "/bucket"
+    assert props["BatchImportMetaDataOnCreate"] is True
+    assert props["S3"]["AutoImportPolicy"]["Events"] == ["NEW", "CHANGED", "DELETED"]
+    assert props["S3"]["AutoExportPolicy"]["Events"] == ["NEW", "CHANGED"]
+
+
+def test_scratch_file_systems_take_no_throughput_and_no_backups():
+    app = new_app()
+    stack = cdk.Stack(app, "S")
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2)
+    LustreStorage(
+        stack,
+        "Fs",
+        vpc=vpc,
+        subnet=vpc.private_subnets[0],
+        storage_capacity_gib=2400,
+        deployment_type=fsx.LustreDeploymentType.SCRATCH_2,
+    )
+    props = only(assertions.Template.from_stack(stack), "AWS::FSx::FileSystem")["Properties"]
+    assert props["LustreConfiguration"]["DeploymentType"] == "SCRATCH_2"
+    assert "PerUnitStorageThroughput" not in props["LustreConfiguration"]
+    assert "AutomaticBackupRetentionDays" not in props["LustreConfiguration"]
+
+
+@pytest.mark.parametrize("size", [1200, 2400, 4800, 7200])
+def test_allowed_persistent_2_sizes_synthesize(size):
+    assert (
+        only(default_template(lustreStorageGiB=size), "AWS::FSx::FileSystem")["Properties"]["StorageCapacity"] == size
+    )

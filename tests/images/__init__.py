@@ -1,0 +1,1 @@
+"""Tests of the training images' own code (images/), run outside a container."""

@@ -1,0 +1,302 @@
+"""Tests of the CIFAR-10 DDP training script (images/cifar10-ddp): data reading, model, checkpoints, CPU runs.
+
+The data is a small synthetic set in the CIFAR-10 "python version" layout (``make_synthetic_cifar.py``). The
+distributed run trains under ``python -m torch.distributed.run`` with two gloo workers on the CPU, then resumes from its
+checkpoint; the single-process runs check that a resumed run reproduces an uninterrupted one exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import numpy as np  # noqa: E402
+
+from tests.support.apps import REPO  # noqa: E402
+
+IMAGE_DIR = REPO / "images" / "cifar10-ddp"
+SCRIPT = IMAGE_DIR / "train_cifar10.py"
+if str(IMAGE_DIR) not in sys.path:
+    sys.path.insert(0, str(IMAGE_DIR))
+
+import make_synthetic_cifar  # noqa: E402
+import train_cifar10  # noqa: E402
+
+EPOCH_LINE = re.compile(r"^epoch=(\d+) train_loss=(\S+) test_accuracy=(\S+) steps=(\d+) seconds=\S+$", re.MULTILINE)
+RUN_TIMEOUT_S = 300
+TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "LOCAL_WORLD_SIZE")
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """256 training and 64 test images; the folder holding ``cifar-10-batches-py``."""
+    root = tmp_path_factory.mktemp("cifar-data")
+    make_synthetic_cifar.write_dataset(str(root), num_train=256, num_test=64, seed=0)
+    return root
+
+
+@pytest.fixture
+def single_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No torchrun variables, so that ``train_cifar10.main`` trains in this process without a process group."""
+    for name in TORCHRUN_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+def epochs_logged(stdout: str) -> list[tuple[int, float, float, int]]:
+    """``(epoch, train_loss, test_accuracy, steps)`` of every epoch line."""
+    return [(int(e), float(loss), float(acc), int(steps)) for e, loss, acc, steps in EPOCH_LINE.findall(stdout)]
+
+
+# ------------------------------------------------------------------------------------------------ data
+
+
+def test_synthetic_data_has_the_cifar10_layout(data_dir: Path) -> None:
+    folder = data_dir / "cifar-10-batches-py"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [*(f"data_batch_{i}" for i in range(1, 6)), "test_batch", "batches.meta"]
+    )
+    with open(folder / "data_batch_1", "rb") as f:
+        raw = pickle.load(f, encoding="bytes")
+    assert raw[b"data"].dtype == np.uint8 and raw[b"data"].shape == (52, 3072)  # 256 over 5 files: 52, 51, 51, 51, 51
+    assert isinstance(raw[b"labels"], list) and len(raw[b"labels"]) == 52
+    images, labels = train_cifar10.read_batch(str(folder / "test_batch"))
+    assert images.shape == (64, 3, 32, 32) and labels.dtype == np.int64
+    assert sorted(set(labels.tolist())) == list(range(10))
+    train_set = train_cifar10.load_split(str(folder), train_cifar10.TRAIN_FILES)
+    assert len(train_set) == 256
+    # Same seed, same data.
+    again, again_labels = make_synthetic_cifar.make_images(64, seed=2, noise=40.0, prototypes_seed=0)
+    np.testing.assert_array_equal(again.reshape(-1, 3, 32, 32), images)
+    assert again_labels == labels.tolist()
+
+
+def test_data_dir_may_be_the_batches_folder_or_its_parent(data_dir: Path, tmp_path: Path) -> None:
+    folder = str(data_dir / "cifar-10-batches-py")
+    assert train_cifar10.resolve_batches_dir(str(data_dir)) == folder
+    assert train_cifar10.resolve_batches_dir(folder) == folder
+    with pytest.raises(train_cifar10.DataError, match="never downloads"):
+        train_cifar10.resolve_batches_dir(str(tmp_path))
+    with pytest.raises(train_cifar10.DataError, match="is not a directory"):
+        train_cifar10.resolve_batches_dir(str(tmp_path / "absent"))
+    partial = tmp_path / "partial" / "cifar-10-batches-py"
+    partial.mkdir(parents=True)
+    (partial / "data_batch_1").write_bytes(b"")
+    with pytest.raises(train_cifar10.DataError, match="missing data_batch_2, data_batch_3, data_batch_4, data_batch_5"):
+        train_cifar10.resolve_batches_dir(str(partial.parent))
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ({b"data": np.zeros((2, 3072), dtype=np.float32), b"labels": [0, 1]}, "must be uint8 of shape N x 3072"),
+        ({b"data": np.zeros((2, 100), dtype=np.uint8), b"labels": [0, 1]}, "must be uint8 of shape N x 3072"),
+        ({b"data": np.zeros((2, 3072), dtype=np.uint8), b"labels": [0]}, "must hold 2 integers"),
+        ({b"data": np.zeros((2, 3072), dtype=np.uint8), b"labels": [0, 10]}, r"labels must be in 0\.\.9"),
+        ({b"pixels": np.zeros((2, 3072), dtype=np.uint8)}, "is not a CIFAR-10 batch"),
+    ],
+)
+def test_read_batch_rejects_malformed_batches(tmp_path: Path, payload: dict, message: str) -> None:
+    path = tmp_path / "data_batch_1"
+    path.write_bytes(pickle.dumps(payload))
+    with pytest.raises(train_cifar10.DataError, match=message):
+        train_cifar10.read_batch(str(path))
+
+
+def test_read_batch_rejects_a_file_that_is_not_a_pickle(tmp_path: Path) -> None:
+    path = tmp_path / "test_batch"
+    path.write_bytes(b"not a pickle")
+    with pytest.raises(train_cifar10.DataError, match="cannot read CIFAR-10 batch"):
+        train_cifar10.read_batch(str(path))
+
+
+def test_normalize_maps_bytes_to_minus_one_to_one() -> None:
+    pixels = torch.tensor([0, 51, 255], dtype=torch.uint8)
+    assert train_cifar10.normalize(pixels).tolist() == pytest.approx([-1.0, -0.6, 1.0])
+
+
+# ------------------------------------------------------------------------------------------------ model, args
+
+
+def test_net_is_the_tutorial_cnn() -> None:
+    net = train_cifar10.Net()
+    shapes = {name: tuple(p.shape) for name, p in net.named_parameters()}
+    assert shapes == {
+        "conv1.weight": (6, 3, 5, 5),
+        "conv1.bias": (6,),
+        "conv2.weight": (16, 6, 5, 5),
+        "conv2.bias": (16,),
+        "fc1.weight": (120, 400),
+        "fc1.bias": (120,),
+        "fc2.weight": (84, 120),
+        "fc2.bias": (84,),
+        "fc3.weight": (10, 84),
+        "fc3.bias": (10,),
+    }
+    assert net(torch.zeros(4, 3, 32, 32)).shape == (4, 10)
+
+
+def test_backend_choice() -> None:
+    assert train_cifar10.choose_backend("auto", cuda_available=False) == "gloo"
+    assert train_cifar10.choose_backend("auto", cuda_available=True) == "nccl"
+    assert train_cifar10.choose_backend("gloo", cuda_available=True) == "gloo"
+    with pytest.raises(train_cifar10.DataError, match="--backend nccl needs CUDA"):
+        train_cifar10.choose_backend("nccl", cuda_available=False)
+
+
+def test_parse_args_defaults_and_bad_values(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["--data-dir", str(tmp_path), "--output-dir", str(tmp_path / "out")]
+    args = train_cifar10.parse_args(base)
+    assert (args.epochs, args.batch_size, args.lr, args.momentum, args.num_workers) == (3, 64, 0.01, 0.9, 0)
+    assert args.backend == "auto" and args.max_steps_per_epoch is None
+    assert args.checkpoint_dir == str(tmp_path / "out")
+    for bad, message in (
+        (["--epochs", "0"], "--epochs must be >= 1"),
+        (["--batch-size", "-1"], "--batch-size must be >= 1"),
+        (["--lr", "0"], "--lr must be > 0"),
+        (["--momentum", "1"], "--momentum must be in [0, 1)"),
+        (["--max-steps-per-epoch", "0"], "--max-steps-per-epoch must be >= 1"),
+        (["--backend", "mpi"], "invalid choice: 'mpi'"),
+    ):
+        with pytest.raises(SystemExit) as exit_info:
+            train_cifar10.parse_args([*base, *bad])
+        assert exit_info.value.code == 2
+        assert message in capsys.readouterr().err
+
+
+def test_atomic_write_replaces_or_keeps_the_old_file(tmp_path: Path) -> None:
+    target = tmp_path / "metrics.json"
+    train_cifar10.save_json(str(target), {"a": 1})
+    assert json.loads(target.read_text()) == {"a": 1}
+
+    def broken(f: object) -> None:
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        train_cifar10.atomic_write(str(target), broken)
+    assert json.loads(target.read_text()) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"]  # no temporary file left behind
+
+
+# ------------------------------------------------------------------------------------------------ single process
+
+
+def test_resume_reproduces_an_uninterrupted_run(
+    data_dir: Path, tmp_path: Path, single_process: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = ["--data-dir", str(data_dir), "--batch-size", "32", "--seed", "7", "--max-steps-per-epoch", "3"]
+    split, whole = tmp_path / "split", tmp_path / "whole"
+    assert train_cifar10.main([*common, "--output-dir", str(split), "--epochs", "1"]) == 0
+    assert train_cifar10.main([*common, "--output-dir", str(split), "--epochs", "2"]) == 0
+    resumed = capsys.readouterr().out
+    assert "resumed from epoch 1" in resumed
+    assert [e for e, *_ in epochs_logged(resumed)] == [1, 2]
+    assert train_cifar10.main([*common, "--output-dir", str(whole), "--epochs", "2"]) == 0
+    straight = capsys.readouterr().out
+
+    assert epochs_logged(resumed) == epochs_logged(straight)
+    split_model = torch.load(split / "model.pt", weights_only=True)
+    whole_model = torch.load(whole / "model.pt", weights_only=True)
+    for name, tensor in whole_model.items():
+        torch.testing.assert_close(split_model[name], tensor, rtol=0, atol=0)
+    assert json.loads((split / "metrics.json").read_text()) == json.loads((whole / "metrics.json").read_text())
+
+    # A finished run does nothing but rewrite its outputs.
+    assert train_cifar10.main([*common, "--output-dir", str(split), "--epochs", "2"]) == 0
+    again = capsys.readouterr().out
+    assert "nothing to do" in again and epochs_logged(again) == []
+
+
+def test_missing_data_or_foreign_checkpoint_exit_2(
+    data_dir: Path, tmp_path: Path, single_process: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert train_cifar10.main(["--data-dir", str(tmp_path / "nothing"), "--output-dir", str(tmp_path / "o")]) == 2
+    assert "--data-dir" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert train_cifar10.main(["--data-dir", str(tmp_path / "empty"), "--output-dir", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "train_cifar10.py: error: no CIFAR-10 data in" in err and "never downloads" in err
+
+    out = tmp_path / "foreign"
+    out.mkdir()
+    torch.save({"format": 99}, out / "checkpoint.pt")
+    assert train_cifar10.main(["--data-dir", str(data_dir), "--output-dir", str(out), "--epochs", "1"]) == 2
+    assert "is not a checkpoint of this script" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------------ two processes
+
+
+def run_torchrun(*args: str, nproc: int = 2, timeout: float = RUN_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    """Runs the script under ``python -m torch.distributed.run --standalone`` with ``nproc`` CPU workers."""
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc)]
+    env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARIABLES and not k.startswith("PET_")}
+    env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    return subprocess.run([*command, str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def checked(done: subprocess.CompletedProcess[str]) -> str:
+    """The stdout of a run that must have succeeded."""
+    assert done.returncode == 0, (
+        f"exit {done.returncode}\nSTDOUT:\n{done.stdout[-4000:]}\nSTDERR:\n{done.stderr[-4000:]}"
+    )
+    return done.stdout
+
+
+def test_ddp_two_workers_train_checkpoint_and_resume(data_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    common = ["--data-dir", str(data_dir), "--output-dir", str(out), "--batch-size", "16", "--backend", "gloo"]
+    stdout = checked(run_torchrun(*common, "--epochs", "2"))
+    assert "rank 0 of 2 on cpu" in stdout
+    first = epochs_logged(stdout)
+    assert [e for e, *_ in first] == [1, 2]
+    assert all(steps == 8 for *_, steps in first)  # 256 images / 2 ranks / 16 per step
+    assert first[1][1] < first[0][1]  # the loss falls
+    checkpoint = torch.load(out / "checkpoint.pt", weights_only=True)
+    assert checkpoint["epoch"] == 2 and checkpoint["world_size"] == 2 and checkpoint["seed"] == 1
+    assert {"model", "optimizer", "torch_rng_state", "history"} <= set(checkpoint)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["epochs"] == 2 and metrics["world_size"] == 2
+    assert metrics["train_loss"] == pytest.approx(first[1][1], abs=1e-4)
+    final_json = json.loads(stdout.strip().splitlines()[-1])
+    assert final_json == metrics
+
+    stdout = checked(run_torchrun(*common, "--epochs", "4"))
+    assert "resumed from epoch 2" in stdout
+    second = epochs_logged(stdout)
+    assert [e for e, *_ in second] == [3, 4]
+    losses = [loss for _, loss, _, _ in first + second]
+    assert losses == sorted(losses, reverse=True) and losses[-1] < losses[0] - 0.05
+    assert second[-1][2] > 0.3  # well above chance (0.1) on the held-out images
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert [h["epoch"] for h in metrics["history"]] == [1, 2, 3, 4]
+    assert torch.load(out / "checkpoint.pt", weights_only=True)["epoch"] == 4
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt", "metrics.json", "model.pt"]  # no temp files
+    net = train_cifar10.Net()
+    net.load_state_dict(torch.load(out / "model.pt", weights_only=True))
+
+
+def test_ddp_run_without_data_fails_with_a_clear_message(tmp_path: Path) -> None:
+    done = run_torchrun("--data-dir", str(tmp_path), "--output-dir", str(tmp_path / "out"))
+    assert done.returncode != 0
+    assert "train_cifar10.py: error: no CIFAR-10 data in" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_ddp_checkpoint_that_rank_0_cannot_load_fails_the_run(data_dir: Path, tmp_path: Path) -> None:
+    """Rank 0 reads the checkpoint and broadcasts it, or broadcasts the error: the run stops with that message."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "checkpoint.pt").write_bytes(b"truncated")
+    done = run_torchrun("--data-dir", str(data_dir), "--output-dir", str(out), timeout=120)
+    assert done.returncode != 0
+    assert f"train_cifar10.py: error: cannot load {str(out / 'checkpoint.pt')!r}" in done.stderr
+    assert f'File "{SCRIPT}"' not in done.stderr  # the message, not a worker's traceback

@@ -1,0 +1,1 @@
+"""Tests of trainium_eks.manifests."""

@@ -1,0 +1,24 @@
+"""PyTorchJobChart: the Kubeflow training-operator PyTorchJob as the workshop wrote it."""
+
+from tests.support.kubeflow_jobs import pytorchjob
+
+
+def test_pytorchjob_as_the_workshop_wrote_it():
+    chart, manifest = pytorchjob(nodes=3)
+    assert manifest["apiVersion"] == "kubeflow.org/v1" and manifest["kind"] == "PyTorchJob"
+    spec = manifest["spec"]
+    assert spec["nprocPerNode"] == "1"
+    replicas = spec["pytorchReplicaSpecs"]
+    assert replicas["Master"]["replicas"] == 1 and replicas["Worker"]["replicas"] == 2
+    for replica in replicas.values():
+        (container,) = replica["template"]["spec"]["containers"]
+        assert container["name"] == "pytorch"
+        assert replica["template"]["spec"]["nodeSelector"] == {"node.kubernetes.io/instance-type": "m5.xlarge"}
+    assert spec["runPolicy"]["schedulingPolicy"] == {"minAvailable": 3, "queue": "training"}
+    assert "elasticPolicy" not in spec and chart.ref.startswith("pytorchjob/")
+
+
+def test_pytorchjob_on_one_node_has_no_workers_and_an_elastic_job_has_its_policy():
+    assert "Worker" not in pytorchjob(nodes=1)[1]["spec"]["pytorchReplicaSpecs"]
+    elastic = pytorchjob(nodes=4, min_nodes=2)[1]["spec"]["elasticPolicy"]
+    assert elastic == {"minReplicas": 2, "maxReplicas": 4, "rdzvBackend": "c10d", "nProcPerNode": 1}

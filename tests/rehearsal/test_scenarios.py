@@ -1,0 +1,192 @@
+"""The deploy rehearsal of the default app: each scenario of ``make rehearse`` keeps every promise.
+
+Templates are synthesized once per variant and each old variant is deployed once (``rehearsal`` fixture); the
+real aws-eks-v2 handler runs against fake ``aws``/``kubectl``/``helm`` (:mod:`rehearsal`). A scenario
+whose promise the library breaks today is listed in :data:`KNOWN_DEFECTS` with the defect (a strict xfail: remove
+the entry when the library is fixed).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List
+
+import pytest
+
+import app as default_app
+from rehearsal.cfn_changes import Action
+from rehearsal.report import render
+from rehearsal.scenario import Rehearsal, ScenarioResult
+from rehearsal.scenarios import (
+    COMPOSER_TRAINING,
+    KUBEFLOW_TRAINING,
+    TRAINIUM_EKS,
+    all_scenarios,
+    default_app_sources,
+)
+from tests.support.apps import new_app
+
+SCENARIOS = {f"{scenario.stack}: {scenario.name}": scenario for scenario in all_scenarios()}
+
+KNOWN_DEFECTS: Dict[str, str] = {}
+"""Scenario (``<stack>: <name>``) -> the library defect that breaks one of its promises today."""
+
+
+@pytest.fixture(scope="module")
+def rehearsal():
+    """One rehearsal for the module: templates and deployments are cached."""
+    with Rehearsal(default_app_sources(new_app, default_app.build_app)) as shared:
+        yield shared
+
+
+def run(rehearsal: Rehearsal, name: str, stack: str = TRAINIUM_EKS) -> ScenarioResult:
+    """The result of the scenario ``name`` of ``stack``."""
+    return rehearsal.run(SCENARIOS[f"{stack}: {name}"])
+
+
+def actions_of(result: ScenarioResult, resource_type: str) -> List[Action]:
+    """The actions on the resources of ``resource_type``."""
+    return [change.action for change in result.plan.changes if change.resource_type == resource_type]
+
+
+def job_names(result: ScenarioResult) -> List[str]:
+    """Names of the jobs in the clusters after the scenario."""
+    return sorted(obj.name for _, obj in result.cluster_after.all_objects() if obj.kind in ("Job", "TrainJob"))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN_DEFECTS[name]))
+        if name in KNOWN_DEFECTS
+        else name
+        for name in SCENARIOS
+    ],
+)
+def test_the_scenario_keeps_its_promises(rehearsal, name):
+    result = rehearsal.run(SCENARIOS[name])
+    assert result.failed_promises() == {}, render(result)
+
+
+def test_a_fresh_deploy_runs_the_handler_for_every_manifest_and_chart(rehearsal):
+    result = run(rehearsal, "fresh deploy")
+    handler_steps = [s for s in result.plan.steps if s.resource_type.startswith("Custom::AWSCDK-EKS-")]
+    invocations = [run.invocation for run in result.runs if run.invocation is not None]
+    assert handler_steps and len(invocations) == len(handler_steps)
+    assert all(invocation.succeeded for invocation in invocations)
+    (cluster,) = result.cluster_after.clusters.values()
+    assert cluster.find("Namespace", "training") is not None
+    assert cluster.find("PersistentVolumeClaim", "fsx-claim", "training") is not None
+    assert cluster.releases[("volcano-system", "volcano")].revision == 1
+    assert len(job_names(result)) == 3
+
+
+def test_scaling_out_updates_the_node_group_and_renames_the_jobs(rehearsal):
+    before = job_names(rehearsal.deployed(TRAINIUM_EKS, SCENARIOS["TrainiumEks: fresh deploy"].new))
+    result = run(rehearsal, "nodeCount 2 -> 4")
+    assert actions_of(result, "AWS::EKS::Nodegroup") == [Action.UPDATE]
+    after = job_names(result)
+    assert len(after) == 3 and set(after) != set(before)
+
+
+def test_another_instance_type_updates_the_launch_template_and_the_node_group_in_place(rehearsal):
+    result = run(rehearsal, "instanceType trn1 -> trn1n")
+    assert actions_of(result, "AWS::EC2::LaunchTemplate") == [Action.UPDATE]
+    assert actions_of(result, "AWS::EKS::Nodegroup") == [Action.UPDATE]
+
+
+def test_a_changed_training_argument_replaces_only_the_jobs_that_use_it(rehearsal):
+    before = job_names(rehearsal.deployed(TRAINIUM_EKS, SCENARIOS["TrainiumEks: fresh deploy"].new))
+    after = job_names(run(rehearsal, "a changed training argument"))
+    assert [name for name in before if name.startswith("bert-phase1-data-")] == [
+        name for name in after if name.startswith("bert-phase1-data-")
+    ], "the staging job does not take the training arguments"
+    assert len(set(after) - set(before)) == 2
+
+
+def test_removed_jobs_are_deleted_from_the_cluster(rehearsal):
+    result = run(rehearsal, "the seed jobs removed from the app")
+    assert {(s.operation, s.phase) for s in result.plan.steps} == {("Delete", "cleanup")}
+    assert job_names(result) == []
+
+
+def test_a_new_volcano_chart_is_a_helm_upgrade_of_the_same_release(rehearsal):
+    result = run(rehearsal, "a new Volcano chart version")
+    helm_steps = [s for s in result.plan.steps if s.resource_type == "Custom::AWSCDK-EKS-HelmChart"]
+    assert [s.operation for s in helm_steps] == ["Update"]
+    (cluster,) = result.cluster_after.clusters.values()
+    release = cluster.releases[("volcano-system", "volcano")]
+    assert (release.revision, release.version) == (2, helm_steps[0].properties["Version"])
+
+
+def test_a_kubernetes_upgrade_keeps_the_cluster(rehearsal):
+    result = run(rehearsal, "kubernetesVersion 1.35 -> 1.36")
+    assert actions_of(result, "AWS::EKS::Cluster") == [Action.UPDATE]
+    assert set(result.cluster_before.clusters) == set(result.cluster_after.clusters)
+
+
+def test_destroy_keeps_the_data_and_deletes_the_cluster(rehearsal):
+    result = run(rehearsal, "cdk destroy")
+    retained = {c.resource_type for c in result.plan.changes if c.action is Action.RETAIN}
+    assert {"AWS::FSx::FileSystem", "AWS::ECR::Repository", "AWS::KMS::Key", "AWS::Logs::LogGroup"} <= retained
+    assert result.cluster_after.clusters == {}
+
+
+def test_a_fresh_kubeflow_deploy_installs_the_trainer_and_creates_the_trainjob_after_its_runtime(rehearsal):
+    result = run(rehearsal, "fresh deploy", KUBEFLOW_TRAINING)
+    (cluster,) = result.cluster_after.clusters.values()
+    assert cluster.releases[("kubeflow-system", "kubeflow-trainer")].revision == 1
+    assert cluster.find("PersistentVolumeClaim", "efs-sc-claim", "training") is not None
+    order = [run.step.logical_id for run in result.runs]
+    (runtime,) = [i for i, logical_id in enumerate(order) if logical_id.startswith("KubeflowTrainerRuntime")]
+    (release,) = [i for i, logical_id in enumerate(order) if logical_id.startswith("JobsTrainingJob")]
+    assert runtime < release, "the TrainJob's release Job comes after the runtime the TrainJob will name"
+    (volcano,) = [i for i, logical_id in enumerate(order) if logical_id.startswith("AddonsVolcano3")]
+    (trainer,) = [i for i, logical_id in enumerate(order) if logical_id.startswith("KubeflowTrainerRelease")]
+    assert volcano < trainer, "the Trainer's controller starts once the PodGroup kind exists"
+    assert len(job_names(result)) == 2, "the staging job and the TrainJob's release Job"
+
+
+def test_a_new_trainer_chart_is_a_helm_upgrade_that_keeps_the_jobs(rehearsal):
+    before = job_names(rehearsal.deployed(KUBEFLOW_TRAINING, SCENARIOS["KubeflowTraining: fresh deploy"].new))
+    result = run(rehearsal, "a new Kubeflow Trainer chart version", KUBEFLOW_TRAINING)
+    (cluster,) = result.cluster_after.clusters.values()
+    assert cluster.releases[("kubeflow-system", "kubeflow-trainer")].revision == 2
+    assert job_names(result) == before
+
+
+def test_another_recipe_replaces_only_the_recipe_run(rehearsal):
+    before = set(job_names(rehearsal.deployed(COMPOSER_TRAINING, SCENARIOS["ComposerTraining: fresh deploy"].new)))
+    after = set(job_names(run(rehearsal, "another recipe", COMPOSER_TRAINING)))
+    (new,) = after - before
+    assert new.startswith("resnet-recipe-") and len(after) == 3
+
+
+@pytest.mark.parametrize("stack", [KUBEFLOW_TRAINING, COMPOSER_TRAINING])
+def test_destroy_keeps_the_efs_data(rehearsal, stack):
+    result = run(rehearsal, "cdk destroy", stack)
+    retained = {c.resource_type for c in result.plan.changes if c.action is Action.RETAIN}
+    assert {"AWS::EFS::FileSystem", "AWS::ECR::Repository"} <= retained
+    if stack == KUBEFLOW_TRAINING:
+        assert "AWS::S3::Bucket" in retained, "the SageMaker runs' models"
+
+
+def test_fewer_cpu_nodes_update_the_node_group_and_rename_the_trainjob(rehearsal):
+    before = job_names(rehearsal.deployed(KUBEFLOW_TRAINING, SCENARIOS["KubeflowTraining: fresh deploy"].new))
+    result = run(rehearsal, "kubeflowCpuNodes 6 -> 3", KUBEFLOW_TRAINING)
+    assert actions_of(result, "AWS::EKS::Nodegroup") == [Action.UPDATE]
+    after = job_names(result)
+    renamed = set(after) - set(before)
+    assert len(after) == 2 and len(renamed) == 1 and next(iter(renamed)).startswith("cifar10-ddp-")
+
+
+def test_a_gpu_group_added_creates_its_node_group_and_the_nvidia_plugin(rehearsal):
+    result = run(rehearsal, "a GPU group added", KUBEFLOW_TRAINING)
+    assert actions_of(result, "AWS::EKS::Nodegroup") == [Action.CREATE]
+    (cluster,) = result.cluster_after.clusters.values()
+    assert cluster.find("DaemonSet", "nvidia-device-plugin", "kube-system") is not None
+
+
+def test_another_gpu_type_updates_the_launch_template_in_place(rehearsal):
+    result = run(rehearsal, "composerInstanceType g5 -> g6", COMPOSER_TRAINING)
+    assert Action.UPDATE in actions_of(result, "AWS::EC2::LaunchTemplate")
+    assert Action.REPLACE not in actions_of(result, "AWS::EC2::LaunchTemplate")

@@ -1,0 +1,286 @@
+"""Every bad setting of the default app stops synth with one error naming the setting, the value and what is allowed."""
+
+import aws_cdk as cdk
+import pytest
+
+from tests.support.apps import REPO, build_default_app, new_app
+from trainium_eks.core.validation import ConfigurationError
+from trainium_eks.stacks.trainium_eks_stack import TrainiumEksStack
+
+
+def problems_of(**context):
+    with pytest.raises(ConfigurationError) as raised:
+        build_default_app(**context)
+    return raised.value.problems
+
+
+def test_unknown_instance_type():
+    (problem,) = problems_of(instanceType="trn9.huge")
+    assert problem.startswith("instanceType='trn9.huge': an instance type of the catalog: trn1.2xlarge, trn1.32xlarge")
+
+
+def test_more_than_one_node_without_efa():
+    (problem,) = problems_of(instanceType="trn1.2xlarge", nodeCount="2")
+    assert problem.startswith("nodeCount=2: trn1.2xlarge has no EFA")
+    assert "trn1.32xlarge" in problem
+
+
+@pytest.mark.parametrize("count", ["0", "-1", "451"])
+def test_node_count_out_of_range(count):
+    (problem,) = problems_of(nodeCount=count)
+    assert problem == (
+        f"nodeCount={int(count)}: an integer from 1 to 450 (the EKS limit of 450 nodes per managed node group)"
+    )
+
+
+def test_node_count_that_is_not_a_number():
+    (problem,) = problems_of(nodeCount="two")
+    assert problem == "nodeCount='two': a whole number (such as 4)"
+
+
+def test_az_id_of_another_region():
+    (problem,) = problems_of(trainiumAzId="use1-az6")
+    assert problem.startswith("trainiumAzId='use1-az6': an AZ ID of region us-west-2: usw2-az1, usw2-az2")
+
+
+def test_az_id_that_does_not_exist():
+    (problem,) = problems_of(trainiumAzId="usw2-az9")
+    assert problem.startswith("trainiumAzId='usw2-az9': an AZ ID of region us-west-2")
+
+
+def test_az_id_that_does_not_offer_the_instance_type():
+    (problem,) = problems_of(trainiumAzId="usw2-az1")
+    assert problem == "trainiumAzId='usw2-az1': trn1.32xlarge is not offered there; it is offered in usw2-az3, usw2-az4"
+
+
+def test_region_that_does_not_offer_the_instance_type():
+    (problem,) = problems_of(instanceType="trn2.48xlarge")
+    assert problem == (
+        "trainiumAzId='usw2-az4': trn2.48xlarge is not offered there; it is offered in regions us-east-2, ap-south-2"
+    )
+
+
+@pytest.mark.parametrize("size", ["1000", "3600", "2401"])
+def test_lustre_size_fsx_does_not_allow(size):
+    (problem,) = problems_of(lustreStorageGiB=size)
+    assert problem.startswith(f"lustreStorageGiB={int(size)}: PERSISTENT_2 allows 1200, 2400 or a multiple of 2400 GiB")
+
+
+def test_throughput_not_allowed_for_the_deployment_type():
+    from aws_cdk import aws_fsx as fsx
+
+    from trainium_eks.constructs.lustre_storage import check_lustre_settings
+    from trainium_eks.core.validation import Problems
+
+    problems = Problems("test")
+    check_lustre_settings(problems, storage_capacity_gib=1200, throughput_per_tib=200)
+    check_lustre_settings(
+        problems,
+        storage_capacity_gib=1200,
+        deployment_type=fsx.LustreDeploymentType.PERSISTENT_1,
+        throughput_per_tib=125,
+    )
+    assert list(problems) == [
+        "throughput_per_tib=200: PERSISTENT_2 allows 125, 250, 500, 1000 MB/s/TiB",
+        "throughput_per_tib=125: PERSISTENT_1 allows 50, 100, 200 MB/s/TiB",
+    ]
+
+
+@pytest.mark.parametrize(
+    "arn",
+    [
+        "arn:aws:sts::123456789012:assumed-role/Admin/alice",
+        "arn:aws:iam::12345:role/Admin",
+        "Admin",
+        "arn:aws:iam::123456789012:role/Admin\n",
+        " arn:aws:iam::123456789012:role/Admin",
+        "arn:aws:iam::123456789012:role/Admin extra",
+    ],
+)
+def test_admin_role_arn_that_is_not_an_iam_role_or_user_arn(arn):
+    (problem,) = problems_of(adminRoleArn=arn)
+    assert problem.startswith(f"adminRoleArn={arn!r}: ")
+    assert "IAM role ARN with its path" in problem or "surrounding spaces" in problem
+
+
+def test_admin_role_arn_of_another_partition():
+    (problem,) = problems_of(adminRoleArn="arn:aws-cn:iam::123456789012:role/Admin")
+    assert problem.endswith("an ARN of partition aws, the partition of region us-west-2")
+
+
+def test_unsupported_kubernetes_version():
+    (problem,) = problems_of(kubernetesVersion="1.29")
+    assert problem.startswith("kubernetesVersion='1.29': one of 1.34, 1.35, 1.36")
+
+
+def test_all_problems_are_reported_at_once():
+    with pytest.raises(ConfigurationError) as raised:
+        build_default_app(instanceType="trn1.2xlarge", nodeCount="3", lustreStorageGiB="1000", trainiumAzId="use1-az6")
+    message = str(raised.value)
+    assert message.startswith("TrainiumEks: 3 configuration problems:")
+    for setting in ("nodeCount=3", "lustreStorageGiB=1000", "trainiumAzId='use1-az6'"):
+        assert setting in message
+
+
+def test_problems_of_the_context_and_of_unparsable_values_are_reported_together():
+    with pytest.raises(ConfigurationError) as raised:
+        build_default_app(nodeCount="two", adminRoleArn="x", dataBucketName="Bad_Bucket", kubernetesVersion=1.35)
+    assert sorted(problem.split("=")[0] for problem in raised.value.problems) == [
+        "adminRoleArn",
+        "dataBucketName",
+        "kubernetesVersion",
+        "nodeCount",
+    ]
+
+
+def test_accepted_admin_arn_forms():
+    for arn in (
+        "arn:aws:iam::123456789012:role/Admin",
+        "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/us-west-2/AWSReservedSSO_Admin_0123456789abcdef",
+        "arn:aws:iam::123456789012:user/alice",
+    ):
+        build_default_app(adminRoleArn=arn)
+
+
+def test_data_bucket_name_that_s3_does_not_allow():
+    (problem,) = problems_of(dataBucketName="My_Bucket")
+    assert problem.startswith("dataBucketName='My_Bucket': the name of an existing S3 bucket")
+
+
+def test_lustre_storage_construct_refuses_a_throughput_and_size_together():
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+
+    from tests.support.apps import new_app
+    from trainium_eks.constructs.lustre_storage import LustreStorage
+
+    stack = cdk.Stack(new_app(), "S")
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2)
+    with pytest.raises(ConfigurationError) as raised:
+        LustreStorage(
+            stack, "Fs", vpc=vpc, subnet=vpc.private_subnets[0], storage_capacity_gib=3000, throughput_per_tib=200
+        )
+    assert raised.value.problems == [
+        "storage_capacity_gib=3000: PERSISTENT_2 allows 1200, 2400 or a multiple of 2400 GiB up to 2147483647 "
+        "(nearest: 2400 or 4800)",
+        "throughput_per_tib=200: PERSISTENT_2 allows 125, 250, 500, 1000 MB/s/TiB",
+    ]
+
+
+@pytest.mark.parametrize(
+    "key,suggested",
+    [
+        ("nodecount", "nodeCount"),
+        ("instance_type", "instanceType"),
+        ("trainiumAZId", "trainiumAzId"),
+        ("regoin", "region"),
+    ],
+)
+def test_an_unknown_key_is_refused_with_the_nearest_known_key(key, suggested):
+    problems = problems_of(**{key: "4"})
+    assert f"{key}='4': not a setting of the default app; did you mean {suggested!r}?" in problems
+
+
+def test_cdk_feature_flags_and_cli_keys_are_not_settings_to_check():
+    build_default_app(**{"@aws-cdk/core:newStyleStackSynthesis": True, "aws:cdk:enable-path-metadata": True})
+
+
+@pytest.mark.parametrize(
+    "key,value",
+    [
+        ("instanceType", True),
+        ("instanceType", 32),
+        ("trainiumAzId", ["usw2-az4"]),
+        ("kubernetesVersion", 1.36),
+        ("kubernetesVersion", {"minor": 36}),
+        ("nodeCount", True),
+        ("nodeCount", 2.5),
+        ("nodeCount", [2]),
+        ("lustreStorageGiB", "1200GiB"),
+        ("dataBucketName", 7),
+        ("adminRoleArn", False),
+        ("account", 123456789012),
+        ("region", None),
+    ],
+)
+def test_a_value_of_the_wrong_json_type_is_refused_naming_the_key(key, value):
+    problems = problems_of(**{key: value})
+    assert any(problem.startswith(f"{key}=") for problem in problems), problems
+
+
+@pytest.mark.parametrize("region,hint", [("US-WEST-2", "did you mean 'us-west-2'?"), ("mars-north-1", "")])
+def test_region_is_checked_first_and_named_as_region(region, hint):
+    (problem,) = problems_of(region=region)
+    assert problem.startswith(f"region={region!r}: {hint}")
+    assert "us-west-2" in problem and "trainiumAzId" not in problem
+
+
+@pytest.mark.parametrize("account", ["12345678901", "1234567890123", "12345678901a", "123456789012\n"])
+def test_account_is_twelve_digits(account):
+    (problem,) = problems_of(account=account)
+    assert problem.startswith(f"account={account!r}: 12 digits")
+
+
+@pytest.mark.parametrize(
+    "name,reason",
+    [
+        ("ab", "3-63 lowercase"),
+        ("a" * 64, "3-63 lowercase"),
+        ("My-Bucket", "3-63 lowercase"),
+        ("my bucket", "3-63 lowercase"),
+        ("-bucket", "3-63 lowercase"),
+        ("bucket.", "3-63 lowercase"),
+        ("my..bucket", "no two adjacent dots"),
+        ("192.168.5.4", "not formatted as an IP address"),
+        ("xn--bucket", "S3 reserves 'xn--'"),
+        ("sthree-bucket", "S3 reserves 'sthree-'"),
+        ("bucket-s3alias", "S3 reserves '-s3alias'"),
+        ("bucket--ol-s3", "S3 reserves '--ol-s3'"),
+    ],
+)
+def test_data_bucket_name_follows_every_s3_naming_rule(name, reason):
+    (problem,) = problems_of(dataBucketName=name)
+    assert problem.startswith(f"dataBucketName={name!r}: the name of an existing S3 bucket: {reason}")
+
+
+def test_lustre_storage_has_fsx_upper_bound():
+    (problem,) = problems_of(lustreStorageGiB=str(2_147_483_647 + 2400 - 2_147_483_647 % 2400))
+    assert "up to 2147483647" in problem
+
+
+README_INSTANCE_TYPES = ["trn1.32xlarge", "trn1n.32xlarge", "trn2.48xlarge", "trn1.2xlarge", "p4d.24xlarge"]
+README_INSTANCE_TYPES += ["p5.48xlarge", "m7i.xlarge", "m6i.xlarge", "m5.xlarge"]
+
+
+@pytest.mark.parametrize("instance_type", README_INSTANCE_TYPES)
+def test_every_instance_type_synthesizes_or_is_refused_naming_instance_type(instance_type):
+    """With the defaults otherwise: a type either synthesizes, or the message blames instanceType (or what the type
+    needs besides: one node without EFA, an AZ that offers it), in the user's terms."""
+    try:
+        build_default_app(instanceType=instance_type)
+    except ConfigurationError as error:
+        keys = {problem.split("=")[0] for problem in error.problems}
+        assert keys <= {"instanceType", "nodeCount", "trainiumAzId"}, error.problems
+        assert "precompile" not in str(error) and "processes_per_node" not in str(error)
+
+
+def test_the_training_stack_itself_refuses_a_gpu_type_for_its_neuron_seed_run_and_takes_it_without():
+    images = str(REPO / "images" / "bert-pretrain")
+    env = cdk.Environment(region="us-east-1")
+    with pytest.raises(ConfigurationError) as raised:
+        TrainiumEksStack(
+            new_app(),
+            "Seed",
+            env=env,
+            instance_type="p5.48xlarge",
+            availability_zone_id="use1-az6",
+            image_directory=images,
+        )
+    (problem,) = raised.value.problems
+    assert problem.startswith(
+        "instance_type='p5.48xlarge': the seed jobs pre-compile and train BERT with the Neuron SDK"
+    )
+    stack = TrainiumEksStack(
+        new_app(), "Own", env=env, instance_type="p5.48xlarge", availability_zone_id="use1-az6", seed_jobs=False
+    )
+    assert stack.accelerated_nodes.instance.name == "p5.48xlarge"

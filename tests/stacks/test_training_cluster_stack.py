@@ -1,0 +1,65 @@
+"""Facts that must live in one place stay in one place: what cdk.json and the README repeat matches the modules."""
+
+import pytest
+
+from tests.support.apps import CDK_JSON_CONTEXT, REPO
+from trainium_eks.constructs.lustre_storage import DEFAULT_STORAGE_CAPACITY_GIB
+from trainium_eks.constructs.training_node_group import DEFAULT_INSTANCE_TYPE, DEFAULT_NODE_COUNT
+from trainium_eks.facts import versions
+from trainium_eks.stacks import composer_training_stack as composer_stack
+from trainium_eks.stacks import kubeflow_training_stack as kubeflow_stack
+from trainium_eks.stacks.training_cluster_stack import DEFAULT_AZ_ID
+
+README = (REPO / "README.md").read_text()
+
+
+def test_cdk_json_defaults_are_the_library_defaults():
+    assert CDK_JSON_CONTEXT["instanceType"] == DEFAULT_INSTANCE_TYPE
+    assert CDK_JSON_CONTEXT["nodeCount"] == DEFAULT_NODE_COUNT
+    assert CDK_JSON_CONTEXT["trainiumAzId"] == DEFAULT_AZ_ID
+    assert CDK_JSON_CONTEXT["kubernetesVersion"] == versions.DEFAULT_KUBERNETES_VERSION
+    assert CDK_JSON_CONTEXT["lustreStorageGiB"] == DEFAULT_STORAGE_CAPACITY_GIB
+    assert CDK_JSON_CONTEXT["kubeflowAzId"] == DEFAULT_AZ_ID
+    assert CDK_JSON_CONTEXT["kubeflowCpuNodes"] == kubeflow_stack.DEFAULT_CPU_NODE_COUNT
+    assert CDK_JSON_CONTEXT["kubeflowAcceleratedType"] == ""  # no accelerated group by default
+    assert CDK_JSON_CONTEXT["kubeflowAcceleratedNodes"] == kubeflow_stack.DEFAULT_ACCELERATED_NODE_COUNT
+    assert CDK_JSON_CONTEXT["composerInstanceType"] == composer_stack.DEFAULT_INSTANCE_TYPE
+    assert CDK_JSON_CONTEXT["composerNodeCount"] == composer_stack.DEFAULT_NODE_COUNT
+    assert CDK_JSON_CONTEXT["composerAzId"] == DEFAULT_AZ_ID
+    assert CDK_JSON_CONTEXT["stacks"] == ""  # every stack
+
+
+@pytest.mark.parametrize(
+    "pin",
+    [versions.NEURON_DEVICE_PLUGIN, versions.EFA_DEVICE_PLUGIN, versions.ETCD, versions.TENSORBOARD],
+    ids=lambda pin: pin.repository,
+)
+def test_readme_states_the_pinned_image_tags(pin):
+    assert f"{pin.repository.removeprefix('docker.io/')}:{pin.tag}" in README
+
+
+def test_readme_states_the_pinned_volcano_chart_and_kubernetes_version():
+    assert f"chart {versions.VOLCANO.version}" in README
+    assert f"Kubernetes {versions.DEFAULT_KUBERNETES_VERSION}" in README
+    *older, newest = versions.KUBERNETES_VERSIONS
+    assert f"{', '.join(older)} or {newest}" in README
+
+
+def test_readme_lists_every_setting_of_the_default_app():
+    from trainium_eks.stacks.app_context import KNOWN_KEYS
+
+    for key in KNOWN_KEYS:
+        assert f"| `{key}` |" in README, key
+
+
+@pytest.mark.parametrize(
+    "pin", [versions.NVIDIA_DEVICE_PLUGIN, versions.PYTORCH_RUNTIME], ids=lambda pin: pin.repository
+)
+def test_readme_states_the_images_of_the_new_stacks(pin):
+    assert f"{pin.repository.removeprefix('docker.io/')}:{pin.tag}" in README
+
+
+def test_readme_states_the_kubeflow_trainer_chart_and_the_stack_defaults():
+    assert f"`{versions.KUBEFLOW_TRAINER.repository}` {versions.KUBEFLOW_TRAINER.version}" in README
+    assert f"{kubeflow_stack.DEFAULT_CPU_NODE_COUNT} × {kubeflow_stack.DEFAULT_CPU_INSTANCE_TYPE}" in README
+    assert f"{composer_stack.DEFAULT_NODE_COUNT} × {composer_stack.DEFAULT_INSTANCE_TYPE}" in README
