@@ -45,7 +45,7 @@ def test_every_test_folder_is_a_package_and_the_rehearsal_is_not_in_the_library(
     assert (REPO / "rehearsal" / "__init__.py").exists()
 
 
-@pytest.mark.parametrize("package", ["constructs", "manifests", "workloads"])
+@pytest.mark.parametrize("package", ["constructs", "manifests", "stacks", "workloads"])
 def test_each_subpackage_re_exports_the_names_users_import(package):
     module = importlib.import_module(f"trainium_eks.{package}")
     assert module.__all__ == sorted(module.__all__, key=lambda name: (not name.isupper(), name))

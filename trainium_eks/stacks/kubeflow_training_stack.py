@@ -3,9 +3,8 @@ running one training spec on EKS or on SageMaker at run time."""
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional
+from typing import Any, List, Optional
 
-from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from trainium_eks.constructs.efs_storage import EfsStorage
@@ -13,10 +12,9 @@ from trainium_eks.constructs.hybrid_workflow import HybridTrainingWorkflow
 from trainium_eks.constructs.kubeflow_trainer import KubeflowTrainer
 from trainium_eks.constructs.training_node_group import TrainingNodeGroup
 from trainium_eks.core.validation import check_bool
-from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import Accelerator
 from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
-from trainium_eks.stacks.training_cluster_stack import DEFAULT_AZ_ID, EXPECTED_EFS_GB, NodeTypes, TrainingClusterStack
+from trainium_eks.stacks.training_cluster_stack import EXPECTED_EFS_GB, NodeTypes, TrainingClusterStack
 from trainium_eks.workloads.cifar10_dataset import cifar10_staging
 from trainium_eks.workloads.cifar10_ddp import Cifar10Jobs, add_cifar10_jobs, run_template
 
@@ -46,25 +44,20 @@ class KubeflowTrainingStack(TrainingClusterStack):
 
     Every setting is checked before anything is built, and all problems are reported in one error.
 
-    :param availability_zone_id: AZ ID of the node groups. Default:
-        :data:`~trainium_eks.stacks.training_cluster_stack.DEFAULT_AZ_ID`.
+    The seed workload (``seed_jobs``, with ``image_directory`` ``images/cifar10-ddp``) is the CIFAR-10 run; the data
+    is staged whenever the seed run or the hybrid workflow needs it.
+
     :param cpu_instance_type: A CPU type of the catalog. Default: ``m5.xlarge``.
     :param cpu_node_count: Default: 6.
     :param accelerated_instance_type: A Trainium or GPU type of the catalog for a second group, or None. Default: none.
     :param accelerated_node_count: Nodes of that group. Default: 1.
-    :param kubernetes_version: Default: :data:`trainium_eks.facts.versions.DEFAULT_KUBERNETES_VERSION`.
-    :param admin_role_arn: IAM role given cluster-admin. Default: none.
-    :param vpc: An existing VPC, with ``node_subnet``. Default: a new :class:`TrainingNetwork`.
-    :param node_subnet: The subnet of the node groups in ``vpc``, in ``availability_zone_id``.
-    :param image_directory: The training image's directory, built at deploy time. Default: none.
-    :param image_build_args: Its Docker build arguments. Default: none.
-    :param seed_jobs: With ``image_directory``, run the CIFAR-10 workload. Default: true. The data is staged whenever
-        the seed run or the hybrid workflow needs it.
     :param hybrid_workflow: With ``image_directory``, the Step Functions workflow that runs the CIFAR-10 training on
         the cluster or on SageMaker, chosen per run (:class:`HybridTrainingWorkflow`; stack output
         ``HybridStateMachineArn``, started by ``python -m trainium_eks run``). Default: true.
-    :param setting_names: Names of the settings in error messages (the default app passes its context keys).
-    :param stack_props: Passed to ``Stack`` (``env``, ``description``, ...).
+    :param props: The props of every stack (:class:`~trainium_eks.stacks.cluster_stack_props.ClusterStackProps`:
+        ``availability_zone_id``, ``kubernetes_version``, ``admin_role_arn``, ``vpc``, ``node_subnet``,
+        ``image_directory``, ``image_build_args``, ``seed_jobs``, ``setting_names``) and those of ``Stack``
+        (``env``, ``description``, ...).
     """
 
     def __init__(
@@ -72,29 +65,21 @@ class KubeflowTrainingStack(TrainingClusterStack):
         scope: Construct,
         id_: str,
         *,
-        availability_zone_id: str = DEFAULT_AZ_ID,
         cpu_instance_type: str = DEFAULT_CPU_INSTANCE_TYPE,
         cpu_node_count: int = DEFAULT_CPU_NODE_COUNT,
         accelerated_instance_type: Optional[str] = None,
         accelerated_node_count: int = DEFAULT_ACCELERATED_NODE_COUNT,
-        kubernetes_version: str = versions.DEFAULT_KUBERNETES_VERSION,
-        admin_role_arn: Optional[str] = None,
-        vpc: Optional[ec2.IVpc] = None,
-        node_subnet: Optional[ec2.ISubnet] = None,
-        image_directory: Optional[str] = None,
-        image_build_args: Optional[Mapping[str, str]] = None,
-        seed_jobs: bool = True,
         hybrid_workflow: bool = True,
-        setting_names: Optional[Mapping[str, str]] = None,
-        **stack_props: Any,
+        **props: Any,
     ) -> None:
-        super().__init__(scope, id_, setting_names=setting_names, **stack_props)
-        problems = self.problems()
+        super().__init__(scope, id_, **props)
+        problems = self.setting_problems
+        shared = self.props
         cpu = self.check_node_group(
             problems,
             instance_type=cpu_instance_type,
             node_count=cpu_node_count,
-            availability_zone_id=availability_zone_id,
+            availability_zone_id=shared.availability_zone_id,
             types=CPU_NODE_TYPES,
             prefix="cpu_",
         )
@@ -104,35 +89,21 @@ class KubeflowTrainingStack(TrainingClusterStack):
                 problems,
                 instance_type=accelerated_instance_type,
                 node_count=accelerated_node_count,
-                availability_zone_id=availability_zone_id,
+                availability_zone_id=shared.availability_zone_id,
                 types=ACCELERATED_NODE_TYPES,
                 prefix="accelerated_",
             )
-        self.check_system_props(
-            problems,
-            kubernetes_version=kubernetes_version,
-            admin_role_arn=admin_role_arn,
-            seed_jobs=seed_jobs,
-            image_directory=image_directory,
-            image_build_args=image_build_args,
-            vpc=vpc,
-            subnet=node_subnet,
-            subnet_name="node_subnet",
-        )
         check_bool(problems, "hybrid_workflow", hybrid_workflow)
         problems.raise_if_any()
         assert cpu is not None
 
         # The workflow needs the image: SageMaker runs the one the stack builds.
-        with_workflow = hybrid_workflow and image_directory is not None
-        vpc, node_subnet = self.build_network(node_az_id=availability_zone_id, vpc=vpc, subnet=node_subnet)
-        self.build_cluster(
-            vpc=vpc, kubernetes_version=kubernetes_version, admin_role_arn=admin_role_arn, efs_csi_driver=True
-        )
+        with_workflow = hybrid_workflow and shared.image_directory is not None
+        vpc, node_subnet = self.build_network()
+        self.build_cluster(vpc=vpc, efs_csi_driver=True)
         self.cpu_nodes = self.build_node_group(
             "CpuNodes",
             subnet=node_subnet,
-            availability_zone_id=availability_zone_id,
             prefix="cpu_",
             instance_type=cpu_instance_type,
             node_count=cpu_node_count,
@@ -142,7 +113,6 @@ class KubeflowTrainingStack(TrainingClusterStack):
             self.accelerated_nodes = self.build_node_group(
                 "AcceleratedNodes",
                 subnet=node_subnet,
-                availability_zone_id=availability_zone_id,
                 prefix="accelerated_",
                 instance_type=accelerated_instance_type,
                 node_count=accelerated_node_count,
@@ -164,7 +134,7 @@ class KubeflowTrainingStack(TrainingClusterStack):
             require_tls=not with_workflow,
         )
         self.build_in_cluster(
-            volume=self.storage.volume_source, image_directory=image_directory, image_build_args=image_build_args
+            volume=self.storage.volume_source,
         )
         self.trainer = KubeflowTrainer(
             self, "KubeflowTrainer", cluster=self.cluster.cluster, after=[self.addons.volcano]
@@ -176,12 +146,12 @@ class KubeflowTrainingStack(TrainingClusterStack):
         self.data_staging: Optional[DatasetStagingChart] = None
         """The job that stages CIFAR-10 onto EFS: for the seed run, and for the hybrid workflow's runs, which read the
         same data on either runtime (so it exists with ``seed_jobs=False`` too, when the workflow does)."""
-        if (seed_jobs or with_workflow) and self.images.image_uri:
+        if (shared.seed_jobs or with_workflow) and self.images.image_uri:
             self.data_staging = cifar10_staging(
                 self.jobs, image=self.images.image_uri, node_group=self.cpu_nodes.topology
             )
             self.jobs.add("Staging", self.data_staging)
-        if seed_jobs and self.data_staging is not None:
+        if shared.seed_jobs and self.data_staging is not None:
             self.seed_jobs = add_cifar10_jobs(
                 self.jobs, image=self.images.image_uri, node_group=self.cpu_nodes.topology, staging=self.data_staging
             )

@@ -10,7 +10,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
-from trainium_eks.constructs.cluster import TrainingCluster, check_cluster_settings
+from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.cluster_addons import ClusterAddons
 from trainium_eks.constructs.image_repository import TrainingImageRepository
 from trainium_eks.constructs.job_sequence import JobSequence
@@ -25,15 +25,10 @@ from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
 from trainium_eks.core.conventions import EfsVolumeSource, LustreVolumeSource
 from trainium_eks.core.cost import CostLine, add_cost_outputs
 from trainium_eks.core.template_limits import check_template_sizes
-from trainium_eks.core.validation import (
-    Problems,
-    check_bool,
-    check_image_directory,
-    check_implements,
-    check_stack_props,
-    check_string_map,
-)
+from trainium_eks.core.validation import Problems, check_stack_props
+from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import INSTANCE_CATALOG, Accelerator, InstanceFacts
+from trainium_eks.stacks.cluster_stack_props import DEFAULT_AZ_ID, ClusterStackProps
 
 
 @dataclass(frozen=True)
@@ -56,11 +51,6 @@ class NodeTypes:
         return False
 
 
-DEFAULT_AZ_ID = "usw2-az4"
-"""AZ ID of every stack's node subnet by default: the tutorial's Trainium AZ in us-west-2 (aws-neuron-eks-samples
-scripts/determine_eks_azs.sh), so that a Trainium group fits in any of the stacks. The catalog does not know which
-us-west-2 AZs offer the m and g types: synth warns for those."""
-
 EXPECTED_EFS_GB = 1.0
 """What the cost figures assume an EFS volume of the app's stacks holds: CIFAR-10 (0.18 GB extracted) with checkpoints
 and outputs, rounded up. EFS bills what is stored, not a size."""
@@ -71,17 +61,20 @@ class TrainingClusterStack(Stack):
     training system per stack, built from the library's constructs with the same construct ids in each, so that a
     fix reaches every stack and no stack changes the logical IDs of another's resources.
 
-    A subclass checks all of its settings (:meth:`problems`, :meth:`check_system_props`, :meth:`check_node_group`,
-    then ``raise_if_any``) before it builds anything, then builds in this order: :meth:`build_network`,
-    :meth:`build_cluster`, its node groups (:meth:`build_node_group`), :meth:`build_pod_identity`, its storage,
-    :meth:`build_in_cluster` (add-ons, image repository, job sequence, dashboard), its jobs, :meth:`record_costs`,
-    :meth:`build_outputs`.
+    A subclass checks all of its settings (its own into :attr:`setting_problems`, its node groups with
+    :meth:`check_node_group`, then ``raise_if_any``) before it builds anything, then builds in this order:
+    :meth:`build_network`, :meth:`build_cluster`, its node groups (:meth:`build_node_group`),
+    :meth:`build_pod_identity`, its storage, :meth:`build_in_cluster` (add-ons, image repository, job sequence,
+    dashboard), its jobs, :meth:`record_costs`, :meth:`build_outputs`.
 
     The stack registers :func:`~trainium_eks.core.template_limits.check_template_sizes` (CloudFormation's template size
     limit, checked at synth).
 
-    :param setting_names: Names of the settings in error messages (the default app passes its context keys).
-        Default: the parameter names.
+    The props of :class:`~trainium_eks.stacks.cluster_stack_props.ClusterStackProps` (``availability_zone_id``,
+    ``kubernetes_version``, ``admin_role_arn``, ``vpc``, ``node_subnet``, ``image_directory``, ``image_build_args``,
+    ``seed_jobs``, ``setting_names``) are every stack's, documented and checked there once: :attr:`props` holds them
+    and :attr:`setting_problems` their problems, to which a subclass adds its own before it raises them.
+
     :param stack_props: Passed to ``Stack`` (``env``, ``description``, ...).
     """
 
@@ -90,13 +83,35 @@ class TrainingClusterStack(Stack):
         scope: Construct,
         id_: str,
         *,
+        availability_zone_id: str = DEFAULT_AZ_ID,
+        kubernetes_version: str = versions.DEFAULT_KUBERNETES_VERSION,
+        admin_role_arn: Optional[str] = None,
+        vpc: Optional[ec2.IVpc] = None,
+        node_subnet: Optional[ec2.ISubnet] = None,
+        image_directory: Optional[str] = None,
+        image_build_args: Optional[Mapping[str, str]] = None,
+        seed_jobs: bool = True,
         setting_names: Optional[Mapping[str, str]] = None,
         **stack_props: Any,
     ) -> None:
         check_stack_props(id_, stack_props)
         super().__init__(scope, id_, **stack_props)
         check_template_sizes(self)
+        self.props = ClusterStackProps(
+            availability_zone_id=availability_zone_id,
+            kubernetes_version=kubernetes_version,
+            admin_role_arn=admin_role_arn,
+            vpc=vpc,
+            node_subnet=node_subnet,
+            image_directory=image_directory,
+            image_build_args=image_build_args,
+            seed_jobs=seed_jobs,
+            setting_names=setting_names,
+        )
         self.setting_names = dict(setting_names or {})
+        self.setting_problems = self.problems()
+        """The problems of the stack's settings: those of :attr:`props`, then the subclass's own."""
+        self.props.check(self.setting_problems, region=self.region)
         self.network: Optional[TrainingNetwork] = None
         self.cost_lines: List[CostLine] = []
         """What the stack costs per hour, by component (:class:`~trainium_eks.core.cost.CostLine`), filled by the
@@ -105,36 +120,6 @@ class TrainingClusterStack(Stack):
     def problems(self) -> Problems:
         """A collector for this stack's settings, named as the app names them."""
         return Problems(self.node.path, setting_names=self.setting_names)
-
-    def check_system_props(
-        self,
-        problems: Problems,
-        *,
-        kubernetes_version: Any,
-        admin_role_arn: Any,
-        seed_jobs: Any,
-        image_directory: Any,
-        image_build_args: Any,
-        vpc: Any,
-        subnet: Any,
-        subnet_name: str,
-    ) -> None:
-        """Check the props every stack has: the cluster's settings, ``seed_jobs``, the training image's directory and
-        build arguments, and an existing VPC with the subnet of the stack's nodes in it (both or neither)."""
-        check_cluster_settings(
-            problems, kubernetes_version=kubernetes_version, admin_role_arn=admin_role_arn, region=self.region
-        )
-        check_bool(problems, "seed_jobs", seed_jobs)
-        if image_build_args is not None:
-            check_string_map(problems, "image_build_args", image_build_args)
-        if image_directory is not None:
-            check_image_directory(problems, "image_directory", image_directory)
-        if vpc is not None:
-            check_implements(problems, "vpc", vpc, ec2.IVpc, "an ec2.IVpc")
-        if subnet is not None:
-            check_implements(problems, subnet_name, subnet, ec2.ISubnet, "an ec2.ISubnet")
-        if (vpc is None) != (subnet is None):
-            problems.add(subnet_name, subnet, f"give both vpc and {subnet_name}, or neither")
 
     def check_node_group(
         self,
@@ -167,35 +152,30 @@ class TrainingClusterStack(Stack):
         }
         return {prop: self.setting_names.get(name, name) for prop, name in own.items()}
 
-    def build_network(
-        self, *, node_az_id: str, vpc: Optional[ec2.IVpc], subnet: Optional[ec2.ISubnet]
-    ) -> Tuple[ec2.IVpc, ec2.ISubnet]:
-        """The VPC and the one subnet of the training nodes: the given ones, or a new :class:`TrainingNetwork` (id
-        ``Network``) whose accelerated subnet lies in ``node_az_id``."""
-        if vpc is not None and subnet is not None:
-            return vpc, subnet
-        self.network = TrainingNetwork(self, "Network", node_az_id=node_az_id)
+    def build_network(self) -> Tuple[ec2.IVpc, ec2.ISubnet]:
+        """The VPC and the one subnet of the training nodes: those of :attr:`props`, or a new
+        :class:`TrainingNetwork` (id ``Network``) whose node subnet lies in ``availability_zone_id``."""
+        if self.props.vpc is not None and self.props.node_subnet is not None:
+            return self.props.vpc, self.props.node_subnet
+        self.network = TrainingNetwork(self, "Network", node_az_id=self.props.availability_zone_id)
         return self.network.vpc, self.network.node_subnet
 
-    def build_cluster(
-        self, *, vpc: ec2.IVpc, kubernetes_version: str, admin_role_arn: Optional[str], efs_csi_driver: bool = False
-    ) -> TrainingCluster:
-        """The :class:`TrainingCluster` (id ``Cluster``)."""
+    def build_cluster(self, *, vpc: ec2.IVpc, efs_csi_driver: bool = False) -> TrainingCluster:
+        """The :class:`TrainingCluster` (id ``Cluster``) of :attr:`props`' Kubernetes version and admin."""
         self.cluster = TrainingCluster(
             self,
             "Cluster",
             vpc=vpc,
-            kubernetes_version=kubernetes_version,
-            admin_role_arn=admin_role_arn or None,
+            kubernetes_version=self.props.kubernetes_version,
+            admin_role_arn=self.props.admin_role_arn or None,
             efs_csi_driver=efs_csi_driver,
             setting_names=self.setting_names,
         )
         return self.cluster
 
-    def build_node_group(
-        self, id_: str, *, subnet: ec2.ISubnet, availability_zone_id: str, prefix: str = "", **props: Any
-    ) -> TrainingNodeGroup:
-        """An :class:`TrainingNodeGroup` (id ``id_``) of the cluster in ``subnet``, with the cluster's node role,
+    def build_node_group(self, id_: str, *, subnet: ec2.ISubnet, prefix: str = "", **props: Any) -> TrainingNodeGroup:
+        """A :class:`TrainingNodeGroup` (id ``id_``) of the cluster in ``subnet`` (of :attr:`props`' AZ), with the
+        cluster's node role,
         joined after the VPC CNI add-on, its settings named as the stack names ``<prefix>instance_type`` and
         ``<prefix>node_count``; ``props`` go to the node group (``instance_type``, ``node_count``, ...)."""
         group = TrainingNodeGroup(
@@ -203,7 +183,7 @@ class TrainingClusterStack(Stack):
             id_,
             cluster=self.cluster.cluster,
             subnet=subnet,
-            availability_zone_id=availability_zone_id,
+            availability_zone_id=self.props.availability_zone_id,
             node_role=self.cluster.node_role,
             setting_names=self.node_group_names(prefix),
             **props,
@@ -226,12 +206,10 @@ class TrainingClusterStack(Stack):
         self,
         *,
         volume: Union[LustreVolumeSource, EfsVolumeSource],
-        image_directory: Optional[str],
-        image_build_args: Optional[Mapping[str, str]],
         job_prerequisites: Sequence[IConstruct] = (),
     ) -> None:
         """The in-cluster add-ons on the shared ``volume`` (:class:`ClusterAddons`, id ``Addons``: the device plugins
-        the stack's node groups need, Volcano and its queue, ...), the image repository
+        the stack's node groups need, Volcano and its queue, ...), the image repository of :attr:`props`' image
         (:class:`TrainingImageRepository`, id ``Images``), the jobs (:class:`JobSequence`, id ``Jobs``, after the
         add-ons' prerequisites and ``job_prerequisites``) and the dashboard (id ``Dashboard``)."""
         self.addons = ClusterAddons(
@@ -244,7 +222,7 @@ class TrainingClusterStack(Stack):
             after_nodes=[self.cluster.system_nodegroup],
         )
         self.images = TrainingImageRepository(
-            self, "Images", image_directory=image_directory, build_args=image_build_args
+            self, "Images", image_directory=self.props.image_directory, build_args=self.props.image_build_args
         )
         self.jobs = JobSequence(
             self,

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
-from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from trainium_eks.constructs.efa_layout import EfaLayout
@@ -19,10 +18,9 @@ from trainium_eks.constructs.training_node_group import (
     DEFAULT_NODE_COUNT,
 )
 from trainium_eks.core.validation import bucket_name_problem, coerce_enum
-from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import Accelerator
 from trainium_eks.moved import renamed_props
-from trainium_eks.stacks.training_cluster_stack import DEFAULT_AZ_ID, NodeTypes, TrainingClusterStack
+from trainium_eks.stacks.training_cluster_stack import NodeTypes, TrainingClusterStack
 from trainium_eks.workloads.bert_phase1 import BertPhase1Jobs, add_bert_phase1_jobs
 
 SEED_NODE_TYPES = NodeTypes(
@@ -44,25 +42,20 @@ class TrainiumEksStack(TrainingClusterStack):
 
     Every setting is checked before anything is built, and all problems are reported in one error.
 
+    The seed workload (``seed_jobs``, with ``image_directory`` ``images/bert-pretrain``): stage the BERT phase-1
+    dataset, pre-compile, train (:mod:`trainium_eks.workloads.bert_phase1`). Add your own jobs to :attr:`jobs`.
+
     :param instance_type: Accelerated instance type. Default: ``trn1.32xlarge``.
     :param node_count: Accelerated nodes. Default: 2.
-    :param availability_zone_id: AZ ID of the accelerated nodes and the file system. Default: ``usw2-az4``.
-    :param kubernetes_version: Default: :data:`trainium_eks.facts.versions.DEFAULT_KUBERNETES_VERSION`.
     :param lustre_storage_gib: Default: 1200.
     :param data_bucket_name: An existing S3 bucket linked to the file system and readable by training pods.
         Default: none.
-    :param admin_role_arn: IAM role given cluster-admin. Default: none.
     :param efa_layout: Default: ``EfaLayout.IP_OPTIMIZED``.
     :param capacity: Default: on demand.
-    :param vpc: An existing VPC, with ``node_subnet``. Default: a new :class:`TrainingNetwork`.
-    :param node_subnet: The subnet of the accelerated nodes in ``vpc``; it must lie in ``availability_zone_id``.
-    :param image_directory: A directory with a training Dockerfile, built at deploy time. Default: none.
-    :param image_build_args: Its Docker build arguments. Default: none.
-    :param seed_jobs: With ``image_directory`` (``images/bert-pretrain``), run the seed workload: stage the BERT
-        phase-1 dataset, pre-compile, train (:mod:`trainium_eks.workloads.bert_phase1`). Default: true. Add your own
-        jobs to :attr:`jobs`.
-    :param setting_names: Names of the settings in error messages (the default app passes its context keys).
-    :param stack_props: Passed to ``Stack`` (``env``, ``description``, ...).
+    :param props: The props of every stack (:class:`~trainium_eks.stacks.cluster_stack_props.ClusterStackProps`:
+        ``availability_zone_id``, ``kubernetes_version``, ``admin_role_arn``, ``vpc``, ``node_subnet``,
+        ``image_directory``, ``image_build_args``, ``seed_jobs``, ``setting_names``) and those of ``Stack``
+        (``env``, ``description``, ...).
     """
 
     def __init__(
@@ -72,48 +65,27 @@ class TrainiumEksStack(TrainingClusterStack):
         *,
         instance_type: str = DEFAULT_INSTANCE_TYPE,
         node_count: int = DEFAULT_NODE_COUNT,
-        availability_zone_id: str = DEFAULT_AZ_ID,
-        kubernetes_version: str = versions.DEFAULT_KUBERNETES_VERSION,
         lustre_storage_gib: int = DEFAULT_STORAGE_CAPACITY_GIB,
         data_bucket_name: Optional[str] = None,
-        admin_role_arn: Optional[str] = None,
         efa_layout: EfaLayout = EfaLayout.IP_OPTIMIZED,
         capacity: Optional[NodeCapacity] = None,
-        vpc: Optional[ec2.IVpc] = None,
-        node_subnet: Optional[ec2.ISubnet] = None,
-        image_directory: Optional[str] = None,
-        image_build_args: Optional[Mapping[str, str]] = None,
-        seed_jobs: bool = True,
-        setting_names: Optional[Mapping[str, str]] = None,
-        **stack_props: Any,
+        **props: Any,
     ) -> None:
-        renamed = {old: stack_props.pop(old) for old in tuple(stack_props) if old in RENAMED_PROPS}
-        new_names = renamed_props("TrainiumEksStack", renamed, RENAMED_PROPS)
-        availability_zone_id = new_names.get("availability_zone_id", availability_zone_id)
-        node_subnet = new_names.get("node_subnet", node_subnet)
-        setting_names = dict(setting_names or {})
+        renamed = {old: props.pop(old) for old in tuple(props) if old in RENAMED_PROPS}
+        props.update(renamed_props("TrainiumEksStack", renamed, RENAMED_PROPS))
+        setting_names = dict(props.pop("setting_names", None) or {})
         # The constructs call this stack's lustre_storage_gib otherwise.
         setting_names.setdefault("storage_capacity_gib", setting_names.get("lustre_storage_gib", "lustre_storage_gib"))
-        super().__init__(scope, id_, setting_names=setting_names, **stack_props)
-        problems = self.problems()
+        super().__init__(scope, id_, setting_names=setting_names, **props)
+        problems = self.setting_problems
+        shared = self.props
         self.check_node_group(
             problems,
             instance_type=instance_type,
             node_count=node_count,
-            availability_zone_id=availability_zone_id,
-            types=SEED_NODE_TYPES if seed_jobs is True and image_directory is not None else None,
+            availability_zone_id=shared.availability_zone_id,
+            types=SEED_NODE_TYPES if shared.runs_seed_jobs else None,
             capacity=capacity,
-        )
-        self.check_system_props(
-            problems,
-            kubernetes_version=kubernetes_version,
-            admin_role_arn=admin_role_arn,
-            seed_jobs=seed_jobs,
-            image_directory=image_directory,
-            image_build_args=image_build_args,
-            vpc=vpc,
-            subnet=node_subnet,
-            subnet_name="node_subnet",
         )
         check_lustre_settings(problems, storage_capacity_gib=lustre_storage_gib)
         coerce_enum(problems, "efa_layout", efa_layout, EfaLayout)
@@ -125,12 +97,11 @@ class TrainiumEksStack(TrainingClusterStack):
             )
         problems.raise_if_any()
 
-        vpc, node_subnet = self.build_network(node_az_id=availability_zone_id, vpc=vpc, subnet=node_subnet)
-        self.build_cluster(vpc=vpc, kubernetes_version=kubernetes_version, admin_role_arn=admin_role_arn)
+        vpc, node_subnet = self.build_network()
+        self.build_cluster(vpc=vpc)
         self.accelerated_nodes = self.build_node_group(
             "AcceleratedNodes",
             subnet=node_subnet,
-            availability_zone_id=availability_zone_id,
             instance_type=instance_type,
             node_count=node_count,
             efa_layout=efa_layout,
@@ -152,12 +123,10 @@ class TrainiumEksStack(TrainingClusterStack):
             setting_names=setting_names,
         )
         self.storage.grant_csi_driver(self.cluster.fsx_csi_driver_role)
-        self.build_in_cluster(
-            volume=self.storage.volume_source, image_directory=image_directory, image_build_args=image_build_args
-        )
+        self.build_in_cluster(volume=self.storage.volume_source)
         self.accelerated_nodes.add_shared_volume(self.addons.volume_chart.claim_name)
         self.seed_jobs: Optional[BertPhase1Jobs] = None
-        if seed_jobs and self.images.image_uri:
+        if shared.seed_jobs and self.images.image_uri:
             self.seed_jobs = add_bert_phase1_jobs(
                 self.jobs, image=self.images.image_uri, node_group=self.accelerated_nodes.topology
             )

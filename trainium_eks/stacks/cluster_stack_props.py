@@ -1,0 +1,74 @@
+"""ClusterStackProps: the props every stack of the library takes, with one meaning, one default and one check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Optional
+
+from aws_cdk import aws_ec2 as ec2
+
+from trainium_eks.constructs.cluster import check_cluster_settings
+from trainium_eks.core.validation import Problems, check_bool, check_image_directory, check_implements, check_string_map
+from trainium_eks.facts import versions
+
+DEFAULT_AZ_ID = "usw2-az4"
+"""AZ ID of every stack's node subnet by default: the tutorial's Trainium AZ in us-west-2 (aws-neuron-eks-samples
+scripts/determine_eks_azs.sh), so that a Trainium group fits in any of the stacks. The catalog does not know which
+us-west-2 AZs offer the m and g types: synth warns for those."""
+
+
+@dataclass(frozen=True)
+class ClusterStackProps:
+    """The props every stack of the library takes (``TrainiumEksStack``, ``KubeflowTrainingStack``,
+    ``ComposerTrainingStack``), besides its own; each stack passes them to
+    :class:`~trainium_eks.stacks.training_cluster_stack.TrainingClusterStack`, which checks them once.
+
+    :param availability_zone_id: AZ ID of the stack's node groups (and of a file system in one AZ). Default:
+        :data:`DEFAULT_AZ_ID`.
+    :param kubernetes_version: Default: :data:`trainium_eks.facts.versions.DEFAULT_KUBERNETES_VERSION`.
+    :param admin_role_arn: IAM role (or user) given cluster-admin through an EKS access entry. Default: none.
+    :param vpc: An existing VPC, with ``node_subnet``. Default: a new
+        :class:`~trainium_eks.constructs.network.TrainingNetwork`.
+    :param node_subnet: The subnet of the stack's node groups in ``vpc``; it must lie in ``availability_zone_id``.
+        Default: the new network's node subnet.
+    :param image_directory: A directory with the training image's Dockerfile, built at deploy time. Default: none
+        (then no seed run).
+    :param image_build_args: Its Docker build arguments. Default: none.
+    :param seed_jobs: With ``image_directory``, run the stack's seed workload (each stack says which). Default: true.
+    :param setting_names: Names of the settings in error messages (the default app passes its context keys).
+        Default: the prop names.
+    """
+
+    availability_zone_id: str = DEFAULT_AZ_ID
+    kubernetes_version: str = versions.DEFAULT_KUBERNETES_VERSION
+    admin_role_arn: Optional[str] = None
+    vpc: Optional[ec2.IVpc] = None
+    node_subnet: Optional[ec2.ISubnet] = None
+    image_directory: Optional[str] = None
+    image_build_args: Optional[Mapping[str, str]] = None
+    seed_jobs: bool = True
+    setting_names: Optional[Mapping[str, str]] = None
+
+    def check(self, problems: Problems, *, region: str) -> None:
+        """Record in ``problems`` what is wrong with these props: the cluster's settings in ``region``,
+        ``seed_jobs``, the image's directory and build arguments, and ``vpc`` with ``node_subnet`` (both or
+        neither). The AZ is checked with each node group, which knows what it must offer."""
+        check_cluster_settings(
+            problems, kubernetes_version=self.kubernetes_version, admin_role_arn=self.admin_role_arn, region=region
+        )
+        check_bool(problems, "seed_jobs", self.seed_jobs)
+        if self.image_build_args is not None:
+            check_string_map(problems, "image_build_args", self.image_build_args)
+        if self.image_directory is not None:
+            check_image_directory(problems, "image_directory", self.image_directory)
+        if self.vpc is not None:
+            check_implements(problems, "vpc", self.vpc, ec2.IVpc, "an ec2.IVpc")
+        if self.node_subnet is not None:
+            check_implements(problems, "node_subnet", self.node_subnet, ec2.ISubnet, "an ec2.ISubnet")
+        if (self.vpc is None) != (self.node_subnet is None):
+            problems.add("node_subnet", self.node_subnet, "give both vpc and node_subnet, or neither")
+
+    @property
+    def runs_seed_jobs(self) -> bool:
+        """Whether the stack runs its seed workload: ``seed_jobs`` and an image to run it with."""
+        return self.seed_jobs is True and self.image_directory is not None
