@@ -3,6 +3,7 @@
 import json
 
 import aws_cdk as cdk
+import cdk8s
 import pytest
 from aws_cdk import assertions
 
@@ -277,3 +278,48 @@ def test_the_same_job_added_twice_under_new_ids_is_two_resources_of_one_name():
 def test_the_release_program_runs_without_its_docstring_so_moving_the_library_does_not_rename_held_jobs():
     assert RELEASE_PROGRAM_SOURCE.startswith("import ") and "trainium_eks" not in RELEASE_PROGRAM_SOURCE
     compile(RELEASE_PROGRAM_SOURCE, "job_release_program", "exec")
+
+
+def user_job_chart(name="my-eval", namespace="training"):
+    """A cdk8s chart of the user's own, with one batch/v1 Job written with cdk8s."""
+    chart = cdk8s.Chart(cdk8s.App(), "Mine")
+    cdk8s.ApiObject(
+        chart,
+        "Eval",
+        api_version="batch/v1",
+        kind="Job",
+        metadata={"name": name, "namespace": namespace},
+    ).add_json_patch(
+        cdk8s.JsonPatch.add(
+            "/spec",
+            {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "e", "image": "e.example/e:1"}]}}},
+        )
+    )
+    return chart
+
+
+def test_a_cdk8s_chart_of_the_users_is_adopted_named_by_its_hash_and_held_until_what_it_waits_for_completed():
+    stack, topology, jobs = sequence()
+    first = training(topology, "first")
+    jobs.add("First", first)
+    applied_chart = jobs.add("Eval", user_job_chart(), wait_for=[first])
+    (release,) = [chart for ref, chart in jobs.releases.items() if ref.startswith("job/my-eval-")]
+    held = release.held_job
+    assert held["metadata"]["name"].startswith("my-eval-") and len(held["metadata"]["name"]) == len("my-eval-") + 10
+    assert held["metadata"]["labels"]["app.kubernetes.io/part-of"] == "trainium-eks"
+    assert held["metadata"]["annotations"][WAIT_FOR_ANNOTATION] == first.ref
+    assert applied_chart.chart is release
+    again = jobs.add("EvalAgain", user_job_chart(), wait_for=[first])
+    assert again.chart.held_job["metadata"]["name"] == held["metadata"]["name"], "same spec, same name"
+
+
+def test_a_users_chart_that_is_not_one_job_or_a_library_job_with_wait_for_is_refused():
+    _, topology, jobs = sequence()
+    two = user_job_chart()
+    cdk8s.ApiObject(two, "Extra", api_version="v1", kind="ConfigMap", metadata={"name": "x", "namespace": "training"})
+    with pytest.raises(ConfigurationError, match=r"one job: Job \(batch/v1\)"):
+        jobs.add("Two", two)
+    with pytest.raises(ConfigurationError, match="name='a-name-far-longer-than-twenty-eight'"):
+        jobs.add("Long", user_job_chart(name="a-name-far-longer-than-twenty-eight"))
+    with pytest.raises(ConfigurationError, match="VolcanoJobChart takes its own wait_for"):
+        jobs.add("Lib", training(topology, "lib"), wait_for=["job/data-0123456789"])

@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, FrozenSet, List, Mapping, Sequence
 
+import cdk8s
 from aws_cdk import RemovalPolicy, Token
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
 from trainium_eks.core.validation import Problems, check_cluster, check_instance, implements
-from trainium_eks.manifests.chart import LibraryChart
 
 RETAINED_KINDS: FrozenSet[str] = frozenset({"Namespace", "PersistentVolume", "PersistentVolumeClaim"})
 """Kinds that CloudFormation never deletes from the cluster (removal policy RETAIN): deleting a namespace deletes
@@ -52,7 +52,8 @@ def apply_tier(kind: str) -> int:
 
 
 class AppliedChart(Construct):
-    """Applies a chart to a cluster as one ``KubernetesManifest`` (custom resource) per Kubernetes object.
+    """Applies a cdk8s chart (the library's, or one of yours) to a cluster as one ``KubernetesManifest`` (custom
+    resource) per Kubernetes object of the chart's ``to_json``.
 
     Why one resource per object: the construct id of each resource is the object's identity
     (:func:`object_identity`: kind, namespace, name), so
@@ -65,13 +66,19 @@ class AppliedChart(Construct):
       out custom resources (Volcano Jobs and Queues), NetworkPolicies, ServiceAccounts and RBAC objects, so a
       renamed object of those kinds would otherwise linger. Prune stays off (no prune label is injected).
 
+    This is why the library does not apply charts with the cluster's ``add_cdk8s_chart``: that makes one resource of
+    a whole chart (aws-eks-v2 ``Cluster.addCdk8sChart``), so a renamed or removed object is left in the cluster
+    unless prune catches it, a changed object re-applies every object of its chart, and switching an existing
+    stack to it would replace each object's resource: CloudFormation would create the chart's resource, then delete
+    the old ones, whose handler runs ``kubectl delete`` on the objects just applied.
+
     Every resource uses ``overwrite`` (``kubectl apply`` even on creation), so a deployment that finds an object
     left by an earlier, rolled-back attempt takes it over instead of failing on ``kubectl create``. Objects of
     :data:`RETAINED_KINDS` are never deleted by CloudFormation. Inside the chart, each object is applied after the
     objects of lower :func:`apply_tier` (the namespace first, workloads last); the whole chart comes after ``after``.
 
     :param cluster: Required.
-    :param chart: The chart. Required.
+    :param chart: A ``cdk8s.Chart`` (every chart of the library is one). Required.
     :param removal_policy: Removal policy of the resources, except objects of ``retained_kinds``.
         Default: ``RemovalPolicy.DESTROY`` (the objects are deleted with the chart).
     :param retained_kinds: Kinds always RETAINed. Default: :data:`RETAINED_KINDS`.
@@ -84,7 +91,7 @@ class AppliedChart(Construct):
         id_: str,
         *,
         cluster: eks.ICluster,
-        chart: LibraryChart,
+        chart: cdk8s.Chart,
         removal_policy: RemovalPolicy = RemovalPolicy.DESTROY,
         retained_kinds: FrozenSet[str] = RETAINED_KINDS,
         after: Sequence[IConstruct] = (),
@@ -92,7 +99,7 @@ class AppliedChart(Construct):
         super().__init__(scope, id_)
         problems = Problems(self.node.path)
         check_cluster(problems, "cluster", cluster, "kubectl_provider")
-        check_instance(problems, "chart", chart, LibraryChart, "a LibraryChart")
+        check_instance(problems, "chart", chart, cdk8s.Chart, "a cdk8s.Chart")
         check_instance(problems, "removal_policy", removal_policy, RemovalPolicy, "a RemovalPolicy")
         if not isinstance(after, (list, tuple)) or not all(implements(item, IConstruct) for item in after):
             problems.add("after", after, "a list of constructs")
@@ -104,7 +111,7 @@ class AppliedChart(Construct):
         for manifest in chart.to_json():
             identity = object_identity(manifest)
             if identity in self.manifests:
-                raise ValueError(f"chart {chart.component!r} holds {identity} twice")
+                raise ValueError(f"chart {chart.node.id!r} holds {identity} twice")
             kind = manifest["kind"]
             self.manifests[identity] = eks.KubernetesManifest(
                 self,

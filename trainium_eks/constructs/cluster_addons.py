@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 from typing import List, Optional, Sequence, Union
 
+import cdk8s
 from aws_cdk import CfnMapping, Duration, Stack, Token
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
@@ -237,7 +238,12 @@ class ClusterAddons(Construct):
         if accelerator is Accelerator.NVIDIA and self.nvidia_device_plugin is None:
             self.nvidia_device_plugin = self._apply("NvidiaDevicePlugin", NvidiaDevicePluginChart())
 
-    def _apply(self, id_: str, chart: LibraryChart, *, after: Sequence[IConstruct] = ()) -> AppliedChart:
+    def add_chart(self, id_: str, chart: cdk8s.Chart) -> AppliedChart:
+        """Apply a cdk8s chart of yours (an add-on of your own: a ConfigMap, a Deployment, objects of an imported
+        CRD...) after the training namespace, one resource per object (:class:`AppliedChart`)."""
+        return self._apply(id_, chart, after=self.training_namespace.of_kind("Namespace"))
+
+    def _apply(self, id_: str, chart: cdk8s.Chart, *, after: Sequence[IConstruct] = ()) -> AppliedChart:
         return AppliedChart(self, id_, cluster=self.cluster, chart=chart, after=after)
 
     def _eks_registry(self) -> str:

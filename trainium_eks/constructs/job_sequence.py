@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
+import cdk8s
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
@@ -12,6 +13,7 @@ from trainium_eks.constructs.applied_chart import AppliedChart
 from trainium_eks.core.validation import Problems, check_cluster, check_instance, implements
 from trainium_eks.manifests.access.job_release_access import JobReleaseAccessChart, JobReleaseCreatorChart
 from trainium_eks.manifests.addons.etcd import EtcdChart
+from trainium_eks.manifests.jobs.adopted_job import AdoptedJobChart
 from trainium_eks.manifests.jobs.job_chart import JobChart
 from trainium_eks.manifests.jobs.job_release import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, JobReleaseChart
 
@@ -97,11 +99,22 @@ class JobSequence(Construct):
         hash does not depend on token numbering."""
         return Stack.of(self).resolve(value)
 
-    def add(self, id_: str, chart: JobChart) -> AppliedChart:
-        """Apply ``chart`` after the prerequisites: the job itself when it waits for nothing, else its release Job."""
+    def add(
+        self, id_: str, chart: Union[JobChart, cdk8s.Chart], *, wait_for: Sequence[Union[str, JobChart]] = ()
+    ) -> AppliedChart:
+        """Apply ``chart`` after the prerequisites: the job itself when it waits for nothing, else its release Job.
+
+        ``chart`` is a job chart of the library (``VolcanoJobChart``, ``TrainJobChart``, ``DatasetStagingChart``...,
+        which say what they wait for themselves), or a ``cdk8s.Chart`` of yours holding one job, which is adopted
+        (:class:`~trainium_eks.manifests.jobs.adopted_job.AdoptedJobChart`: named after the hash of its spec) and
+        waits for ``wait_for``."""
         problems = Problems(f"{self.node.path}/{id_}")
-        check_instance(problems, "chart", chart, JobChart, "a job chart (VolcanoJobChart, DatasetStagingChart...)")
+        if check_instance(problems, "chart", chart, cdk8s.Chart, "a job chart (VolcanoJobChart, ...) or a cdk8s.Chart"):
+            if isinstance(chart, JobChart) and wait_for:
+                problems.add("wait_for", wait_for, f"empty: {type(chart).__name__} takes its own wait_for")
         problems.raise_if_any()
+        if not isinstance(chart, JobChart):
+            chart = AdoptedJobChart(chart, wait_for=wait_for, resolve=self.resolve)
         namespace = chart.namespace_name
         after = list(self.prerequisites)
         if getattr(chart, "needs_etcd", False):

@@ -1,14 +1,18 @@
-"""What every chart of the library shares: the objects it holds, the common labels, node placement helpers.
+"""What every chart of the library shares: a cdk8s chart of the component's objects, the common labels, node
+placement helpers.
 
-A chart is plain Python: a list of Kubernetes objects as dicts (camelCase, as in YAML), labelled
-``app.kubernetes.io/part-of: trainium-eks`` and ``app.kubernetes.io/name: <component>``. Values may be CDK tokens
-(a file system id, an image asset's URI): they stay tokens until the stack that applies the chart resolves them.
+A chart is a ``cdk8s.Chart`` whose Kubernetes objects are ``cdk8s.ApiObject`` constructs, written as dicts (camelCase,
+as in YAML) and labelled ``app.kubernetes.io/part-of: trainium-eks`` and ``app.kubernetes.io/name: <component>``.
+Values may be CDK tokens (a file system id, an image asset's URI): cdk8s passes them through as strings, and they
+stay tokens until the stack that applies the chart resolves them.
 """
 
 from __future__ import annotations
 
 import copy
 from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+import cdk8s
 
 from trainium_eks.core.conventions import ACCELERATOR_TAINTS, SYSTEM_NODE_LABELS
 from trainium_eks.facts.catalog import Accelerator
@@ -50,22 +54,29 @@ def device_plugin_resources() -> Dict[str, Any]:
     return {"requests": {"cpu": "10m", "memory": "20Mi"}, "limits": {"cpu": "200m", "memory": "128Mi"}}
 
 
-class LibraryChart:
-    """A chart: the Kubernetes objects of one component, each labelled ``app.kubernetes.io/part-of: trainium-eks``
-    and ``app.kubernetes.io/name: <name>``, applied to a cluster by
-    :class:`~trainium_eks.constructs.applied_chart.AppliedChart`.
+class LibraryChart(cdk8s.Chart):
+    """A cdk8s chart of the Kubernetes objects of one component, each labelled ``app.kubernetes.io/part-of:
+    trainium-eks`` and ``app.kubernetes.io/name: <name>``, applied to a cluster by
+    :class:`~trainium_eks.constructs.applied_chart.AppliedChart` (the stack's ``ClusterAddons`` and ``JobSequence``
+    do it for the library's charts).
 
-    Namespaced objects take their namespace from :meth:`metadata`; cluster-scoped objects get none.
+    Each object is a ``cdk8s.ApiObject`` whose JSON is exactly the dict given to :meth:`add_object` (one JSON patch
+    that replaces the whole object, so its keys keep their order and no field is added). Objects you add to the chart
+    with cdk8s (``cdk8s.ApiObject``, imported CRD classes, cdk8s-plus L2s) are part of it like the library's own:
+    :meth:`manifests` is cdk8s's ``to_json``. Namespaced objects take their namespace from :meth:`metadata`;
+    cluster-scoped objects get none. Each chart is the only chart of a ``cdk8s.App`` of its own: it is a value the
+    library builds, hashes and applies, never synthesized to files.
 
-    :param name: The component's name, used for the ``app.kubernetes.io/name`` label.
+    :param name: The component's name, used for the ``app.kubernetes.io/name`` label and as the chart's construct id.
     :param namespace: Namespace of the chart's namespaced objects. Default: none.
     """
 
     def __init__(self, name: str, *, namespace: Optional[str] = None) -> None:
+        super().__init__(cdk8s.App(), name)
         self.component = name
         self.namespace_name = namespace
-        self.labels: Dict[str, str] = {"app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/name": name}
-        self._objects: List[Dict[str, Any]] = []
+        self.component_labels: Dict[str, str] = {"app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/name": name}
+        self._count = 0
 
     def metadata(self, name: str, *, cluster_scoped: bool = False, **extra: Any) -> Dict[str, Any]:
         """Metadata of an object called ``name``, in the chart's namespace unless ``cluster_scoped``; ``extra``
@@ -80,12 +91,17 @@ class LibraryChart:
         return {"app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/name": component or self.component}
 
     def add_object(self, manifest: Mapping[str, Any]) -> Dict[str, Any]:
-        """Add one Kubernetes object (``apiVersion``, ``kind``, ``metadata``...), with the chart's labels."""
+        """Add one Kubernetes object (``apiVersion``, ``kind``, ``metadata``...), with the chart's labels, as a
+        ``cdk8s.ApiObject`` (construct id ``<kind><n>``); return the object as added (a copy)."""
         obj = copy.deepcopy(dict(manifest))
         metadata = obj.setdefault("metadata", {})
-        metadata["labels"] = {**self.labels, **(metadata.get("labels") or {})}
-        self._objects.append(obj)
-        return obj
+        metadata["labels"] = {**self.component_labels, **(metadata.get("labels") or {})}
+        self._count += 1
+        api_object = cdk8s.ApiObject(
+            self, f"{obj['kind']}{self._count}", api_version=obj["apiVersion"], kind=obj["kind"]
+        )
+        api_object.add_json_patch(cdk8s.JsonPatch.replace("", obj))
+        return copy.deepcopy(obj)
 
     def add_daemon_set(self, name: str, pod_spec: Mapping[str, Any]) -> Dict[str, Any]:
         """Add a DaemonSet ``name`` of pods ``pod_spec``, selected by the chart's selector labels, updated rolling."""
@@ -122,12 +138,8 @@ class LibraryChart:
         )
 
     def manifests(self) -> List[Dict[str, Any]]:
-        """The chart's objects (copies)."""
-        return copy.deepcopy(self._objects)
-
-    def to_json(self) -> List[Dict[str, Any]]:
-        """The chart's objects, as :meth:`manifests`."""
-        return self.manifests()
+        """The chart's objects as cdk8s renders them (``to_json``: new dicts on every call)."""
+        return list(self.to_json())
 
 
 def exists_toleration(key: str, effect: Optional[str] = None) -> Dict[str, str]:
