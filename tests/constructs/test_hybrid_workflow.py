@@ -4,8 +4,7 @@ The definition is checked three ways, offline: its shape (states, parameters), t
 JSONata syntax, resource ARNs), and a small walker that follows Pass, Choice, Wait, Task and Fail states with the real
 JSONata engine (the ``jsonata`` package asl-validator pins), so that a request's path through the workflow, the
 TrainJob it creates and the causes it fails with are computed, not copied. The IAM statements are asserted one by
-one; cfn-lint and cdk-nag run on a stack with a real ``TrainingCluster``.
-"""
+one; cfn-lint and cdk-nag run on a stack with a real ``TrainingCluster``."""
 
 from __future__ import annotations
 
@@ -42,21 +41,38 @@ from trainium_eks.constructs.image_repository import TrainingImageRepository
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.core.cfn_text import cfn_text
 from trainium_eks.core.validation import ConfigurationError
-from trainium_eks.facts.catalog import INSTANCE_CATALOG, SAGEMAKER_TRAINING_TYPES, Accelerator
-from trainium_eks.manifests.access.workflow_access import WorkflowAccessChart
+from trainium_eks.facts.catalog import INSTANCE_CATALOG, Accelerator
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.manifests.jobs.train_job import TrainJobChart
 
 CPU = NodeGroupTopology("m5.xlarge", 2, 2, 0, (), frozenset({"efs-sc-claim"}))
+
+
 ENDPOINT = "https://0123456789ABCDEF.gr7.us-west-2.eks.amazonaws.com"
+
+
 NODE = Path(sys.executable).parent / "node"
+
+
 ASL_VALIDATOR = REPO / "node_modules" / ".bin" / "asl-validator"
+
+
 JSONATA = REPO / "node_modules" / "jsonata"
+
+
 EXECUTION = "3f2b8c1e-5d4a-4b7e-9c1d-0a1b2c3d4e5f"
+
+
 JOB = "cifar10-ddp-1b2c3d4e5f"
 """The job of a run of :data:`EXECUTION`: the base name and the execution name's last ten letters and digits."""
+
+
 LAUNCHER = REPO / "images" / "cifar10-ddp" / "launch.py"
+
+
 SAGEMAKER = "arn:aws:states:::sagemaker:createTrainingJob.sync"
+
+
 EKS_CALL = "arn:aws:states:::eks:call"
 
 
@@ -141,8 +157,6 @@ def private_subnets(stack: cdk.Stack) -> List[ec2.ISubnet]:
 def logical_id(stack: cdk.Stack, construct) -> str:
     return stack.get_logical_id(construct.node.default_child)
 
-
-# --- the walker: JSONata evaluated by the real engine -----------------------------------------------------------
 
 WALKER = r"""
 const jsonata = require(process.argv[1]);
@@ -236,9 +250,6 @@ def load_launcher():
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
-
-
-# --- the definition --------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("which", ["run", "cleanup"])
@@ -454,9 +465,6 @@ def test_default_runtime_and_options_reach_the_definition(tmp_path):
     assert "$polls >= 240" in json.dumps(definition["States"]["TrainJob finished?"])
 
 
-# --- IAM, one statement at a time ------------------------------------------------------------------------------
-
-
 def statements_of(template: assertions.Template, stack: cdk.Stack, role) -> List[Dict[str, Any]]:
     role_id = stack.get_logical_id(role.node.default_child)
     found = []
@@ -582,9 +590,6 @@ def test_sagemaker_job_role_has_exactly_its_statements(built):
     }
 
 
-# --- cluster access, network, storage, logs --------------------------------------------------------------------
-
-
 def test_access_entry_names_the_group_and_the_role_chart_allows_trainjobs_only(built, tmp_path):
     stack, workflow, template = built
     entry = only(template, "AWS::EKS::AccessEntry")["Properties"]
@@ -609,12 +614,6 @@ def test_access_entry_names_the_group_and_the_role_chart_allows_trainjobs_only(b
         "Role.training.hybrid-workflow",
         "RoleBinding.training.hybrid-workflow",
     ]
-
-
-def test_workflow_access_chart_refuses_bad_names():
-    with pytest.raises(ConfigurationError) as raised:
-        WorkflowAccessChart(group="system:masters", namespace="Training")
-    assert len(raised.value.problems) == 2
 
 
 def test_sagemaker_security_group_is_admitted_by_efs_and_by_itself(built):
@@ -662,18 +661,6 @@ def test_state_machine_logs_everything_and_traces(built):
     assert logging["Level"] == "ALL" and logging["IncludeExecutionData"] is True
     log_group = template.to_json()["Resources"][stack.get_logical_id(workflow.log_group.node.default_child)]
     assert log_group["Properties"]["RetentionInDays"] == 365 and log_group["DeletionPolicy"] == "Retain"
-
-
-def test_sagemaker_types_are_sagemaker_training_types_of_the_catalog():
-    import botocore.session
-
-    model = botocore.session.get_session().get_service_model("sagemaker")
-    training_types = set(model.shape_for("TrainingInstanceType").enum)
-    assert set(SAGEMAKER_TRAINING_TYPES) <= training_types
-    assert all(name[3:] in INSTANCE_CATALOG for name in SAGEMAKER_TRAINING_TYPES)
-
-
-# --- refusals ---------------------------------------------------------------------------------------------------
 
 
 def test_a_private_only_cluster_is_refused():
@@ -756,9 +743,6 @@ def test_a_poll_interval_that_would_overflow_the_execution_history_is_refused():
         workflow_stack(max_runtime=cdk.Duration.days(7), poll_interval=cdk.Duration.seconds(60))
     (problem,) = raised.value.problems
     assert problem.startswith("poll_interval='60 s': at least 227 s with max_runtime 604800 s")
-
-
-# --- a real cluster: endpoint read from it, cfn-lint, cdk-nag ---------------------------------------------------
 
 
 def cluster_stack(endpoint_access: eks.EndpointAccess = eks.EndpointAccess.PUBLIC_AND_PRIVATE):
@@ -859,9 +843,6 @@ def test_uuid_execution_names_give_distinct_job_names(definition):
     assert jobs == [f"cifar10-ddp-{name.hex[-10:]}" for name in names]
     (odd,) = walk(definition, {"training_runtime": "kubernetes"}, execution="___")
     assert odd["vars"]["job_name"] == "cifar10-ddp-run"
-
-
-# --- no run outlives its execution; data first; the image's accelerators ------------------------------------------
 
 
 def test_a_trainjob_ends_by_itself_at_the_workflows_max_runtime(definition, tmp_path):
