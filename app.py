@@ -65,7 +65,13 @@ def build_app(app: cdk.App) -> Dict[str, TrainingClusterStack]:
 def main() -> None:
     # Template validation belongs to the tests (cfn-lint, every rule, on every variant of the app); aws-cdk-lib's
     # built-in validation would cost every synth about 1-2 s and a 360 MiB WebAssembly engine (README: Decisions).
-    app = cdk.App(builtin_cloud_formation_validation=False)
+    # No stack traces in the cloud assembly: they name the jsii kernel's temporary folder, so two synths of one commit
+    # would differ (README: Decisions).
+    app = cdk.App(
+        builtin_cloud_formation_validation=False,
+        stack_traces=False,
+        context={"aws:cdk:disable-creation-stack-traces": True},
+    )
     try:
         build_app(app)
     except ConfigurationError as error:

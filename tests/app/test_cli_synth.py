@@ -2,8 +2,11 @@
 
 import json
 import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
+from typing import Dict, Optional
 
 import pytest
 
@@ -14,9 +17,12 @@ CDK = REPO / "node_modules" / ".bin" / "cdk"
 pytestmark = pytest.mark.skipif(not CDK.exists(), reason="the CDK CLI is installed by `make install` (npm ci)")
 
 
-def cdk_synth(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+def cdk_synth(tmp_path: Path, *args: str, cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
+    """``cdk synth`` of the app in ``cwd`` (default: this checkout) into ``tmp_path/cdk.out``, with this venv's Python
+    first on PATH (cdk.json runs ``python app.py``)."""
     env = {
         **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "AWS_EC2_METADATA_DISABLED": "true",
         "CDK_DISABLE_CLI_TELEMETRY": "true",
         "AWS_ACCESS_KEY_ID": "",
@@ -25,7 +31,7 @@ def cdk_synth(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     }
     return subprocess.run(
         [str(CDK), "synth", "--quiet", "--output", str(tmp_path / "cdk.out"), *args],
-        cwd=REPO,
+        cwd=cwd or REPO,
         env=env,
         capture_output=True,
         text=True,
@@ -59,3 +65,32 @@ def test_cli_synth_reports_bad_settings_in_one_message(tmp_path):
     assert "TrainiumEks: 2 configuration problems" in result.stderr
     assert "nodeCount=0" in result.stderr and "lustreStorageGiB=1000" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def tracked_copy(destination: Path) -> Path:
+    """The files git tracks, copied to ``destination``: a second checkout of the same commit at another path."""
+    files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    for name in files:
+        target = destination / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, target)
+    return destination
+
+
+def assembly(root: Path) -> Dict[str, bytes]:
+    """Every file of a cloud assembly by its path inside it."""
+    return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git lists the tracked files")
+def test_two_synths_from_two_checkouts_give_a_byte_identical_cloud_assembly(tmp_path):
+    first = cdk_synth(tmp_path / "first")
+    assert first.returncode == 0, first.stderr[-3000:]
+    checkout = tracked_copy(tmp_path / "elsewhere" / "trainium-eks")
+    second = cdk_synth(tmp_path / "second", cwd=checkout)
+    assert second.returncode == 0, second.stderr[-3000:]
+    one, other = assembly(tmp_path / "first" / "cdk.out"), assembly(tmp_path / "second" / "cdk.out")
+    assert sorted(one) == sorted(other)
+    differing = [name for name in one if one[name] != other[name]]
+    assert differing == [], f"files that differ between the two synths: {differing[:10]}"
+    assert not any(b"jsii-kernel-" in content for content in one.values()), "no temporary path in the assembly"
