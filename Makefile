@@ -1,6 +1,6 @@
 # trainium-eks: the two commands of the README work on a fresh clone with Python 3.11 and npm.
 #   make synth   offline `cdk synth` of app.py into cdk.out (no credentials, no lookups)
-#   make test    the whole test suite
+#   make test    the whole test suite (make test-fast: without the training images' own tests)
 #   make bench        synth benchmark against an empty app (figures for the README)
 #   make deploy-path  the modeled critical path of `cdk deploy` (../shared/tools/deploy_model.py)
 #   make rehearse     replay the README's changes through CloudFormation's rules and aws-eks-v2's own handler
@@ -20,22 +20,29 @@ export PATH := $(BIN):$(PATH)
 export AWS_EC2_METADATA_DISABLED := true
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-.PHONY: synth test bench audit clean install rehearse deploy-path cost deploy
+.PHONY: synth test test-fast bench audit clean install install-synth rehearse deploy-path cost deploy
 
+# What synth needs (requirements.txt: aws-cdk-lib, cdk8s, the kubectl layers, Node.js, boto3), and everything else
+# (tests, validators, the training scripts' torch) only for the targets that use it.
+install-synth: $(VENV)/.synth-installed node_modules/.installed
 install: $(VENV)/.installed node_modules/.installed
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt requirements-train.txt constraints.txt
+$(VENV)/.synth-installed: requirements.txt constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt -c constraints.txt
+	$(BIN)/python scripts/bundled_node.py
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.synth-installed requirements-dev.txt requirements-train.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
 		-r requirements-dev.txt -r requirements-train.txt -c constraints.txt
-	$(BIN)/python scripts/bundled_node.py
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-synth: install
+synth: install-synth
 	rm -rf cdk.out
 	$(CDK) synth --quiet
 
@@ -44,6 +51,12 @@ test: install
 	$(BIN)/ruff format --check $(LINTED)
 	PYTHON=$(PYTHON) bash scripts/composer_env.sh
 	$(BIN)/python -m pytest
+
+# While developing: everything but the training images' own tests (torch and Composer smoke tests, rendezvous
+# backends, image builds), which `make test` (CI) runs.
+test-fast: install
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/python -m pytest -m "not images"
 
 bench: install
 	$(BIN)/python scripts/bench_synth.py
@@ -57,7 +70,7 @@ rehearse: install
 cost: install
 	$(BIN)/python -m trainium_eks cost --chart docs/cost-per-hour.png
 
-deploy: install
+deploy: install-synth
 	test -n "$(STACK)" || (echo "name the stack: make deploy STACK=TrainiumEks|KubeflowTraining|ComposerTraining"; exit 2)
 	$(CDK) deploy $(STACK)
 

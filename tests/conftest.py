@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 from aws_cdk import assertions
 
-from tests.support.apps import default_template
+from tests.support.apps import REPO, default_template
+
+IMAGES_TESTS = REPO / "tests" / "images"
+
+
+def pytest_collection_modifyitems(items):
+    """Mark the tests of the training images' own code (``images``): ``make test-fast`` leaves them out."""
+    for item in items:
+        if IMAGES_TESTS in item.path.parents:
+            item.add_marker(pytest.mark.images)
 
 
 @pytest.fixture(scope="session")
