@@ -5,6 +5,7 @@ import pytest
 
 from tests.support.apps import REPO, build_default_app, new_app
 from trainium_eks.core.validation import ConfigurationError
+from trainium_eks.stacks.app_context import STACKS, settings_from_context
 from trainium_eks.stacks.trainium_eks_stack import TrainiumEksStack
 
 
@@ -284,3 +285,20 @@ def test_the_training_stack_itself_refuses_a_gpu_type_for_its_neuron_seed_run_an
         new_app(), "Own", env=env, instance_type="p5.48xlarge", availability_zone_id="use1-az6", seed_jobs=False
     )
     assert stack.accelerated_nodes.instance.name == "p5.48xlarge"
+
+
+@pytest.mark.parametrize(
+    "region,az_id", [("us-west-2", "usw2-az4"), ("us-east-1", "use1-az6"), ("us-east-2", "use2-az3")]
+)
+def test_region_alone_is_enough_every_stack_takes_the_regions_trainium_az(region, az_id):
+    settings = settings_from_context(new_app(region=region).node)
+    assert {stack: settings.props[stack]["availability_zone_id"] for stack in STACKS} == dict.fromkeys(STACKS, az_id)
+    _, stack = build_default_app(region=region)
+    assert stack.props.availability_zone_id == az_id
+
+
+def test_a_region_without_a_default_az_asks_for_each_built_stacks_az_key_naming_its_az_ids():
+    found = problems_of(region="eu-west-1", stacks="TrainiumEks,ComposerTraining")
+    assert [problem.split("=")[0] for problem in found] == ["trainiumAzId", "composerAzId"]
+    assert all("in eu-west-1, one of euw1-az1, euw1-az2, euw1-az3" in problem for problem in found), found
+    assert all("describe-instance-type-offerings" in problem for problem in found)

@@ -43,6 +43,13 @@ Source: Amazon EKS user guide, "View Amazon EKS networking requirements for VPC 
 """
 
 
+NODE_AZ_ID_BY_REGION: Dict[str, str] = {"us-west-2": "usw2-az4", "us-east-1": "use1-az6", "us-east-2": "use2-az3"}
+"""The default AZ ID of every stack's nodes in a region: the Trainium AZ of the AWS samples (aws-neuron-eks-samples
+``scripts/determine_eks_azs.sh``: usw2-az4, use1-az6; data-on-eks ``ai-ml/trainium-inferentia/main.tf``: use2-az3),
+each one the instance catalog knows to offer trn1.32xlarge, so that a Trainium group fits in any stack. In another
+region the default app asks for the stack's AZ ID key."""
+
+
 def region_of_az_id(az_id: str) -> Optional[str]:
     """The region an AZ ID belongs to, or None when the library does not know the ID."""
     for region, az_ids in AZ_IDS_BY_REGION.items():

@@ -19,7 +19,7 @@ from constructs import Node
 from trainium_eks.constructs.cluster import ADMIN_PRINCIPAL_ARN
 from trainium_eks.core.validation import Problems, bucket_name_problem, is_integer
 from trainium_eks.facts.catalog import INSTANCE_CATALOG
-from trainium_eks.facts.regions import AZ_IDS_BY_REGION, partition_of
+from trainium_eks.facts.regions import AZ_IDS_BY_REGION, NODE_AZ_ID_BY_REGION, partition_of
 from trainium_eks.stacks.composer_training_stack import NODE_TYPES as COMPOSER_NODE_TYPES
 from trainium_eks.stacks.kubeflow_training_stack import ACCELERATED_NODE_TYPES
 from trainium_eks.stacks.training_cluster_stack import NodeTypes
@@ -65,7 +65,10 @@ context lookups' own keys hold a ':')."""
 
 _INTEGER_KEYS = ("nodeCount", "lustreStorageGiB", "kubeflowCpuNodes", "kubeflowAcceleratedNodes", "composerNodeCount")
 _WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
-_OPTIONAL_KEYS = ("account", "dataBucketName", "adminRoleArn", "kubeflowAcceleratedType")
+AZ_KEYS: Mapping[str, str] = {stack: keys["availability_zone_id"] for stack, keys in STACK_KEYS.items()}
+"""Each stack's AZ ID key: empty or unset means the region's default (:data:`NODE_AZ_ID_BY_REGION`)."""
+
+_OPTIONAL_KEYS = ("account", "dataBucketName", "adminRoleArn", "kubeflowAcceleratedType", *AZ_KEYS.values())
 """Keys where an empty string means "not set"."""
 
 _NODE_TYPES_BY_KEY: Mapping[str, NodeTypes] = {
@@ -120,8 +123,27 @@ def settings_from_context(node: Node) -> AppSettings:
         stack: {prop: parsed[key] for prop, key in {**STACK_KEYS[stack], **SHARED_KEYS}.items() if key in parsed}
         for stack in STACKS
     }
+    for stack in stacks:
+        if region is not None and AZ_KEYS[stack] not in parsed:
+            _default_az_id(problems, AZ_KEYS[stack], region, props[stack])
     problems.raise_if_any()
     return AppSettings(props=props, env=Environment(region=region, account=account or None), stacks=stacks)
+
+
+def _default_az_id(problems: Problems, key: str, region: str, props: Dict[str, Any]) -> None:
+    """The stack's AZ ID when ``key`` is not set: the region's default, or a problem naming the key and the region's
+    AZ IDs."""
+    default = NODE_AZ_ID_BY_REGION.get(region)
+    if default is not None:
+        props["availability_zone_id"] = default
+        return
+    problems.add(
+        key,
+        "",
+        f"the AZ ID of the stack's nodes in {region}, one of {', '.join(AZ_IDS_BY_REGION[region])} (the library has a "
+        f"default only in {', '.join(NODE_AZ_ID_BY_REGION)}; `aws ec2 describe-instance-type-offerings "
+        f"--location-type availability-zone-id --region {region}` shows which offer your instance type)",
+    )
 
 
 def _stacks(problems: Problems, value: Any) -> Tuple[str, ...]:
