@@ -16,6 +16,7 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
+from tests.support.apps import REPO
 from trainium_eks.commands import run
 
 REGION = "us-west-2"
@@ -285,3 +286,10 @@ def test_the_command_imports_no_aws_sdk_before_it_runs():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_the_region_falls_back_to_the_apps_cdk_json(tmp_path):
+    assert run.app_region(REPO) == "us-west-2"
+    (tmp_path / "cdk.json").write_text('{"context": {"region": "us-east-2"}}')
+    assert run.app_region(tmp_path) == "us-east-2"
+    assert run.app_region(tmp_path / "nowhere") is None

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 STATE_MACHINE_OUTPUT = "HybridStateMachineArn"
@@ -72,7 +74,7 @@ def parser() -> argparse.ArgumentParser:
     commands.add_argument("--stack", default=DEFAULT_STACK, help=f"the stack's name (default {DEFAULT_STACK})")
     commands.add_argument("--name", help="the execution's name (default: <runtime>-<random hex>)")
     commands.add_argument("--poll-seconds", type=float, default=15.0, help="how often to read the status (default 15)")
-    commands.add_argument("--region", help="AWS region (default: the profile's)")
+    commands.add_argument("--region", help="AWS region (default: AWS_REGION, the profile's, or cdk.json's region)")
     commands.add_argument("--profile", help="AWS profile (default: the usual credential chain)")
     commands.add_argument("--dry-run", action="store_true", help="print the execution's input and stop")
     return commands
@@ -129,6 +131,16 @@ def start(stepfunctions: Any, state_machine: str, name: str, request: Dict[str, 
     except ClientError as error:
         raise RunError(f"cannot start {state_machine}: {error.response['Error'].get('Message', error)}") from error
     return started["executionArn"]
+
+
+def app_region(directory: Path) -> Optional[str]:
+    """The default app's region in ``directory`` (``cdk.json``'s context ``region``), or None."""
+    path = directory / "cdk.json"
+    try:
+        region = json.loads(path.read_text()).get("context", {}).get("region")
+    except (OSError, ValueError):
+        return None
+    return region if isinstance(region, str) and region else None
 
 
 def where_it_runs(history: List[Dict[str, Any]], region: str) -> Optional[str]:
@@ -216,10 +228,17 @@ def main(argv: Optional[List[str]] = None, *, session: Any = None, sleep: Callab
     if session is None:
         import boto3
 
-        session = boto3.Session(profile_name=args.profile, region_name=args.region)
+        region = args.region or os.environ.get("AWS_REGION") or None
+        session = boto3.Session(profile_name=args.profile, region_name=region)
+        if not session.region_name and app_region(Path.cwd()):
+            session = boto3.Session(profile_name=args.profile, region_name=app_region(Path.cwd()))
     region = session.region_name
     if not region:
-        print("error: no AWS region: pass --region, or set one in the profile or AWS_REGION", file=sys.stderr)
+        print(
+            "error: no AWS region: pass --region, set AWS_REGION, give the profile one, or run this in the app's "
+            "directory (cdk.json's region)",
+            file=sys.stderr,
+        )
         return 2
     try:
         arn = state_machine_arn(session.client("cloudformation"), args.stack)
