@@ -6,7 +6,8 @@
 #   make rehearse     replay the README's changes through CloudFormation's rules and aws-eks-v2's own handler
 #   make audit        checkov on the Kubernetes objects the app applies (own venv)
 #   make cost         what each stack costs per hour, and the README's chart (docs/cost-per-hour.png)
-#   make deploy STACK=KubeflowTraining   cdk deploy of one stack (needs AWS credentials)
+#   make deploy STACK=KubeflowTraining   cdk deploy of one stack (needs AWS credentials); also diff, destroy
+#   ARGS="-c key=value ..." passes settings to synth, deploy, diff and destroy
 
 PYTHON ?= python3
 VENV := .venv
@@ -20,7 +21,7 @@ export PATH := $(BIN):$(PATH)
 export AWS_EC2_METADATA_DISABLED := true
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-.PHONY: synth test test-fast bench audit clean install install-synth rehearse deploy-path cost deploy
+.PHONY: synth test test-fast bench audit clean install install-synth rehearse deploy-path cost deploy diff destroy
 
 # What synth needs (requirements.txt: aws-cdk-lib, cdk8s, the kubectl layers, Node.js, boto3), and everything else
 # (tests, validators, the training scripts' torch) only for the targets that use it.
@@ -44,7 +45,7 @@ node_modules/.installed: package.json package-lock.json
 
 synth: install-synth
 	rm -rf cdk.out
-	$(CDK) synth --quiet
+	$(CDK) synth --quiet $(ARGS)
 
 test: install
 	$(BIN)/ruff check $(LINTED)
@@ -70,9 +71,9 @@ rehearse: install
 cost: install
 	$(BIN)/python -m trainium_eks cost --chart docs/cost-per-hour.png
 
-deploy: install-synth
-	test -n "$(STACK)" || (echo "name the stack: make deploy STACK=TrainiumEks|KubeflowTraining|ComposerTraining"; exit 2)
-	$(CDK) deploy $(STACK)
+deploy diff destroy: install-synth
+	test -n "$(STACK)" || (echo "name the stack: make $@ STACK=TrainiumEks|KubeflowTraining|ComposerTraining"; exit 2)
+	$(CDK) $@ $(STACK) $(ARGS)
 
 audit: synth
 	bash scripts/audit_manifests.sh

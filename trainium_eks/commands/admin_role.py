@@ -89,5 +89,5 @@ def main(argv: Optional[list] = None, *, session: Any = None) -> int:
         path = save_context(args.directory, arn)
         print(f"Saved {CONTEXT_KEY} in {path}: the next `cdk deploy` gives it cluster-admin through an access entry.")
     else:
-        print(f"Deploy with: cdk deploy -c {CONTEXT_KEY}={arn}   (or run this command with --save)")
+        print(f'Deploy with: make deploy STACK=<stack> ARGS="-c {CONTEXT_KEY}={arn}"   (or run this with --save)')
     return 0

@@ -70,7 +70,8 @@ NO_ADMIN_WARNING = (
     "No admin_role_arn: CloudFormation creates the cluster as the CDK bootstrap's execution role, the only principal "
     "EKS makes cluster admin, so after `cdk deploy` kubectl fails with Unauthorized for everyone else. Name your IAM "
     "role: in the default app run `python -m trainium_eks admin-role --save` (it writes adminRoleArn into "
-    "cdk.context.json from your AWS credentials) or deploy with `-c adminRoleArn=arn:aws:iam::<account>:role/<role>`; "
+    "cdk.context.json from your AWS credentials) or deploy with "
+    "`make deploy STACK=<stack> ARGS=\"-c adminRoleArn=arn:aws:iam::<account>:role/<role>\"`; "
     "in your own stack pass admin_role_arn, or add an eks.AccessEntry to the cluster."
 )
 
