@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -94,3 +95,21 @@ def test_two_synths_from_two_checkouts_give_a_byte_identical_cloud_assembly(tmp_
     differing = [name for name in one if one[name] != other[name]]
     assert differing == [], f"files that differ between the two synths: {differing[:10]}"
     assert not any(b"jsii-kernel-" in content for content in one.values()), "no temporary path in the assembly"
+
+
+TEMPLATE_FIGURES = re.compile(r"(TrainiumEks|KubeflowTraining|ComposerTraining) ([0-9]+) (?:resources )?\(([0-9,]+)")
+"""The README's template figures (Benchmark): ``<stack> <resources> resources (<bytes> bytes)``."""
+
+
+def test_the_readmes_template_figures_are_what_synth_writes_today(tmp_path):
+    result = cdk_synth(tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## Benchmark") :]
+    figures = TEMPLATE_FIGURES.findall(section)
+    quoted = {stack: (int(count), int(size.replace(",", ""))) for stack, count, size in figures}
+    actual = {}
+    for stack in quoted:
+        path = tmp_path / "cdk.out" / f"{stack}.template.json"
+        actual[stack] = (len(json.loads(path.read_text())["Resources"]), path.stat().st_size)
+    assert len(quoted) == 3 and quoted == actual, "update the README's Benchmark figures (make bench prints them)"
