@@ -87,7 +87,8 @@ def test_without_save_nothing_is_written_and_the_deploy_command_is_printed(tmp_p
     session = StubbedSession(f"arn:aws:iam::{ACCOUNT}:role/Admin")
     assert admin_role.main(["--directory", str(tmp_path)], session=session) == 0
     assert not (tmp_path / "cdk.context.json").exists()
-    assert f'make deploy STACK=<stack> ARGS="-c adminRoleArn=arn:aws:iam::{ACCOUNT}:role/Admin"' in capsys.readouterr().out
+    deploy = f'make deploy STACK=<stack> ARGS="-c adminRoleArn=arn:aws:iam::{ACCOUNT}:role/Admin"'
+    assert deploy in capsys.readouterr().out
 
 
 def test_the_root_user_is_refused_with_what_to_do_instead(tmp_path, capsys):

@@ -214,10 +214,10 @@ def render(
     for label, group in groups:
         summed = total(group)
         mark = " *" if summed.missing else ""
-        rows.append(
-            [label, "", f"{summed.usd_per_hour:,.2f}{mark}"]
-            + ([f"{summed.usd_per_hour * hours:,.2f}{mark}"] if hours is not None else [])
-        )
+        # Each sum is of the figures shown above it (rounded to cents), so the table adds up as printed.
+        per_hour = sum(round(line.usd_per_hour, 2) for line in group if line.usd_per_hour is not None)
+        over = sum(round(line.for_hours(hours), 2) for line in group if line.usd_per_hour is not None) if hours else 0
+        rows.append([label, "", f"{per_hour:,.2f}{mark}"] + ([f"{over:,.2f}{mark}"] if hours is not None else []))
         if summed.missing:
             notes.append(f"* {label}: without {', '.join(summed.missing)} (no verified price in {costs.region})")
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]

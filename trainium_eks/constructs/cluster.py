@@ -71,7 +71,7 @@ NO_ADMIN_WARNING = (
     "EKS makes cluster admin, so after `cdk deploy` kubectl fails with Unauthorized for everyone else. Name your IAM "
     "role: in the default app run `python -m trainium_eks admin-role --save` (it writes adminRoleArn into "
     "cdk.context.json from your AWS credentials) or deploy with "
-    "`make deploy STACK=<stack> ARGS=\"-c adminRoleArn=arn:aws:iam::<account>:role/<role>\"`; "
+    '`make deploy STACK=<stack> ARGS="-c adminRoleArn=arn:aws:iam::<account>:role/<role>"`; '
     "in your own stack pass admin_role_arn, or add an eks.AccessEntry to the cluster."
 )
 
