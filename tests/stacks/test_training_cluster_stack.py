@@ -6,6 +6,7 @@ from tests.support.apps import CDK_JSON_CONTEXT, REPO
 from trainium_eks.constructs.lustre_storage import DEFAULT_STORAGE_CAPACITY_GIB
 from trainium_eks.constructs.training_node_group import DEFAULT_INSTANCE_TYPE, DEFAULT_NODE_COUNT
 from trainium_eks.facts import versions
+from trainium_eks.facts.regions import NODE_AZ_ID_BY_REGION
 from trainium_eks.stacks import composer_training_stack as composer_stack
 from trainium_eks.stacks import kubeflow_training_stack as kubeflow_stack
 from trainium_eks.stacks.training_cluster_stack import DEFAULT_AZ_ID
@@ -16,16 +17,16 @@ README = (REPO / "README.md").read_text()
 def test_cdk_json_defaults_are_the_library_defaults():
     assert CDK_JSON_CONTEXT["instanceType"] == DEFAULT_INSTANCE_TYPE
     assert CDK_JSON_CONTEXT["nodeCount"] == DEFAULT_NODE_COUNT
-    assert CDK_JSON_CONTEXT["trainiumAzId"] == DEFAULT_AZ_ID
+    # Empty AZ keys take the region's Trainium AZ, which in cdk.json's region is the library's default.
+    assert [CDK_JSON_CONTEXT[key] for key in ("trainiumAzId", "kubeflowAzId", "composerAzId")] == ["", "", ""]
+    assert NODE_AZ_ID_BY_REGION[CDK_JSON_CONTEXT["region"]] == DEFAULT_AZ_ID
     assert CDK_JSON_CONTEXT["kubernetesVersion"] == versions.DEFAULT_KUBERNETES_VERSION
     assert CDK_JSON_CONTEXT["lustreStorageGiB"] == DEFAULT_STORAGE_CAPACITY_GIB
-    assert CDK_JSON_CONTEXT["kubeflowAzId"] == DEFAULT_AZ_ID
     assert CDK_JSON_CONTEXT["kubeflowCpuNodes"] == kubeflow_stack.DEFAULT_CPU_NODE_COUNT
     assert CDK_JSON_CONTEXT["kubeflowAcceleratedType"] == ""  # no accelerated group by default
     assert CDK_JSON_CONTEXT["kubeflowAcceleratedNodes"] == kubeflow_stack.DEFAULT_ACCELERATED_NODE_COUNT
     assert CDK_JSON_CONTEXT["composerInstanceType"] == composer_stack.DEFAULT_INSTANCE_TYPE
     assert CDK_JSON_CONTEXT["composerNodeCount"] == composer_stack.DEFAULT_NODE_COUNT
-    assert CDK_JSON_CONTEXT["composerAzId"] == DEFAULT_AZ_ID
     assert CDK_JSON_CONTEXT["stacks"] == ""  # every stack
 
 
