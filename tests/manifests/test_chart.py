@@ -13,6 +13,7 @@ from trainium_eks.manifests.addons.etcd import EtcdChart
 from trainium_eks.manifests.addons.neuron_device_plugin import NeuronDevicePluginChart
 from trainium_eks.manifests.addons.tensorboard import TensorBoardChart
 from trainium_eks.manifests.addons.volcano_queue import VolcanoQueueChart
+from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.manifests.storage.lustre_volume import LustreVolumeChart
 
 
@@ -46,3 +47,23 @@ def test_no_image_is_unpinned():
                 for container in pod_spec(o)["containers"]:
                     tag = container["image"].rsplit(":", 1)[-1]
                     assert tag and tag != "latest" and "/" not in tag, container["image"]
+
+
+def test_a_chart_renders_each_object_as_written_in_key_order_tokens_kept_and_null_values_left_out():
+    chart = LibraryChart("probe", namespace="n")
+    written = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": chart.metadata("probe", annotations={"z": "1", "a": "2"}),
+        "data": {"token": "${Token[TOKEN.123]}", "empty": "", "gone": None},
+    }
+    added = chart.add_object(written)
+    (rendered,) = chart.manifests()
+    assert list(rendered) == ["apiVersion", "kind", "metadata", "data"]
+    assert list(rendered["metadata"]["annotations"]) == ["z", "a"]
+    assert rendered["metadata"]["labels"] == {
+        "app.kubernetes.io/part-of": "trainium-eks",
+        "app.kubernetes.io/name": "probe",
+    }
+    assert rendered["data"] == {"token": "${Token[TOKEN.123]}", "empty": ""}
+    assert added["data"]["gone"] is None, "add_object returns what it was given, labelled"

@@ -60,8 +60,9 @@ class LibraryChart(cdk8s.Chart):
     :class:`~trainium_eks.constructs.applied_chart.AppliedChart` (the stack's ``ClusterAddons`` and ``JobSequence``
     do it for the library's charts).
 
-    Each object is a ``cdk8s.ApiObject`` whose JSON is exactly the dict given to :meth:`add_object` (one JSON patch
-    that replaces the whole object, so its keys keep their order and no field is added). Objects you add to the chart
+    Each object is a ``cdk8s.ApiObject`` whose JSON is the dict given to :meth:`add_object` (one JSON patch that
+    replaces the whole object, so its keys keep their order and no field is added; like every cdk8s object, a key
+    whose value is None is left out). Objects you add to the chart
     with cdk8s (``cdk8s.ApiObject``, imported CRD classes, cdk8s-plus L2s) are part of it like the library's own:
     :meth:`manifests` is cdk8s's ``to_json``. Namespaced objects take their namespace from :meth:`metadata`;
     cluster-scoped objects get none. Each chart is the only chart of a ``cdk8s.App`` of its own: it is a value the
