@@ -3,20 +3,13 @@
 import json
 
 from tests.support.kubeflow_jobs import CPU
+from tests.support.sequences import RecordingSequence
 from trainium_eks.core.conventions import SHARED_MOUNT
 from trainium_eks.workloads import cifar10_dataset, cifar10_ddp, composer_resnet
 
 
-class Unresolved:
-    """A job sequence stand-in for a chart outside a stack: nothing to resolve."""
-
-    @staticmethod
-    def resolve(value):
-        return value
-
-
 def test_the_staging_job_downloads_the_authors_archive_checked_by_its_sha256():
-    chart = cifar10_dataset.cifar10_staging(Unresolved(), image="example.com/cifar:1", node_group=CPU)
+    chart = cifar10_dataset.cifar10_staging(RecordingSequence(), image="example.com/cifar:1", node_group=CPU)
     (job,) = [o for o in chart.manifests() if o["kind"] == "Job"]
     text = json.dumps(job)
     assert cifar10_dataset.DATASET_URL in text and cifar10_dataset.DATASET_SHA256 in text
