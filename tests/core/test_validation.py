@@ -95,7 +95,7 @@ CHECKS = [
     (
         lambda p, v: check_label_key(p, "k", v),
         ["app", "example.com/app", "a_b.c-d", "k8s.io/" + "n" * 63],
-        ["", "a/b/c", "Example.com/app", "example.com/", "-app", "n" * 64],
+        ["", "a/b/c", "Example.com/app", "example.com/", "-app", "n" * 64, "/name"],
     ),
     (lambda p, v: check_label_value(p, "v", v), ["", "a", "A_b.c-D", "v" * 63], ["v" * 64, "-a", "a b", None]),
     (lambda p, v: coerce_enum(p, "a", v, Accelerator) is not None, ["neuron", Accelerator.NVIDIA], ["Neuron", None]),

@@ -202,10 +202,11 @@ def check_absolute_path(problems: Problems, setting: str, value: Any) -> bool:
 
 def check_label_key(problems: Problems, setting: str, value: Any) -> bool:
     """``value`` is a Kubernetes label or taint key: an optional DNS-subdomain prefix and '/', then a name of at
-    most 63 characters (alphanumerics, '-', '_', '.', starting and ending with an alphanumeric)."""
+    most 63 characters (alphanumerics, '-', '_', '.', starting and ending with an alphanumeric). A '/' needs a
+    prefix before it (apimachinery ``IsQualifiedName``: "prefix part must be non-empty")."""
     if isinstance(value, str) and value:
-        prefix, _, name = value.rpartition("/")
-        prefix_ok = not prefix or (len(prefix) <= 253 and DNS1123_SUBDOMAIN.fullmatch(prefix) is not None)
+        prefix, slash, name = value.rpartition("/")
+        prefix_ok = not slash or (0 < len(prefix) <= 253 and DNS1123_SUBDOMAIN.fullmatch(prefix) is not None)
         if prefix_ok and len(name) <= 63 and _QUALIFIED_NAME.fullmatch(name):
             return True
     problems.add(
