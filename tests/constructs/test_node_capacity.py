@@ -65,3 +65,10 @@ def test_an_id_of_eight_hex_digits_and_a_token_are_accepted():
     assert problems_of(NodeCapacity.capacity_block("cr-01234567")) == []
     token = cdk.Token.as_string(cdk.Fn.ref("ReservationId"))
     assert problems_of(NodeCapacity.capacity_reservation(token)) == [], "a parameter is only known at deploy"
+
+
+def test_a_reservation_id_with_a_trailing_newline_and_a_kind_that_is_not_a_capacity_kind_are_refused():
+    (problem,) = problems_of(NodeCapacity.capacity_block(RESERVATION + "\n"))
+    assert "needs its reservation id" in problem
+    (problem,) = problems_of(NodeCapacity("on-demand"))
+    assert problem.startswith("capacity='on-demand': a NodeCapacity made by NodeCapacity.on_demand()")

@@ -83,11 +83,18 @@ class NodeCapacity:
         return None
 
     def check(self, problems: Problems, setting: str = "capacity") -> None:
-        """Record a problem when a reservation id is missing or malformed."""
+        """Record a problem when the kind is not a :class:`CapacityKind` or a reservation id is missing or
+        malformed."""
+        if not isinstance(self.kind, CapacityKind):
+            kinds = ", ".join(f"NodeCapacity.{kind.name.lower()}()" for kind in CapacityKind)
+            problems.add(setting, self.kind, f"a NodeCapacity made by {kinds}")
+            return
         if self.kind is CapacityKind.ON_DEMAND:
             return
-        if not self.reservation_id or (
-            is_concrete(self.reservation_id) and not _RESERVATION_ID.match(self.reservation_id)
+        if (
+            not isinstance(self.reservation_id, str)
+            or not self.reservation_id
+            or (is_concrete(self.reservation_id) and not _RESERVATION_ID.fullmatch(self.reservation_id))
         ):
             problems.add(
                 setting,
