@@ -8,6 +8,7 @@ from aws_cdk import aws_iam as iam
 from tests.support.apps import new_app, only, resources_of
 from tests.support.clusters import ENV
 from trainium_eks.constructs.pod_identity_role import POD_IDENTITY_PRINCIPAL, PodIdentityRole
+from trainium_eks.core.validation import ConfigurationError
 
 
 def test_the_role_trusts_eks_pod_identity_with_session_tags_and_has_no_permissions():
@@ -45,3 +46,10 @@ def test_the_description_is_required():
     stack = cdk.Stack(new_app(), "Pods", env=ENV)
     with pytest.raises(TypeError, match="description"):
         PodIdentityRole(stack, "Anonymous")
+
+
+@pytest.mark.parametrize("description", ["", None, " padded", "x" * 1001])
+def test_an_empty_padded_or_too_long_description_is_refused(description):
+    stack = cdk.Stack(new_app(), "Pods", env=ENV)
+    with pytest.raises(ConfigurationError, match="description="):
+        PodIdentityRole(stack, "Bad", description=description)

@@ -56,6 +56,7 @@ def test_the_period_and_a_cluster_name_token_reach_every_search():
     [
         (cdk.Duration.seconds(90), "'1 minute 30 seconds'"),
         (cdk.Duration.seconds(0), "'0 seconds'"),
+        (cdk.Duration.millis(1500), "'1 second 500 millis'"),
         ("1m", "'1m'"),
     ],
 )

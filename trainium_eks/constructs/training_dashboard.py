@@ -48,7 +48,8 @@ class TrainingDashboard(Construct):
         problems = Problems(self.node.path)
         check_text(problems, "cluster_name", cluster_name, allowed="the EKS cluster's name")
         if check_instance(problems, "period", period, Duration, "a Duration of whole minutes"):
-            if Token.is_unresolved(period.to_seconds()) or period.to_seconds() % 60 or period.to_seconds() <= 0:
+            seconds = period.to_seconds(integral=False)
+            if Token.is_unresolved(seconds) or seconds % 60 or seconds <= 0:
                 problems.add("period", period.to_human_string(), "a Duration of whole minutes")
         problems.raise_if_any()
         widgets: List[cloudwatch.IWidget] = [
