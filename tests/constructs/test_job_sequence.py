@@ -62,7 +62,9 @@ def test_the_release_job_is_a_small_locked_down_pod_on_the_system_nodes_named_af
 
 
 def test_a_job_that_can_never_be_created_fails_the_release_at_once_and_a_drained_pod_does_not_count():
-    rules = release_job(JobReleaseChart(job=held_manifest(), wait_for=["job/d"]))["spec"]["podFailurePolicy"]["rules"]
+    rules = release_job(JobReleaseChart(job=held_manifest(wait_for=("job/d",)), wait_for=["job/d"]))["spec"][
+        "podFailurePolicy"
+    ]["rules"]
     fail, ignore = rules
     assert fail["action"] == "FailJob" and fail["onExitCodes"]["values"] == [2, NEVER]
     assert fail["onExitCodes"]["containerName"] == "release"
@@ -111,8 +113,10 @@ def test_the_release_digest_covers_everything_of_the_release_job_that_cannot_cha
     with monkeypatch.context() as patched:
         patched.setattr(job_release, "SYSTEM_NODE_LABELS", {"role": "other"})
         assert job_release._release_digest() != RELEASE_DIGEST
-    short = release_job(JobReleaseChart(job=held_manifest(), wait_for=["job/d"], timeout_seconds=3600))
-    long = release_job(JobReleaseChart(job=held_manifest(), wait_for=["job/d"]))
+    short = release_job(
+        JobReleaseChart(job=held_manifest(wait_for=("job/d",)), wait_for=["job/d"], timeout_seconds=3600)
+    )
+    long = release_job(JobReleaseChart(job=held_manifest(wait_for=("job/d",)), wait_for=["job/d"]))
     assert short["metadata"]["name"] == long["metadata"]["name"], "the deadline is updated in place (mutable)"
 
 

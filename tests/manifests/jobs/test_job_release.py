@@ -125,3 +125,20 @@ def test_every_problem_of_a_release_is_reported_in_one_error():
     ]
     with pytest.raises(ConfigurationError, match=r"job=\['not', 'a', 'manifest'\]: the manifest of a batch/v1 Job"):
         JobReleaseChart(job=["not", "a", "manifest"], wait_for=WAITS)
+
+
+def test_a_held_job_must_name_what_its_release_waits_for_and_be_a_whole_manifest():
+    with pytest.raises(ConfigurationError, match=r"job='job/eval-0123456789': a job held until job/a"):
+        JobReleaseChart(job=held(wait_for=["job/other"]), wait_for=["job/a"])
+    with pytest.raises(ConfigurationError, match=r"wait_for=\[\]: at least one job"):
+        JobReleaseChart(job=held(wait_for=[]), wait_for=[])
+    nameless = held()
+    del nameless["metadata"]["name"]
+    with pytest.raises(ConfigurationError, match="job.metadata.name=None"):
+        JobReleaseChart(job=nameless, wait_for=WAITS)
+    with pytest.raises(ConfigurationError, match="job.metadata.namespace=None"):
+        JobReleaseChart(job=held(namespace=None), wait_for=WAITS)
+    bare = held()
+    bare["metadata"]["annotations"] = None
+    with pytest.raises(ConfigurationError, match="carries held_annotations"):
+        JobReleaseChart(job=bare, wait_for=WAITS)

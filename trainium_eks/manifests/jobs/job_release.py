@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Sequence
 
 from trainium_eks.core.conventions import SYSTEM_NODE_LABELS
-from trainium_eks.core.validation import Problems, check_integer, check_strings
+from trainium_eks.core.validation import Problems, check_dns_label, check_dns_subdomain, check_integer, check_strings
 from trainium_eks.facts import versions
 from trainium_eks.manifests.chart import LibraryChart, locked_down_container, unprivileged_pod
 from trainium_eks.manifests.jobs.job_release_program import DEADLINE_MARGIN_SECONDS, NEVER, ref_of
@@ -109,11 +109,29 @@ class JobReleaseChart(LibraryChart):
     ) -> None:
         problems = Problems("job release chart")
         held_ref = ref_of(job) if isinstance(job, Mapping) else None
+        metadata = (job.get("metadata") or {}) if held_ref else {}
+        annotations = metadata.get("annotations") or {}
         if not held_ref:
             problems.add("job", job, "the manifest of a batch/v1 Job, Volcano Job, TrainJob or PyTorchJob")
-        elif (job.get("metadata") or {}).get("annotations", {}).get(RELEASE_ANNOTATION) != RELEASE_DIGEST:
-            problems.add("job", held_ref, "a job whose spec carries held_annotations(wait_for) (JobChart does it)")
-        check_references(problems, "wait_for", wait_for)
+        else:
+            check_dns_subdomain(problems, "job.metadata.name", metadata.get("name"))
+            check_dns_label(problems, "job.metadata.namespace", metadata.get("namespace"))
+            if annotations.get(RELEASE_ANNOTATION) != RELEASE_DIGEST:
+                problems.add("job", held_ref, "a job whose spec carries held_annotations(wait_for) (JobChart does it)")
+        if check_references(problems, "wait_for", wait_for):
+            if not wait_for:
+                problems.add("wait_for", wait_for, "at least one job (a job that waits for nothing needs no release)")
+            elif (
+                held_ref
+                and annotations.get(RELEASE_ANNOTATION) == RELEASE_DIGEST
+                and (annotations.get(WAIT_FOR_ANNOTATION) != held_annotations(wait_for)[WAIT_FOR_ANNOTATION])
+            ):
+                problems.add(
+                    "job",
+                    held_ref,
+                    f"a job held until {' '.join(wait_for)} (its {WAIT_FOR_ANNOTATION} annotation names "
+                    f"{annotations.get(WAIT_FOR_ANNOTATION)!r}: its name would not cover what the release waits for)",
+                )
         check_integer(
             problems,
             "timeout_seconds",
