@@ -14,6 +14,7 @@ from trainium_eks.constructs.private.trainjob_template import (
     trainjob_template,
 )
 from trainium_eks.core.validation import Problems
+from trainium_eks.manifests.jobs.job_naming import JOB_NAME
 from trainium_eks.manifests.jobs.train_job import TrainJobChart
 
 
@@ -116,3 +117,11 @@ def test_every_problem_of_the_train_job_is_reported_together():
         for variable in (HYPERPARAMETERS_ENV, JOB_NAME_ENV)
     ]
     assert found[3].startswith("a TrainJob in the namespace 'training'") and found[3].endswith("not 'ml'")
+
+
+def test_a_train_job_whose_spec_holds_its_own_job_name_is_refused_for_every_run_would_share_it():
+    shared = chart(args=["--", "--output-dir", f"/data/output/{JOB_NAME}"])
+    problems = Problems("workflow")
+    check_train_job(problems, shared, shared.namespace_name)
+    (problem,) = problems
+    assert "without JOB_NAME in its args or env" in problem and shared.job_name in problem

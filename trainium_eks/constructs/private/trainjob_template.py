@@ -3,6 +3,7 @@ as JSONata, and what that template requires of the train job."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Dict
 
 from trainium_eks.constructs.private.jsonata import jsonata, literals
@@ -54,6 +55,9 @@ def trainjob_template(train_job: TrainJobChart, deadline_seconds: int) -> Dict[s
 
 
 def check_train_job(problems: Problems, train_job: TrainJobChart, namespace: str) -> None:
+    """Record what keeps ``train_job`` from being the workflow's template: another launcher than the image's own,
+    an env the workflow sets per run, another namespace, or the chart's own job name (``JOB_NAME``) in its spec,
+    which every run's TrainJob would share (one output folder, and checkpoints one run resumes from another's)."""
     if train_job.workload.launcher is not Launcher.DIRECT:
         problems.add(
             "train_job",
@@ -68,6 +72,14 @@ def check_train_job(problems: Problems, train_job: TrainJobChart, namespace: str
                 train_job.component,
                 f"a TrainJob without the env {variable} (the workflow sets it for each run)",
             )
+    if train_job.job_name and train_job.job_name in json.dumps(train_job.manifest.get("spec")):
+        problems.add(
+            "train_job",
+            train_job.component,
+            f"a TrainJob without JOB_NAME in its args or env: each run gets its own name, so a per-run path is "
+            f"${{{JOB_NAME_ENV}}} (as in --output-dir /data/output/${{{JOB_NAME_ENV}}}); {train_job.job_name} would "
+            "be every run's",
+        )
     if train_job.namespace_name != namespace:
         problems.add(
             "train_job",
