@@ -79,3 +79,27 @@ def test_the_trainium_stacks_old_prop_names_still_work_with_a_warning():
     with pytest.warns(DeprecationWarning, match=r"accelerated_az_id=\.\.\.\) is now availability_zone_id"):
         stack = TrainiumEksStack(new_app(), "Old", accelerated_az_id="usw2-az3")
     assert stack.accelerated_nodes.subnet is stack.network.node_subnet and stack.network.node_az_id == "usw2-az3"
+
+
+@pytest.mark.parametrize(
+    "module,name,new_home",
+    [
+        ("trainium_eks.constructs.hybrid_workflow", "jsonata", "trainium_eks.constructs.private.jsonata"),
+        (
+            "trainium_eks.constructs.hybrid_workflow",
+            "trainjob_template",
+            "trainium_eks.constructs.private.trainjob_template",
+        ),
+        ("trainium_eks.constructs.hybrid_workflow", "EKS_CALL", "trainium_eks.constructs.private.workflow_definition"),
+        (
+            "trainium_eks.constructs.hybrid_workflow",
+            "HISTORY_EVENT_QUOTA",
+            "trainium_eks.constructs.private.workflow_checks",
+        ),
+        ("trainium_eks.workloads.cifar10_ddp", "DATASET_URL", "trainium_eks.workloads.cifar10_dataset"),
+    ],
+)
+def test_a_name_that_moved_out_of_a_module_still_works_from_it_and_warns(module, name, new_home):
+    with pytest.warns(DeprecationWarning, match=f"{module}.{name} is now {new_home}.{name}"):
+        value = getattr(importlib.import_module(module), name)
+    assert value is getattr(importlib.import_module(new_home), name)

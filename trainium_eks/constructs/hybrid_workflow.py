@@ -67,6 +67,7 @@ from trainium_eks.facts.catalog import Accelerator
 from trainium_eks.manifests.access.workflow_access import WORKFLOW_GROUP, WorkflowAccessChart, check_workflow_group
 from trainium_eks.manifests.addons.training_runtime import TRAINER_API_VERSION
 from trainium_eks.manifests.jobs.train_job import TrainJobChart
+from trainium_eks.moved import moved_names
 
 __all__ = [
     "DEFAULT_DATA_DIRECTORY",
@@ -590,3 +591,21 @@ def _resource_finding(stack: Stack, arn: str) -> str:
     """The id cdk-nag gives a finding on the IAM resource ``arn``: ``Resource::`` and its CloudFormation form as text
     (:func:`~trainium_eks.core.cfn_text.cfn_text`)."""
     return "Resource::" + cfn_text(stack.resolve(arn))
+
+
+__getattr__ = moved_names(
+    __name__,
+    {
+        **{
+            name: f"trainium_eks.constructs.private.workflow_definition.{name}"
+            for name in ("EKS_CALL", "SAGEMAKER_TRAINING_SYNC", "request_problems")
+        },
+        **{
+            name: f"trainium_eks.constructs.private.workflow_checks.{name}"
+            for name in ("EVENTS_OUTSIDE_POLLING", "EVENTS_PER_POLL", "HISTORY_EVENT_QUOTA")
+        },
+        "EXECUTION_ARN": "trainium_eks.constructs.private.trainjob_template.EXECUTION_ARN",
+        "trainjob_template": "trainium_eks.constructs.private.trainjob_template.trainjob_template",
+        "jsonata": "trainium_eks.constructs.private.jsonata.jsonata",
+    },
+)

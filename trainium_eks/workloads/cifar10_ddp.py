@@ -17,6 +17,7 @@ from trainium_eks.manifests.jobs.distributed_workload import Launcher
 from trainium_eks.manifests.jobs.job_naming import JOB_NAME
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.manifests.jobs.train_job import TrainJobChart
+from trainium_eks.moved import moved_names
 from trainium_eks.workloads.cifar10_dataset import DATASET_DIRECTORY, cifar10_staging
 
 LAUNCHER = "/opt/cifar10/launch.py"
@@ -86,3 +87,8 @@ def add_cifar10_jobs(
     )
     sequence.add("Training", training)
     return Cifar10Jobs(staging, training)
+
+
+__getattr__ = moved_names(
+    __name__, {name: f"trainium_eks.workloads.cifar10_dataset.{name}" for name in ("DATASET_SHA256", "DATASET_URL")}
+)
