@@ -3,9 +3,9 @@
 a folder, one file per variant, and the Kubernetes objects each applies; for proving that a refactoring leaves them
 byte-identical:
 
-    python scripts/dump_templates.py /tmp/before      # on the old commit
-    python scripts/dump_templates.py /tmp/after       # on the new one
-    diff -r /tmp/before /tmp/after && echo identical
+    python scripts/dump_templates.py ../templates-before   # on the old commit
+    python scripts/dump_templates.py ../templates-after    # on the new one
+    diff -r ../templates-before ../templates-after && echo identical
 """
 
 from __future__ import annotations

@@ -10,11 +10,12 @@ from aws_cdk import aws_ec2 as ec2
 from trainium_eks.constructs.cluster import check_cluster_settings
 from trainium_eks.core.validation import Problems, check_bool, check_image_directory, check_implements, check_string_map
 from trainium_eks.facts import versions
+from trainium_eks.facts.regions import NODE_AZ_ID_BY_REGION
 
-DEFAULT_AZ_ID = "usw2-az4"
-"""AZ ID of every stack's node subnet by default: the tutorial's Trainium AZ in us-west-2 (aws-neuron-eks-samples
-scripts/determine_eks_azs.sh), so that a Trainium group fits in any of the stacks. The catalog does not know which
-us-west-2 AZs offer the m and g types: synth warns for those."""
+DEFAULT_AZ_ID = NODE_AZ_ID_BY_REGION["us-west-2"]
+"""AZ ID of every stack's node subnet by default: the Trainium AZ of us-west-2
+(:data:`~trainium_eks.facts.regions.NODE_AZ_ID_BY_REGION`), so that a Trainium group fits in any of the stacks. The
+catalog does not know which us-west-2 AZs offer the m and g types: synth warns for those."""
 
 
 @dataclass(frozen=True)

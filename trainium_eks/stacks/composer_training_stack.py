@@ -41,10 +41,7 @@ class ComposerTrainingStack(TrainingClusterStack):
     :param node_count: Default: 1 (types without EFA run one node only).
     :param recipe: The Composer recipe of the second run. Default:
         :data:`~trainium_eks.workloads.composer_resnet.DEFAULT_RECIPE`.
-    :param props: The props of every stack (:class:`~trainium_eks.stacks.cluster_stack_props.ClusterStackProps`:
-        ``availability_zone_id``, ``kubernetes_version``, ``admin_role_arn``, ``vpc``, ``node_subnet``,
-        ``image_directory``, ``image_build_args``, ``seed_jobs``, ``setting_names``) and those of ``Stack``
-        (``env``, ``description``, ...).
+    :param props: :class:`~trainium_eks.stacks.cluster_stack_props.ClusterStackProps` and ``Stack``'s (``env``, ...).
     """
 
     def __init__(

@@ -54,10 +54,7 @@ class KubeflowTrainingStack(TrainingClusterStack):
     :param hybrid_workflow: With ``image_directory``, the Step Functions workflow that runs the CIFAR-10 training on
         the cluster or on SageMaker, chosen per run (:class:`HybridTrainingWorkflow`; stack output
         ``HybridStateMachineArn``, started by ``python -m trainium_eks run``). Default: true.
-    :param props: The props of every stack (:class:`~trainium_eks.stacks.cluster_stack_props.ClusterStackProps`:
-        ``availability_zone_id``, ``kubernetes_version``, ``admin_role_arn``, ``vpc``, ``node_subnet``,
-        ``image_directory``, ``image_build_args``, ``seed_jobs``, ``setting_names``) and those of ``Stack``
-        (``env``, ``description``, ...).
+    :param props: :class:`~trainium_eks.stacks.cluster_stack_props.ClusterStackProps` and ``Stack``'s (``env``, ...).
     """
 
     def __init__(

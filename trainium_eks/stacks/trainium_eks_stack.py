@@ -52,10 +52,7 @@ class TrainiumEksStack(TrainingClusterStack):
         Default: none.
     :param efa_layout: Default: ``EfaLayout.IP_OPTIMIZED``.
     :param capacity: Default: on demand.
-    :param props: The props of every stack (:class:`~trainium_eks.stacks.cluster_stack_props.ClusterStackProps`:
-        ``availability_zone_id``, ``kubernetes_version``, ``admin_role_arn``, ``vpc``, ``node_subnet``,
-        ``image_directory``, ``image_build_args``, ``seed_jobs``, ``setting_names``) and those of ``Stack``
-        (``env``, ``description``, ...).
+    :param props: :class:`~trainium_eks.stacks.cluster_stack_props.ClusterStackProps` and ``Stack``'s (``env``, ...).
     """
 
     def __init__(
