@@ -45,6 +45,16 @@ def standalone(**props):
     return group, assertions.Template.from_stack(stack)
 
 
+NODE_GROUP = {"provisioning": "node-group"}
+"""The default app with managed node groups (``provisioning=node-group``), which this module tests."""
+
+
+@pytest.fixture(scope="module")
+def template():
+    """The default app's template with its accelerated nodes as a managed node group."""
+    return default_template(**NODE_GROUP)
+
+
 def test_default_launch_template_has_the_trn1_layout(template):
     data = accelerated_launch_template(template)
     assert data["InstanceType"] == "trn1.32xlarge"
@@ -80,14 +90,14 @@ def test_launch_template_uses_a_cluster_placement_group(template):
 
 
 def test_instance_type_context_gives_sixteen_interfaces_on_trn1n():
-    data = accelerated_launch_template(default_template(instanceType="trn1n.32xlarge"))
+    data = accelerated_launch_template(default_template(instanceType="trn1n.32xlarge", **NODE_GROUP))
     assert data["InstanceType"] == "trn1n.32xlarge"
     assert len(data["NetworkInterfaces"]) == 16
     assert sorted(i["NetworkCardIndex"] for i in data["NetworkInterfaces"]) == list(range(16))
 
 
 def test_node_count_context_sets_the_node_group_size():
-    scaling = accelerated_nodegroup(default_template(nodeCount="4"))["ScalingConfig"]
+    scaling = accelerated_nodegroup(default_template(nodeCount="4", **NODE_GROUP))["ScalingConfig"]
     assert scaling == {"MinSize": 4, "DesiredSize": 4, "MaxSize": 4}
 
 

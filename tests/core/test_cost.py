@@ -62,8 +62,8 @@ def test_node_group_price_is_its_instances_and_root_volumes_in_the_stacks_region
     )
     assert nodes.usd_per_hour == pytest.approx(2 * 21.50 + 2 * 500 * GP3_PER_GIB_HOUR)
     assert nodes.cost_line == CostLine(
-        "Trainium nodes", "2 x trn1.32xlarge, 500 GiB gp3 each", nodes.usd_per_hour, idle=False
-    )
+        "Trainium nodes", "2 x trn1.32xlarge standing, 500 GiB gp3 each", nodes.usd_per_hour, idle=True
+    ), "a managed node group's nodes bill whether a job runs or not"
 
 
 def test_an_environment_agnostic_stack_has_no_price_and_says_so_at_synth():
@@ -225,6 +225,35 @@ def test_render_marks_missing_prices_and_compares_runs():
     assert "21.00 *" in text, "whole stack over 10 hours, a lower bound"
     assert "baseline: 2:00:00 = 2.00 h, 4.20 USD (4.00)" in text
     assert "recipe: 1:00:00 = 1.00 h, 2.10 USD (2.00); 0.50 x the time of baseline, +2.10 USD saved" in text
+
+
+def test_nodes_launched_for_a_run_bill_from_its_creation_to_the_end_of_the_idle_timeout():
+    job = vcjob()
+    job["metadata"]["creationTimestamp"] = "2026-11-30T09:54:00Z"
+    run = command.run_of(job)
+    assert (run.duration, run.waited) == (timedelta(hours=1, minutes=30), timedelta(minutes=6))
+    stack = command.StackCost(
+        "S",
+        "us-west-2",
+        [
+            CostLine("EKS control plane", "1", 0.10, True),
+            CostLine("Trainium nodes", "2 x trn1.32xlarge while a job runs", 40.0, False, tail_hours=1 / 6),
+        ],
+    )
+    nodes = 40.0 * (1.5 + 0.1 + 1 / 6)
+    assert command.run_nodes_usd(stack.lines[1:], run) == pytest.approx(nodes)
+    text = command.render(stack, runs=[run])
+    assert f"1:30:00 = 1.50 h, {0.10 * 1.5 + nodes:,.2f} USD ({nodes:,.2f})" in text
+
+
+def test_a_batch_job_waits_from_creation_to_its_start():
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j", "creationTimestamp": "2026-11-30T09:55:00Z"},
+        "status": {"startTime": "2026-11-30T10:00:00Z", "completionTime": "2026-11-30T10:03:00Z"},
+    }
+    assert command.run_of(job).waited == timedelta(minutes=5)
 
 
 COMPOSER_IN_US_EAST_1 = (

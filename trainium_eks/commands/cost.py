@@ -50,10 +50,12 @@ class StackCost:
 
 @dataclass(frozen=True)
 class Run:
-    """A finished run: its name and how long it ran."""
+    """A finished run: its name, how long it ran, and how long it waited before (from the job's creation: nodes that
+    Karpenter launched for it bill from then)."""
 
     name: str
     duration: timedelta
+    waited: timedelta = timedelta(0)
 
 
 @dataclass(frozen=True)
@@ -118,16 +120,26 @@ def run_of(job: Mapping[str, Any]) -> Run:
             raise CostError(f"vcjob/{name}: its status has no Running condition with a time")
         start = _time(running[0]["lastTransitionTime"], f"vcjob/{name} Running")
         end = _time(state.get("lastTransitionTime"), f"vcjob/{name} Completed")
-        return Run(f"vcjob/{name}", end - start)
+        return Run(f"vcjob/{name}", end - start, _waited(job, start))
     if kind == "Job" and job.get("apiVersion") == "batch/v1":
         if "completionTime" not in status:
             raise CostError(f"job/{name} has not completed (no completionTime): no run to price")
         start = _time(status.get("startTime"), f"job/{name} startTime")
-        return Run(f"job/{name}", _time(status["completionTime"], f"job/{name} completionTime") - start)
+        end = _time(status["completionTime"], f"job/{name} completionTime")
+        return Run(f"job/{name}", end - start, _waited(job, start))
     raise CostError(
         f"{kind}/{name}: the status of a Volcano Job or a batch/v1 Job (kubectl get vcjob|job <name> -o json); "
         "for another kind, give --duration"
     )
+
+
+def _waited(job: Mapping[str, Any], start: datetime) -> timedelta:
+    """From the job's creation to its start (0 without a creation time): for a job whose nodes Karpenter launched,
+    the launch; for a batch Job, whose ``startTime`` is its controller's first sync, about nothing."""
+    created = job.get("metadata", {}).get("creationTimestamp")
+    if not created:
+        return timedelta(0)
+    return max(timedelta(0), start - _time(created, "metadata.creationTimestamp"))
 
 
 def _last_json_line(path: Path) -> Any:
@@ -229,22 +241,34 @@ def render(
         lines.append("  " + "  ".join(cells).rstrip())
     lines.extend(f"  {note}" for note in dict.fromkeys(notes))
     if runs:
-        whole = total(costs.lines).usd_per_hour
-        nodes = total([line for line in costs.lines if not line.idle]).usd_per_hour
-        lines.append("  runs (what the stack cost while each ran; training nodes alone in brackets):")
+        idle = total([line for line in costs.lines if line.idle]).usd_per_hour
+        launched = [line for line in costs.lines if not line.idle and line.usd_per_hour is not None]
+        lines.append(
+            "  runs (what the stack cost while each ran; in brackets the training nodes launched for it, billed "
+            "from the job's creation to the end of the pool's idle timeout):"
+        )
         first = runs[0]
         for run in runs:
             run_hours = run.duration.total_seconds() / 3600
-            text = f"    {run.name}: {run.duration} = {run_hours:.2f} h, {whole * run_hours:,.2f} USD"
-            text += f" ({nodes * run_hours:,.2f})"
+            nodes = run_nodes_usd(launched, run)
+            text = f"    {run.name}: {run.duration} = {run_hours:.2f} h, {idle * run_hours + nodes:,.2f} USD"
+            text += f" ({nodes:,.2f})"
             if run is not first:
-                saved = (first.duration - run.duration).total_seconds() / 3600
+                saved = idle * (first.duration - run.duration).total_seconds() / 3600
+                saved += run_nodes_usd(launched, first) - nodes
                 ratio = run.duration / first.duration if first.duration else float("nan")
-                text += f"; {ratio:.2f} x the time of {first.name}, {whole * saved:+,.2f} USD saved"
+                text += f"; {ratio:.2f} x the time of {first.name}, {saved:+,.2f} USD saved"
             lines.append(text)
     if summaries:
         lines.extend(_accuracy_lines(total(costs.lines).usd_per_hour, summaries))
     return "\n".join(lines)
+
+
+def run_nodes_usd(launched: Sequence[CostLine], run: Run) -> float:
+    """What the nodes launched for ``run`` cost: each line's rate over the wait for the nodes, the run and the
+    line's tail (the idle timeout before Karpenter removes them)."""
+    hours = (run.waited + run.duration).total_seconds() / 3600
+    return sum((line.usd_per_hour or 0.0) * (hours + line.tail_hours) for line in launched)
 
 
 def _accuracy_lines(usd_per_hour: float, summaries: Sequence[RunSummary]) -> List[str]:

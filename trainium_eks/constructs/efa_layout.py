@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from aws_cdk import aws_ec2 as ec2
 
@@ -61,4 +61,27 @@ def efa_network_interfaces(
                 description=f"{'primary ' if primary else ''}{interface_type} on network card {card}",
             )
         )
+    return interfaces
+
+
+def karpenter_network_interfaces(instance: InstanceFacts, layout: EfaLayout) -> Optional[List[Dict[str, Any]]]:
+    """The ``EC2NodeClass.spec.networkInterfaces`` of the same layout, or None to leave the field out.
+
+    Karpenter's field knows two interface types, ``interface`` (ENA, the only one that takes an IP) and ``efa-only``;
+    the node advertises one ``vpc.amazonaws.com/efa`` per ``efa-only`` entry (aws/karpenter-provider-aws v1.14.1
+    ``pkg/providers/instancetype/types.go`` ``efas``), and its CRD requires the primary (card 0, device 0) to be an
+    ``interface`` and allows one EFA per card. ``IP_OPTIMIZED`` is therefore the primary ENA interface plus an
+    ``efa-only`` interface at device 1 of card 0 and at device 0 of every other card: one EFA device per card and
+    one subnet IP per node, as the launch template's layout.
+
+    ``ALL_EFA`` leaves the field out: Karpenter then attaches an ``efa`` interface (EFA with ENA) to every card, card
+    0 at device 0 and the others at device 1, whenever the pods it launches for ask for ``vpc.amazonaws.com/efa``
+    (``pkg/providers/launchtemplate/launchtemplate.go`` ``generateNetworkInterfaces``; ``pkg/providers/instance/
+    instance.go`` ``getEFACountForInstance``) - the launch template's ``ALL_EFA`` layout. None for a type without EFA.
+    """
+    if not instance.efa_supported or layout is EfaLayout.ALL_EFA:
+        return None
+    interfaces: List[Dict[str, Any]] = [{"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"}]
+    for card in range(instance.network_cards):
+        interfaces.append({"networkCardIndex": card, "deviceIndex": 1 if card == 0 else 0, "interfaceType": "efa-only"})
     return interfaces

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from aws_cdk import Annotations, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -156,7 +156,7 @@ class TrainingNodeGroup(Construct):
             check_implements(problems, "node_role", node_role, iam.IRole, "an iam.IRole")
         if labels is not None:
             check_labels(problems, "labels", labels)
-        _check_taints(problems, taints)
+        check_taints(problems, taints)
         if instance is not None and availability_zone_id is not None:
             check_offering(problems, self, instance, availability_zone_id)
         problems.raise_if_any()
@@ -179,41 +179,7 @@ class TrainingNodeGroup(Construct):
         self.subnet = subnet
         self.shared_claims: List[str] = []
 
-        self.security_group = ec2.SecurityGroup(
-            self,
-            "NodeSecurityGroup",
-            vpc=cluster.vpc,
-            description="Accelerated nodes: EFA self traffic and traffic with the cluster security group",
-            allow_all_outbound=True,
-        )
-        self.security_group.add_ingress_rule(self.security_group, ec2.Port.all_traffic(), "EFA and pods between nodes")
-        # The group already allows all egress, but EFA's documented requirement is an explicit self-referencing
-        # egress rule (kept even if the catch-all egress is later narrowed); the L2 drops extra egress rules next
-        # to allow_all_outbound, so this one is an L1 resource.
-        ec2.CfnSecurityGroupEgress(
-            self,
-            "EfaSelfEgress",
-            group_id=self.security_group.security_group_id,
-            destination_security_group_id=self.security_group.security_group_id,
-            ip_protocol="-1",
-            description="EFA and pods between nodes",
-        )
-        allow_ingress(
-            self,
-            "FromClusterSecurityGroup",
-            group=self.security_group,
-            peer=cluster.cluster_security_group,
-            port=ec2.Port.all_traffic(),
-            description="Control plane (kubelet, webhooks) and pods on nodes of the cluster security group",
-        )
-        allow_ingress(
-            self,
-            "ToClusterSecurityGroup",
-            group=cluster.cluster_security_group,
-            peer=self.security_group,
-            port=ec2.Port.all_traffic(),
-            description="Accelerated nodes to the API server and system-node pods",
-        )
+        self.security_group = add_node_security_group(self, cluster)
 
         if capacity.kind is CapacityKind.CAPACITY_BLOCK:
             Annotations.of(self).add_warning_v2(
@@ -222,7 +188,7 @@ class TrainingNodeGroup(Construct):
                 "Deployed earlier, the node group's launches fail and are retried until the block starts; EKS scales "
                 "the group to 0 about 40 minutes before it ends (EKS user guide, capacity-blocks-mng.html).",
             )
-        if placement_group is None and instance.efa_supported and capacity == NodeCapacity.on_demand():
+        if placement_group is None and needs_placement_group(instance, capacity):
             placement_group = ec2.PlacementGroup(self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER)
         self.placement_group = placement_group
 
@@ -239,18 +205,8 @@ class TrainingNodeGroup(Construct):
             root_volume_size_gib=root_volume_size_gib,
         )
 
-        self.labels: Dict[str, str] = {"trainium-eks/accelerator": instance.accelerator.value}
-        if instance.efa_supported:
-            self.labels["vpc.amazonaws.com/efa.present"] = "true"
-        if instance.accelerator is Accelerator.NEURON:
-            self.labels["aws.amazon.com/neuron.present"] = "true"
-        self.labels.update(labels or {})
-        self.taints: List[eks.TaintSpec] = list(taints)
-        own_taint = accelerator_taint(instance.accelerator)
-        if own_taint is not None:
-            self.taints.insert(
-                0, eks.TaintSpec(key=own_taint.key, value=own_taint.value, effect=_EKS_TAINT_EFFECTS[own_taint.effect])
-            )
+        self.labels: Dict[str, str] = training_node_labels(instance, labels)
+        self.taints: List[eks.TaintSpec] = training_node_taints(instance, taints)
 
         self.cluster = cluster
         self.nodegroup = eks.Nodegroup(
@@ -282,12 +238,13 @@ class TrainingNodeGroup(Construct):
 
     @property
     def cost_line(self) -> CostLine:
-        """The nodes as a line of the stack's cost (not idle cost: they are what training adds)."""
+        """The nodes as a line of the stack's idle cost: a managed node group's nodes run, and bill, whether a job
+        runs or not."""
         return CostLine(
-            component=_NODE_KINDS[self.instance.accelerator],
-            quantity=f"{self.node_count} x {self.instance.name}, {self._root_volume_size_gib} GiB gp3 each",
+            component=NODE_KINDS[self.instance.accelerator],
+            quantity=f"{self.node_count} x {self.instance.name} standing, {self._root_volume_size_gib} GiB gp3 each",
             usd_per_hour=self.usd_per_hour,
-            idle=False,
+            idle=True,
         )
 
     def add_shared_volume(self, claim_name: str) -> None:
@@ -304,12 +261,91 @@ class TrainingNodeGroup(Construct):
             node_count=self.node_count,
             max_nodes=self.max_size,
             efa_interfaces=self.efa_interfaces,
-            taints=tuple(Taint(t.key, t.value, _TAINT_EFFECTS[t.effect]) for t in self.taints),
+            taints=kubernetes_taints(self.taints),
             shared_claims=frozenset(self.shared_claims),
         )
 
 
-_NODE_KINDS = {Accelerator.NEURON: "Trainium nodes", Accelerator.NVIDIA: "GPU nodes", Accelerator.NONE: "CPU nodes"}
+def add_node_security_group(scope: Construct, cluster: eks.ICluster) -> ec2.SecurityGroup:
+    """The security group of training nodes, built in ``scope`` (ids ``NodeSecurityGroup``, ``EfaSelfEgress``,
+    ``FromClusterSecurityGroup``, ``ToClusterSecurityGroup``): self-referencing all-traffic ingress and egress (EFA
+    traffic is dropped silently without both), all egress, and all traffic to and from the cluster security group
+    (the control plane reaches kubelets and webhooks; pods reach CoreDNS and the services on the system nodes)."""
+    group = ec2.SecurityGroup(
+        scope,
+        "NodeSecurityGroup",
+        vpc=cluster.vpc,
+        description="Accelerated nodes: EFA self traffic and traffic with the cluster security group",
+        allow_all_outbound=True,
+    )
+    group.add_ingress_rule(group, ec2.Port.all_traffic(), "EFA and pods between nodes")
+    # The group already allows all egress, but EFA's documented requirement is an explicit self-referencing
+    # egress rule (kept even if the catch-all egress is later narrowed); the L2 drops extra egress rules next
+    # to allow_all_outbound, so this one is an L1 resource.
+    ec2.CfnSecurityGroupEgress(
+        scope,
+        "EfaSelfEgress",
+        group_id=group.security_group_id,
+        destination_security_group_id=group.security_group_id,
+        ip_protocol="-1",
+        description="EFA and pods between nodes",
+    )
+    allow_ingress(
+        scope,
+        "FromClusterSecurityGroup",
+        group=group,
+        peer=cluster.cluster_security_group,
+        port=ec2.Port.all_traffic(),
+        description="Control plane (kubelet, webhooks) and pods on nodes of the cluster security group",
+    )
+    allow_ingress(
+        scope,
+        "ToClusterSecurityGroup",
+        group=cluster.cluster_security_group,
+        peer=group,
+        port=ec2.Port.all_traffic(),
+        description="Accelerated nodes to the API server and system-node pods",
+    )
+    return group
+
+
+def needs_placement_group(instance: InstanceFacts, capacity: NodeCapacity) -> bool:
+    """Whether training nodes get a new cluster placement group: EFA types bought on demand (a reservation's
+    instances are placed where the reservation is)."""
+    return instance.efa_supported and capacity == NodeCapacity.on_demand()
+
+
+def training_node_labels(instance: InstanceFacts, extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+    """The labels of training nodes of ``instance``: ``trainium-eks/accelerator``, ``vpc.amazonaws.com/efa.present``
+    on EFA types (the EFA device plugin's node affinity), ``aws.amazon.com/neuron.present`` on Neuron types, then
+    ``extra``."""
+    labels: Dict[str, str] = {"trainium-eks/accelerator": instance.accelerator.value}
+    if instance.efa_supported:
+        labels["vpc.amazonaws.com/efa.present"] = "true"
+    if instance.accelerator is Accelerator.NEURON:
+        labels["aws.amazon.com/neuron.present"] = "true"
+    labels.update(extra or {})
+    return labels
+
+
+def training_node_taints(instance: InstanceFacts, extra: Sequence[eks.TaintSpec] = ()) -> List[eks.TaintSpec]:
+    """The taints of training nodes of ``instance``: the accelerator's (none on CPU types), then ``extra``."""
+    taints: List[eks.TaintSpec] = list(extra)
+    own_taint = accelerator_taint(instance.accelerator)
+    if own_taint is not None:
+        taints.insert(
+            0, eks.TaintSpec(key=own_taint.key, value=own_taint.value, effect=_EKS_TAINT_EFFECTS[own_taint.effect])
+        )
+    return taints
+
+
+def kubernetes_taints(taints: Sequence[eks.TaintSpec]) -> Tuple[Taint, ...]:
+    """``taints`` in Kubernetes spelling."""
+    return tuple(Taint(t.key, t.value, _TAINT_EFFECTS[t.effect]) for t in taints)
+
+
+NODE_KINDS = {Accelerator.NEURON: "Trainium nodes", Accelerator.NVIDIA: "GPU nodes", Accelerator.NONE: "CPU nodes"}
+"""How a stack's cost names training nodes of each accelerator."""
 
 _TAINT_EFFECTS = {
     eks.TaintEffect.NO_SCHEDULE: "NoSchedule",
@@ -319,7 +355,8 @@ _TAINT_EFFECTS = {
 _EKS_TAINT_EFFECTS = {kubernetes: effect for effect, kubernetes in _TAINT_EFFECTS.items()}
 
 
-def _check_taints(problems: Problems, taints: Any) -> None:
+def check_taints(problems: Problems, taints: Any) -> None:
+    """Record a problem for each taint that is not an ``eks.TaintSpec`` with a valid key, value and effect."""
     if not isinstance(taints, (list, tuple)) or not all(isinstance(taint, eks.TaintSpec) for taint in taints):
         problems.add("taints", taints, "a list of eks.TaintSpec")
         return
@@ -349,7 +386,7 @@ def check_node_group_settings(
         check_integer(problems, "max_size", max_size, minimum=1, maximum=MAX_NODES_PER_MANAGED_NODE_GROUP)
     ceiling = max_size if is_integer(max_size) and 1 <= max_size <= MAX_NODES_PER_MANAGED_NODE_GROUP else None
     limit = (
-        f"max_size={ceiling}"
+        f"{problems.setting_names.get('max_size', 'max_size')}={ceiling}"
         if ceiling
         else f"the EKS limit of {MAX_NODES_PER_MANAGED_NODE_GROUP} nodes per managed node group"
     )

@@ -51,6 +51,10 @@ class Taint:
         """The toleration of exactly this taint (plain manifest form)."""
         return {"key": self.key, "operator": "Equal", "value": self.value, "effect": self.effect}
 
+    def manifest(self) -> dict:
+        """The taint as a node (or a Karpenter NodePool) spells it."""
+        return {"key": self.key, "value": self.value, "effect": self.effect}
+
 
 ACCELERATOR_TAINTS: Mapping[Accelerator, Taint] = {
     Accelerator.NEURON: Taint(NEURON_DEVICE_RESOURCE, "true", "NoSchedule"),

@@ -26,14 +26,17 @@ class CostLine:
     :param component: What bills, such as ``"EKS control plane"``.
     :param quantity: How much of it, such as ``"2 x m7i.xlarge"`` or ``"1200 GiB"``.
     :param usd_per_hour: On-demand USD per hour, or None where the library has no verified price.
-    :param idle: Whether it bills while no job runs (control plane, system nodes, NAT gateways, storage); the
-        training nodes are not idle cost: they are what a run adds (and what scaling them to zero saves).
+    :param idle: Whether it bills while no job runs (control plane, system nodes, NAT gateways, storage, standing
+        node groups); nodes that Karpenter launches for a job are not idle cost: they are what a run adds.
+    :param tail_hours: How long the component keeps billing after a run ends (a Karpenter pool's idle timeout, before
+        it removes the empty nodes). Default: 0.
     """
 
     component: str
     quantity: str
     usd_per_hour: Optional[float]
     idle: bool
+    tail_hours: float = 0.0
 
     def for_hours(self, hours: float) -> Optional[float]:
         """What the component costs over ``hours``, USD, or None without a price."""
@@ -91,22 +94,24 @@ def priced(scope: IConstruct, what: str, usd_per_hour: Optional[float]) -> Optio
 
 
 def add_cost_outputs(stack: Stack, lines: Sequence[CostLine]) -> None:
-    """Two outputs: ``IdleClusterUsdPerHour`` (what bills while no job runs) and ``TrainingNodesUsdPerHour`` (what
-    the training nodes add while they run), each the sum of the lines with a price; the description lists every
-    line and names what the sum lacks."""
+    """Two outputs: ``IdleClusterUsdPerHour`` (what bills while no job runs: standing node groups included) and
+    ``TrainingNodesUsdPerHour`` (what a running job adds: the nodes Karpenter launches for it; 0 when every training
+    node stands), each the sum of the lines with a price; the description lists every line and names what the sum
+    lacks."""
     region = stack_region(stack) or "the stack's region"
     for id_, idle, title in (
         ("IdleClusterUsdPerHour", True, "Idle cluster"),
         ("TrainingNodesUsdPerHour", False, "Training nodes"),
     ):
         group = [line for line in lines if line.idle is idle]
-        if not group:
-            continue
         summed = total(group)
-        parts = "; ".join(
-            f"{line.component} ({line.quantity}) "
-            + ("no verified price" if line.usd_per_hour is None else f"{line.usd_per_hour:.3f}")
-            for line in group
+        parts = (
+            "; ".join(
+                f"{line.component} ({line.quantity}) "
+                + ("no verified price" if line.usd_per_hour is None else f"{line.usd_per_hour:.3f}")
+                for line in group
+            )
+            or "nothing (every training node stands and is counted in IdleClusterUsdPerHour)"
         )
         lacking = f" Lower bound: without {', '.join(summed.missing)}." if summed.missing else ""
         CfnOutput(

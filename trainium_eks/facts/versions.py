@@ -292,6 +292,41 @@ NEURON_PYTORCH_TRAINING = ImagePin(
 """Base of the training image ``images/bert-pretrain`` (passed as its ``BASE_IMAGE`` build argument)."""
 
 
+# --- Karpenter ----------------------------------------------------------------------------------------------------
+
+KARPENTER = HelmChartPin(
+    repository="oci://public.ecr.aws/karpenter/karpenter",
+    chart="karpenter",
+    version="1.14.1",
+    source="aws/karpenter-provider-aws tag v1.14.1 (bde0065, 2026-08-20; the newest tag of the snapshot read): "
+    "hack/release/common.sh packages charts/karpenter with the release's version (`helm package --version`) and "
+    "pushes it to oci://public.ecr.aws/karpenter; the CRD schemas of ../shared/k8s-schemas are from the same tag. "
+    "No Helm hooks in charts/karpenter/templates (no helm.sh/hook annotation at the tag)",
+    checked="2026-12-01",
+)
+"""The Karpenter controller, from its official OCI chart; installed with ``--skip-crds`` after
+:data:`KARPENTER_CRD`, so that an upgrade of the pin also upgrades the CRDs (Helm never upgrades a chart's crds/
+folder; the Karpenter upgrade guide installs the ``karpenter-crd`` chart for that reason)."""
+
+KARPENTER_CRD = HelmChartPin(
+    repository="oci://public.ecr.aws/karpenter/karpenter-crd",
+    chart="karpenter-crd",
+    version=KARPENTER.version,
+    source="aws/karpenter-provider-aws tag v1.14.1: charts/karpenter-crd/templates holds the NodePool, NodeClaim, "
+    "NodeOverlay, EC2NodeClass and CapacityBuffer CRDs (copied from pkg/apis/crds by the Makefile), published by "
+    "hack/release/common.sh with the controller chart at the same version",
+    checked="2026-12-01",
+)
+"""Karpenter's CRDs as templates of their own chart: ``helm upgrade`` updates them with every pin change."""
+
+EKS_AMI_RELEASE = "v20260714"
+"""The EKS-optimized Amazon Linux 2023 AMI release of Karpenter's nodes (``amiSelectorTerms`` alias
+``al2023@v20260714``): awslabs/amazon-eks-ami CHANGELOG.md "AMI Release v20260714", the newest release of the snapshot
+read (HEAD 81fec2e, 2026-07-23), with amazon-eks-node-al2023-x86_64-{standard,nvidia,neuron}-1.36-v20260714 among
+its AMIs. Pinned, not ``latest``: with ``latest`` every AMI release drifts (replaces) every node (Karpenter's
+EC2NodeClass API reference). Managed node groups take EKS's latest release of their AMI type when created."""
+
+
 # --- Kubeflow Trainer ---------------------------------------------------------------------------------------------
 
 KUBEFLOW_TRAINER = HelmChartPin(

@@ -19,6 +19,8 @@ class NodeGroupTopology:
     :param efa_interfaces: EFA interfaces attached to each node (what the EFA device plugin advertises).
     :param taints: Taints of the nodes, which job pods must tolerate.
     :param shared_claims: PersistentVolumeClaims whose file system these nodes can reach (security group and AZ).
+    :param launched_for_pods: The nodes exist only while pods need them (a Karpenter NodePool launches them for
+        pending pods and removes them when empty), rather than standing (a managed node group). Default: false.
     """
 
     instance_type: str
@@ -27,6 +29,7 @@ class NodeGroupTopology:
     efa_interfaces: int
     taints: Tuple[Taint, ...] = ()
     shared_claims: FrozenSet[str] = field(default_factory=frozenset)
+    launched_for_pods: bool = False
 
     @property
     def instance(self) -> InstanceFacts:
