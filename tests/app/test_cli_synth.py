@@ -41,7 +41,9 @@ def cdk_synth(tmp_path: Path, *args: str, cwd: Optional[Path] = None) -> subproc
 
 
 def test_cli_synth_applies_context_overrides_without_credentials(tmp_path):
-    result = cdk_synth(tmp_path, "-c", "instanceType=trn1n.32xlarge", "-c", "nodeCount=4")
+    result = cdk_synth(
+        tmp_path, "-c", "instanceType=trn1n.32xlarge", "-c", "nodeCount=4", "-c", "provisioning=node-group"
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     template = json.loads((tmp_path / "cdk.out" / "TrainiumEks.template.json").read_text())
     launch_templates = [

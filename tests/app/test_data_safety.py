@@ -32,10 +32,13 @@ VARIANTS = [
     (TRAINIUM_EKS, {"instanceType": "trn1n.32xlarge"}),
     (TRAINIUM_EKS, {"kubernetesVersion": "1.35"}),
     (TRAINIUM_EKS, {"instanceType": "trn1.2xlarge", "nodeCount": "1"}),
+    (TRAINIUM_EKS, {"provisioning": "node-group"}),
+    (TRAINIUM_EKS, {"idleMinutes": "60"}),
     (KUBEFLOW_TRAINING, {"kubeflowCpuNodes": "3"}),
     (KUBEFLOW_TRAINING, {"kubeflowAcceleratedType": "trn1.32xlarge", "kubeflowAcceleratedNodes": "2"}),
     (KUBEFLOW_TRAINING, {"kubeflowAcceleratedType": "g5.12xlarge", "kubernetesVersion": "1.35"}),
     (COMPOSER_TRAINING, {"composerInstanceType": "g6.xlarge"}),
+    (COMPOSER_TRAINING, {"provisioning": "node-group"}),
     (COMPOSER_TRAINING, {"composerInstanceType": "g5.48xlarge", "composerNodeCount": "3"}),
 ]
 

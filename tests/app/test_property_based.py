@@ -95,6 +95,8 @@ NEAR_VALID: Dict[str, st.SearchStrategy] = {
     "composerNodeCount": st.integers(-2, 460) | st.integers(-2, 460).map(str),
     "composerAzId": st.sampled_from([az for ids in AZ_IDS_BY_REGION.values() for az in ids] + ["use1-az0"]),
     "stacks": st.lists(st.sampled_from([*STACKS, "trainiumeks", ""]), max_size=3).map(",".join),
+    "provisioning": st.sampled_from(["karpenter", "node-group", "Karpenter", "nodegroup", ""]),
+    "idleMinutes": st.integers(-2, 1500) | st.integers(-2, 1500).map(str) | st.just(""),
 }
 
 STACK_OF_KEY = {key: stack for stack, keys in STACK_KEYS.items() for key in keys.values()}
@@ -142,6 +144,11 @@ def check_accepted_settings(stacks: Dict[str, Any], key: str, value: Any) -> Non
         if key == "adminRoleArn" and value:
             match = ADMIN_PRINCIPAL_ARN.fullmatch(value)
             assert match is not None and match.group("partition") == partition_of(stack.region)
+        if key == "idleMinutes" and value not in ("", None):
+            nodes = stack.accelerated_nodes
+            assert 1 <= nodes.idle_timeout.to_minutes() <= 24 * 60
+        if key == "provisioning":
+            assert stack.props.provisioning.value == (value or "karpenter"), "unset (null) is the default"
         if key == "lustreStorageGiB":
             assert (
                 stack.storage.volume_source.storage_gib in (1200, 2400)

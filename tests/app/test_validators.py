@@ -31,6 +31,7 @@ VARIANTS = {
         TRAINIUM_EKS,
         {"instanceType": "trn1.2xlarge", "nodeCount": "1", "kubernetesVersion": "1.34"},
     ),
+    "trn1-node-group": (TRAINIUM_EKS, {"provisioning": "node-group", "adminRoleArn": ADMIN}),
     "kubeflow-default": (KUBEFLOW_TRAINING, {}),
     "kubeflow-2-trn1-admin": (
         KUBEFLOW_TRAINING,
@@ -41,6 +42,7 @@ VARIANTS = {
         {"region": "us-east-1", "kubeflowAzId": "use1-az6", "kubeflowAcceleratedType": "g5.12xlarge"},
     ),
     "composer-default": (COMPOSER_TRAINING, {}),
+    "composer-node-group-idle-30": (COMPOSER_TRAINING, {"provisioning": "node-group"}),
     "composer-2-p5-us-east-1": (
         COMPOSER_TRAINING,
         {
@@ -51,7 +53,11 @@ VARIANTS = {
         },
     ),
 }
-RULES_WITHOUT_FINDING_IDS = ("AwsSolutions::AwsSolutions-L1", "AwsSolutions::AwsSolutions-S1")
+RULES_WITHOUT_FINDING_IDS = (
+    "AwsSolutions::AwsSolutions-L1",
+    "AwsSolutions::AwsSolutions-S1",
+    "AwsSolutions::AwsSolutions-SQS3",
+)
 """Rules whose findings carry no finding id (one finding per resource): acknowledged on the one resource."""
 CFN_LINT_NOISE = ("W3005",)  # DependsOn that CDK emits next to a Ref/GetAtt: redundant, harmless
 

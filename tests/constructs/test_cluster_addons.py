@@ -22,13 +22,21 @@ from tests.support.apps import (
 from tests.support.k8s_validation import validate_objects
 from tests.support.manifests import applied_list, held_job
 from trainium_eks.constructs.cluster import TrainingCluster
-from trainium_eks.constructs.cluster_addons import KUBECTL_HANDLER_TIMEOUT, ClusterAddons, helm_timeout
+from trainium_eks.constructs.cluster_addons import (
+    KUBECTL_HANDLER_TIMEOUT,
+    SCALE_FROM_ZERO_SCHEDULER_CONF,
+    ClusterAddons,
+    helm_timeout,
+)
+from trainium_eks.constructs.karpenter_controller import KarpenterController
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.training_node_group import TrainingNodeGroup
+from trainium_eks.constructs.training_node_pool import TrainingNodePool
 from trainium_eks.core.conventions import LustreVolumeSource
 from trainium_eks.facts import versions
 from trainium_eks.manifests.jobs.job_release import HELD_JOB_LABEL
 
+LUSTRE = LustreVolumeSource("fs-0123456789abcdef0", "fs.example", "abcdefgh", 1200)
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
 HELM = "Custom::AWSCDK-EKS-HelmChart"
 CHARTS = (
@@ -106,7 +114,7 @@ def test_shared_volume_takes_the_file_system_attributes_from_the_stack(template)
 
 
 def test_volcano_is_installed_from_its_pinned_chart_on_the_system_nodes(template):
-    (helm,) = resources_of(template, HELM).values()
+    (helm,) = [r for r in resources_of(template, HELM).values() if r["Properties"]["Release"] == "volcano"]
     props = helm["Properties"]
     assert (props["Repository"], props["Chart"], props["Version"]) == (
         versions.VOLCANO.repository,
@@ -115,7 +123,41 @@ def test_volcano_is_installed_from_its_pinned_chart_on_the_system_nodes(template
     )
     assert props["Namespace"] == "volcano-system" and props["Release"] == "volcano"
     assert props["Wait"] is True
-    assert json.loads(props["Values"]) == {"custom": {"default_ns": {"trainium-eks/node-role": "system"}}}
+    assert json.loads(props["Values"]) == {
+        "custom": {
+            "default_ns": {"trainium-eks/node-role": "system"},
+            "scheduler_config_override": SCALE_FROM_ZERO_SCHEDULER_CONF,
+        }
+    }
+
+
+def test_with_standing_nodes_only_volcano_keeps_its_charts_scheduler_configuration():
+    template = default_template(provisioning="node-group")
+    (helm,) = [r for r in resources_of(template, HELM).values() if r["Properties"]["Release"] == "volcano"]
+    assert json.loads(helm["Properties"]["Values"]) == {"custom": {"default_ns": {"trainium-eks/node-role": "system"}}}
+
+
+def test_the_scale_from_zero_configuration_is_the_charts_without_enqueue():
+    """volcano-sh/volcano v1.15.1 installer/helm/chart/volcano/config/volcano-scheduler.conf: actions "enqueue,
+    allocate, backfill"; tier 1 priority, gang (enablePreemptable false), conformance; tier 2 overcommit, drf
+    (enablePreemptable false), predicates, proportion, nodeorder, binpack."""
+    conf = yaml.safe_load(SCALE_FROM_ZERO_SCHEDULER_CONF)
+    assert [a.strip() for a in conf["actions"].split(",")] == ["allocate", "backfill"]
+    assert [[p["name"] for p in tier["plugins"]] for tier in conf["tiers"]] == [
+        ["priority", "gang", "conformance"],
+        ["overcommit", "drf", "predicates", "proportion", "nodeorder", "binpack"],
+    ]
+
+
+def test_a_pool_added_after_the_addons_is_refused_rather_than_left_unscheduled():
+    app = new_app()
+    stack = cdk.Stack(app, "Late", env=cdk.Environment(region="us-west-2"))
+    network = TrainingNetwork(stack, "Network", node_az_id="usw2-az4")
+    cluster = TrainingCluster(stack, "Cluster", vpc=network.vpc)
+    ClusterAddons(stack, "Addons", cluster=cluster.cluster, volume=LUSTRE)
+    controller = KarpenterController(stack, "Karpenter", cluster=cluster.cluster)
+    with pytest.raises(ValueError, match="before its ClusterAddons"):
+        TrainingNodePool(stack, "Trn", cluster=cluster.cluster, subnet=network.node_subnet, controller=controller)
 
 
 def lambda_timeout_seconds(template, function_prefix):
@@ -125,7 +167,9 @@ def lambda_timeout_seconds(template, function_prefix):
     return function["Properties"]["Timeout"]
 
 
-PINS_BY_CHART = {pin.chart: pin for pin in (versions.VOLCANO, versions.KUBEFLOW_TRAINER)}
+PINS_BY_CHART = {
+    pin.chart: pin for pin in (versions.VOLCANO, versions.KUBEFLOW_TRAINER, versions.KARPENTER, versions.KARPENTER_CRD)
+}
 
 
 @pytest.mark.parametrize("stack", [TRAINIUM_EKS, KUBEFLOW_TRAINING])
@@ -242,7 +286,21 @@ def test_objects_embedded_in_the_template_validate(tmp_path):
     assert len(objects) >= 16
     held = [held_job(o) for o in objects if HELD_JOB_LABEL in (o["metadata"].get("labels") or {})]
     assert len(held) == 2, "the held jobs travel inside their release Jobs: validate them as well"
-    validate_objects(objects + held, tmp_path)
+    validate_objects([with_shaped_ids(o) for o in objects] + held, tmp_path)
+
+
+def with_shaped_ids(obj):
+    """``obj`` with the extractor's ``cfn-token`` placeholder in an EC2NodeClass's subnet and security group IDs
+    given the shape EC2 gives them (``subnet-...``, ``sg-...``): those fields are the stack's own subnet ``Ref`` and
+    security group ``GroupId`` (tests/constructs/test_training_node_pool.py), which the CRD's patterns check."""
+    if obj.get("kind") != "EC2NodeClass":
+        return obj
+    spec = dict(obj["spec"])
+    for field, prefix in (("subnetSelectorTerms", "subnet-"), ("securityGroupSelectorTerms", "sg-")):
+        spec[field] = [
+            {**term, "id": f"{prefix}0cfntoken"} if term.get("id") == "cfn-token" else term for term in spec[field]
+        ]
+    return {**obj, "spec": spec}
 
 
 def plugins_of(template):

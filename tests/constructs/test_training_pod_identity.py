@@ -1,13 +1,17 @@
 """TrainingPodIdentity: the training pods' role, trusted by EKS Pod Identity and limited to the data bucket."""
 
-from tests.support.apps import BUCKET_CONTEXT, default_template, only, resources_of, role_by_description
+from tests.support.apps import BUCKET_CONTEXT, default_template, resources_of, role_by_description
 
 
 def test_training_role_trusts_pod_identity_and_is_bound_to_the_training_service_account(template):
     role_id, role = role_by_description(template, "Training pods")
     assert role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "pods.eks.amazonaws.com"}
-    association = only(template, "AWS::EKS::PodIdentityAssociation")["Properties"]
-    assert (association["Namespace"], association["ServiceAccount"]) == ("training", "training")
+    (association,) = [
+        r["Properties"]
+        for r in resources_of(template, "AWS::EKS::PodIdentityAssociation").values()
+        if r["Properties"]["Namespace"] == "training"
+    ]
+    assert association["ServiceAccount"] == "training"
     assert association["RoleArn"] == {"Fn::GetAtt": [role_id, "Arn"]}
     assert not [
         p for p in resources_of(template, "AWS::IAM::Policy").values() if {"Ref": role_id} in p["Properties"]["Roles"]

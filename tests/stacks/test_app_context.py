@@ -302,3 +302,28 @@ def test_a_region_without_a_default_az_asks_for_each_built_stacks_az_key_naming_
     assert [problem.split("=")[0] for problem in found] == ["trainiumAzId", "composerAzId"]
     assert all("in eu-west-1, one of euw1-az1, euw1-az2, euw1-az3" in problem for problem in found), found
     assert all("describe-instance-type-offerings" in problem for problem in found)
+
+
+def test_provisioning_is_karpenter_or_node_group():
+    (problem,) = problems_of(provisioning="fargate")
+    assert problem == "provisioning='fargate': one of karpenter, node-group"
+    settings = settings_from_context(new_app(provisioning="node-group", idleMinutes="").node)
+    assert settings.props["TrainiumEks"]["provisioning"].value == "node-group"
+
+
+@pytest.mark.parametrize(
+    ("minutes", "allowed"), [("0", "from 1 minute to 24 hours"), ("1441", "from 1 minute to 24 hours")]
+)
+def test_idle_minutes_out_of_range(minutes, allowed):
+    (problem,) = problems_of(idleMinutes=minutes)
+    assert problem.startswith("idleMinutes=") and allowed in problem
+
+
+def test_idle_minutes_with_node_groups_is_refused():
+    (problem,) = problems_of(provisioning="node-group", idleMinutes="30")
+    assert problem.startswith("idleMinutes=") and "provisioning node-group" in problem
+
+
+def test_idle_minutes_reach_every_pool():
+    _, stack = build_default_app(idleMinutes="30")
+    assert stack.accelerated_nodes.idle_timeout.to_minutes() == 30

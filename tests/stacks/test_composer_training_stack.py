@@ -7,7 +7,15 @@ from aws_cdk import assertions
 from tests.support.apps import COMPOSER_TRAINING, REPO, build_default_stack, new_app, resources_of, stack_template
 from tests.support.k8s_validation import validate_objects
 from tests.support.launches import flag, volcano_launch
-from tests.support.manifests import applied_objects, job_manifests, nodegroups, pod_spec, release_manifests
+from tests.support.manifests import (
+    applied_objects,
+    job_manifests,
+    node_pools,
+    nodegroups,
+    pod_spec,
+    pool_requirements,
+    release_manifests,
+)
 from trainium_eks.core.validation import ConfigurationError
 from trainium_eks.facts import versions
 from trainium_eks.manifests.addons.nvidia_device_plugin import nvidia_instance_types
@@ -20,8 +28,23 @@ def template(**context):
     return stack_template(COMPOSER_TRAINING, **context)
 
 
+NODE_GROUP = {"provisioning": "node-group"}
+
+
+def test_gpu_pool_launches_a_g5_xlarge_in_an_az_that_offers_it_with_the_gpu_taint():
+    pools = node_pools(template())
+    pool = pools["nvidia"]["NodePool"]
+    assert pool_requirements(pool)["node.kubernetes.io/instance-type"] == ["g5.xlarge"]
+    assert pool_requirements(pool)["topology.k8s.aws/zone-id"] == ["usw2-az3"], "usw2-az4 offers no g5"
+    assert pool["spec"]["limits"]["nodes"] == "1"
+    assert {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"} in pool["spec"]["template"]["spec"][
+        "taints"
+    ]
+    assert "networkInterfaces" not in pools["nvidia"]["EC2NodeClass"]["spec"], "g5.xlarge has no EFA"
+
+
 def test_gpu_group_runs_the_nvidia_ami_with_the_gpu_taint():
-    gpu = nodegroups(template())["nvidia"]
+    gpu = nodegroups(template(**NODE_GROUP))["nvidia"]
     assert gpu["AmiType"] == "AL2023_x86_64_NVIDIA"
     assert gpu["ScalingConfig"]["DesiredSize"] == 1
     assert {"Key": "nvidia.com/gpu", "Value": "true", "Effect": "NO_SCHEDULE"} in gpu["Taints"]
@@ -79,7 +102,7 @@ def test_every_applied_object_validates_strictly(version, tmp_path):
 
 
 def test_an_efa_gpu_type_gets_its_interfaces_and_several_nodes(tmp_path):
-    tmpl = template(composerInstanceType="g6e.48xlarge", composerNodeCount="2")
+    tmpl = template(composerInstanceType="g6e.48xlarge", composerNodeCount="2", **NODE_GROUP)
     (data,) = [
         r["Properties"]["LaunchTemplateData"]
         for r in resources_of(tmpl, "AWS::EC2::LaunchTemplate").values()
@@ -93,6 +116,15 @@ def test_an_efa_gpu_type_gets_its_interfaces_and_several_nodes(tmp_path):
         assert job["spec"]["minAvailable"] == 2 and job["spec"]["tasks"][0]["replicas"] == 2
         started = volcano_launch(job, tmp_path, 1)
         assert flag(started["argv"], "--world_size") == "16" and flag(started["argv"], "-n") == "8", "2 x 8 GPUs"
+
+
+def test_an_efa_gpu_pool_gets_an_efa_device_per_card_and_a_placement_group():
+    tmpl = template(composerInstanceType="g6e.48xlarge", composerNodeCount="2")
+    node_class = node_pools(tmpl)["nvidia"]["EC2NodeClass"]["spec"]
+    assert [i["interfaceType"] for i in node_class["networkInterfaces"]] == ["interface"] + ["efa-only"] * 4
+    assert "placementGroupSelector" in node_class
+    assert len(resources_of(tmpl, "AWS::EC2::PlacementGroup")) == 1
+    assert job_manifests(tmpl)["Baseline"]["spec"]["minAvailable"] == 2
 
 
 def test_a_recipe_of_the_stack_reaches_the_recipe_run_and_only_it(tmp_path):

@@ -8,7 +8,14 @@ from aws_cdk import assertions
 
 from tests.support.apps import KUBEFLOW_TRAINING, REPO, build_default_stack, new_app, only, resources_of, stack_template
 from tests.support.k8s_validation import validate_objects
-from tests.support.manifests import applied_objects, job_manifests, nodegroups, release_manifests
+from tests.support.manifests import (
+    applied_objects,
+    job_manifests,
+    node_pools,
+    nodegroups,
+    pool_requirements,
+    release_manifests,
+)
 from trainium_eks.core.validation import ConfigurationError
 from trainium_eks.facts import versions
 from trainium_eks.stacks.kubeflow_training_stack import KubeflowTrainingStack
@@ -19,22 +26,40 @@ def template(**context):
     return stack_template(KUBEFLOW_TRAINING, **context)
 
 
+NODE_GROUP = {"provisioning": "node-group"}
+
+
+def test_cpu_pool_launches_the_workshops_six_m5_xlarge_in_the_node_subnet():
+    pools = node_pools(template())
+    assert set(pools) == {"none"}, "the CPU pool; no accelerated pool by default"
+    pool, node_class = pools["none"]["NodePool"], pools["none"]["EC2NodeClass"]
+    assert pool_requirements(pool)["node.kubernetes.io/instance-type"] == ["m5.xlarge"]
+    assert pool["spec"]["limits"]["nodes"] == "6"
+    assert "taints" not in pool["spec"]["template"]["spec"], "CPU nodes carry no accelerator taint"
+    assert node_class["spec"]["subnetSelectorTerms"] == [{"id": "subnet-0cfntoken"}]
+    assert set(nodegroups(template())) == {"system"}
+
+
 def test_cpu_group_is_the_workshops_six_m5_xlarge_in_the_node_subnet():
-    groups = nodegroups(template())
+    groups = nodegroups(template(**NODE_GROUP))
     assert set(groups) == {"system", "none"}, "system nodes and the CPU group; no accelerated group by default"
     cpu = groups["none"]
     assert cpu["AmiType"] == "AL2023_x86_64_STANDARD"
     assert cpu["ScalingConfig"] == {"MinSize": 6, "DesiredSize": 6, "MaxSize": 6}
     assert "Taints" not in cpu, "CPU nodes carry no accelerator taint"
     launch_templates = [
-        r["Properties"]["LaunchTemplateData"] for r in resources_of(template(), "AWS::EC2::LaunchTemplate").values()
+        r["Properties"]["LaunchTemplateData"]
+        for r in resources_of(template(**NODE_GROUP), "AWS::EC2::LaunchTemplate").values()
     ]
     assert sum(data.get("InstanceType") == "m5.xlarge" for data in launch_templates) == 1
 
 
 def test_the_cpu_node_count_reaches_the_node_group_and_the_trainjob():
-    tmpl = template(kubeflowCpuNodes="3")
+    tmpl = template(kubeflowCpuNodes="3", **NODE_GROUP)
     assert nodegroups(tmpl)["none"]["ScalingConfig"] == {"MinSize": 3, "DesiredSize": 3, "MaxSize": 3}
+    assert job_manifests(tmpl)["Training"]["spec"]["trainer"]["numNodes"] == 3
+    tmpl = template(kubeflowCpuNodes="3")
+    assert node_pools(tmpl)["none"]["NodePool"]["spec"]["limits"]["nodes"] == "3"
     assert job_manifests(tmpl)["Training"]["spec"]["trainer"]["numNodes"] == 3
 
 
@@ -126,7 +151,7 @@ def test_every_applied_object_validates_strictly(version, tmp_path):
     [("trn1.32xlarge", "AL2023_x86_64_NEURON", None), ("g5.12xlarge", "AL2023_x86_64_NVIDIA", "nvidia")],
 )
 def test_an_accelerated_group_gets_its_ami_the_shared_volume_and_its_device_plugin(instance_type, ami_type, plugin):
-    tmpl = template(kubeflowAcceleratedType=instance_type, kubeflowAcceleratedNodes="2")
+    tmpl = template(kubeflowAcceleratedType=instance_type, kubeflowAcceleratedNodes="2", **NODE_GROUP)
     groups = nodegroups(tmpl)
     accelerated = groups["neuron" if plugin is None else "nvidia"]
     assert accelerated["AmiType"] == ami_type and accelerated["ScalingConfig"]["DesiredSize"] == 2
@@ -144,15 +169,35 @@ def test_an_accelerated_group_gets_its_ami_the_shared_volume_and_its_device_plug
     assert any("AcceleratedNodes" in json.dumps(rule["SourceSecurityGroupId"]) for rule in efs_ingress)
 
 
+def test_an_accelerated_pool_gets_its_device_plugin_and_reaches_efs():
+    tmpl = template(kubeflowAcceleratedType="g5.12xlarge", kubeflowAcceleratedNodes="2")
+    pool = node_pools(tmpl)["nvidia"]["NodePool"]
+    assert pool_requirements(pool)["node.kubernetes.io/instance-type"] == ["g5.12xlarge"]
+    assert pool_requirements(pool)["topology.k8s.aws/zone-id"] == ["usw2-az3"], "usw2-az4 offers no g5"
+    assert {name for kind, name in applied_objects(tmpl) if kind == "DaemonSet"} >= {"nvidia-device-plugin"}
+    efs_ingress = [
+        r["Properties"]
+        for r in resources_of(tmpl, "AWS::EC2::SecurityGroupIngress").values()
+        if r["Properties"].get("FromPort") == 2049
+    ]
+    assert any("AcceleratedNodes" in json.dumps(rule["SourceSecurityGroupId"]) for rule in efs_ingress)
+
+
 def test_cost_outputs_add_up_the_components_at_their_list_prices():
     outputs = template(region="us-east-1", kubeflowAzId="use1-az6").to_json()["Outputs"]
     gp3 = 0.08 / 730  # USD per GiB-hour
     idle = 0.10 + 2 * 0.045 + 2 * (0.2016 + 100 * gp3) + 1.0 * 0.30 / 730  # control plane, NAT, system nodes, EFS
     assert float(outputs["IdleClusterUsdPerHour"]["Value"]) == pytest.approx(idle, abs=0.005)
-    assert float(outputs["TrainingNodesUsdPerHour"]["Value"]) == pytest.approx(6 * (0.192 + 100 * gp3), abs=0.005)
-    assert "CPU nodes (6 x m5.xlarge, 100 GiB gp3 each)" in outputs["TrainingNodesUsdPerHour"]["Description"]
+    nodes = 6 * (0.192 + 100 * gp3)
+    assert float(outputs["TrainingNodesUsdPerHour"]["Value"]) == pytest.approx(nodes, abs=0.005)
+    description = outputs["TrainingNodesUsdPerHour"]["Description"]
+    assert "CPU nodes (6 x m5.xlarge while a job runs, 100 GiB gp3 each)" in description
     for component in ("EKS control plane", "System nodes", "NAT gateways", "Amazon EFS"):
         assert f"{component} (" in outputs["IdleClusterUsdPerHour"]["Description"]
+    standing = template(region="us-east-1", kubeflowAzId="use1-az6", **NODE_GROUP).to_json()["Outputs"]
+    assert float(standing["IdleClusterUsdPerHour"]["Value"]) == pytest.approx(idle + nodes, abs=0.005)
+    assert standing["TrainingNodesUsdPerHour"]["Value"] == "0.00", "standing nodes bill while idle"
+    assert "6 x m5.xlarge standing" in standing["IdleClusterUsdPerHour"]["Description"]
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,9 @@ import pytest
 from aws_cdk import assertions
 
 from tests.support.apps import REPO, new_app, only, resources_of
-from tests.support.manifests import job_manifests, nodegroups
+from tests.support.manifests import job_manifests, node_pools, nodegroups, pool_requirements
 from trainium_eks.constructs.efa_layout import EfaLayout
+from trainium_eks.constructs.node_provisioning import NodeProvisioning
 from trainium_eks.core.validation import ConfigurationError
 from trainium_eks.stacks.trainium_eks_stack import TrainiumEksStack
 
@@ -30,6 +31,7 @@ def custom():
         data_bucket_name="my-training-data",
         efa_layout=EfaLayout.ALL_EFA,
         image_directory=str(REPO / "images" / "bert-pretrain"),
+        provisioning=NodeProvisioning.NODE_GROUP,
     )
     return stack, assertions.Template.from_stack(stack)
 
@@ -38,7 +40,11 @@ def test_the_defaults_are_two_trn1_nodes_and_1200_gib_of_lustre_without_a_seed_r
     stack, template = default
     assert stack.accelerated_nodes.instance.name == "trn1.32xlarge"
     assert stack.accelerated_nodes.efa_layout is EfaLayout.IP_OPTIMIZED
-    assert nodegroups(template)["neuron"]["ScalingConfig"] == {"MinSize": 2, "DesiredSize": 2, "MaxSize": 2}
+    assert list(nodegroups(template)) == ["system"], "Karpenter launches the Trainium nodes"
+    pool = node_pools(template)["neuron"]["NodePool"]
+    assert pool_requirements(pool)["node.kubernetes.io/instance-type"] == ["trn1.32xlarge"]
+    assert pool["spec"]["limits"]["nodes"] == "2"
+    assert stack.accelerated_nodes.topology.node_count == 2
     file_system = only(template, "AWS::FSx::FileSystem")
     assert file_system["Properties"]["StorageCapacity"] == 1200
     template.resource_count_is("AWS::FSx::DataRepositoryAssociation", 0)

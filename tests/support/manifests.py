@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from rehearsal.kubelet_expansion import expand
 from tests.support.apps import resources_of
@@ -14,15 +14,33 @@ MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
 
 
 def manifest_of(resource: Dict[str, Any]) -> Dict[str, Any]:
-    """The one object a manifest resource applies (CloudFormation tokens replaced by ``cfn-token``)."""
-    (obj,) = applied_list(resource, token="cfn-token")
+    """The one object a manifest resource applies (CloudFormation tokens replaced by ``cfn-token``, or by a value of
+    the shape EC2 gives: ``sg-0cfntoken`` for a security group's ``GroupId``, ``subnet-0cfntoken`` for a subnet's
+    ``Ref``)."""
+    (obj,) = applied_list(
+        resource,
+        token="cfn-token",
+        reference=lambda logical_id: "subnet-0cfntoken" if "Subnet" in logical_id else "cfn-token",
+        attribute=lambda parts: "sg-0cfntoken" if parts[-1] == "GroupId" else "cfn-token",
+    )
     return obj
 
 
-def applied_list(resource: Dict[str, Any], *, token: str = "TOKEN") -> List[Dict[str, Any]]:
-    """The objects a manifest resource applies, each CloudFormation reference replaced by ``token``."""
+def applied_list(
+    resource: Dict[str, Any],
+    *,
+    token: str = "TOKEN",
+    reference: Optional[Callable[[str], str]] = None,
+    attribute: Optional[Callable[[Sequence[str]], str]] = None,
+) -> List[Dict[str, Any]]:
+    """The objects a manifest resource applies, each CloudFormation reference replaced by ``token`` (or by what
+    ``reference`` and ``attribute`` make of it)."""
     return json.loads(
-        cfn_text(resource["Properties"]["Manifest"], reference=lambda _: token, attribute=lambda _: token)
+        cfn_text(
+            resource["Properties"]["Manifest"],
+            reference=reference or (lambda _: token),
+            attribute=attribute or (lambda _: token),
+        )
     )
 
 
@@ -74,6 +92,26 @@ def nodegroups(template) -> Dict[str, Dict[str, Any]]:
         props["Labels"].get("trainium-eks/accelerator", "system"): props
         for props in (r["Properties"] for r in resources_of(template, "AWS::EKS::Nodegroup").values())
     }
+
+
+def node_pools(template) -> Dict[str, Dict[str, Any]]:
+    """The Karpenter NodePools and their EC2NodeClasses the stack applies, by accelerator label:
+    ``{"neuron": {"NodePool": ..., "EC2NodeClass": ...}}``."""
+    objects = [manifest_of(r) for r in resources_of(template, MANIFEST).values()]
+    classes = {o["metadata"]["name"]: o for o in objects if o["kind"] == "EC2NodeClass"}
+    return {
+        pool["spec"]["template"]["metadata"]["labels"]["trainium-eks/accelerator"]: {
+            "NodePool": pool,
+            "EC2NodeClass": classes[pool["spec"]["template"]["spec"]["nodeClassRef"]["name"]],
+        }
+        for pool in objects
+        if pool["kind"] == "NodePool"
+    }
+
+
+def pool_requirements(pool: Dict[str, Any]) -> Dict[str, List[str]]:
+    """A NodePool's requirements: key -> values."""
+    return {r["key"]: r["values"] for r in pool["spec"]["template"]["spec"]["requirements"]}
 
 
 def pod_spec(job: Dict[str, Any]) -> Dict[str, Any]:

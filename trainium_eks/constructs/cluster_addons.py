@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import warnings
-from typing import List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 import cdk8s
+import yaml
 from aws_cdk import CfnMapping, Duration, Stack, Token
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
@@ -59,6 +60,37 @@ HELM_BUDGET = Duration.minutes(11)
 """How long one ``helm upgrade --install`` may take in all: clearly below :data:`KUBECTL_HANDLER_TIMEOUT`, so that a
 slow install ends with Helm's own error (which pods or hooks are not ready) and the handler still has minutes to pull
 the chart and report, instead of the Lambda being killed."""
+
+
+SCALE_FROM_ZERO_SCHEDULER_CONF = yaml.safe_dump(
+    {
+        "actions": "allocate, backfill",
+        "tiers": [
+            {"plugins": [{"name": "priority"}, {"name": "gang", "enablePreemptable": False}, {"name": "conformance"}]},
+            {
+                "plugins": [
+                    {"name": "overcommit"},
+                    {"name": "drf", "enablePreemptable": False},
+                    {"name": "predicates"},
+                    {"name": "proportion"},
+                    {"name": "nodeorder"},
+                    {"name": "binpack"},
+                ]
+            },
+        ],
+    },
+    sort_keys=False,
+)
+"""Volcano's scheduler configuration on a cluster whose training nodes come for pending pods: the chart's own
+(volcano-sh/volcano v1.15.1 ``installer/helm/chart/volcano/config/volcano-scheduler.conf``: actions ``enqueue,
+allocate, backfill``, the same two plugin tiers) without ``enqueue``. With ``enqueue``, the ``overcommit`` and
+``proportion`` plugins keep a PodGroup ``Pending`` while the cluster has no capacity for it, and the vcjob controller
+creates a job's pods only once its PodGroup has left ``Pending`` (``pkg/controllers/job/job_controller_actions.go``
+``syncJob``): on zero nodes no pod is ever created, so Karpenter never launches one. Without ``enqueue``,
+``allocate`` moves a ``Pending`` PodGroup to ``Inqueue`` at once (``pkg/scheduler/actions/allocate/allocate.go``),
+the pods are created, fit nowhere, and are marked ``PodScheduled=False`` reason ``Unschedulable``, which is what
+Karpenter launches nodes for. Given as the chart's ``custom.scheduler_config_override`` (a YAML string, which
+``templates/scheduler.yaml`` writes as the ConfigMap's ``volcano-scheduler.conf``)."""
 
 
 def helm_timeout(pin: versions.HelmChartPin) -> Duration:
@@ -153,6 +185,9 @@ class ClusterAddons(Construct):
         self.service_account = service_account
         self.queue = queue
 
+        self.nodes_launched_for_pods = False
+        """Whether some of the cluster's nodes come only for pending pods (a TrainingNodePool): then Volcano runs
+        without its ``enqueue`` action (:data:`SCALE_FROM_ZERO_SCHEDULER_CONF`)."""
         self.neuron_device_plugin: Optional[AppliedChart] = None
         self.efa_device_plugin: Optional[AppliedChart] = None
         self.nvidia_device_plugin: Optional[AppliedChart] = None
@@ -197,7 +232,7 @@ class ClusterAddons(Construct):
             create_namespace=True,
             wait=True,
             timeout=helm_timeout(versions.VOLCANO),
-            values={"custom": {"default_ns": dict(SYSTEM_NODE_LABELS)}},
+            values={"custom": self._volcano_custom_values()},
         )
         for nodes in after_nodes:
             self.volcano.node.add_dependency(nodes)
@@ -228,6 +263,22 @@ class ClusterAddons(Construct):
 
     def _serve_node_group(self, group: NodeGroupTopology) -> None:
         self._serve_devices(group.instance.accelerator, efa=group.efa_interfaces > 0)
+        if group.launched_for_pods and not self.nodes_launched_for_pods:
+            if hasattr(self, "volcano"):
+                raise ValueError(
+                    f"{self.node.path}: a TrainingNodePool was added after ClusterAddons, whose Volcano was configured "
+                    "for standing nodes only (with the enqueue action no job's pods are created on zero nodes): build "
+                    "the cluster's TrainingNodePools before its ClusterAddons"
+                )
+            self.nodes_launched_for_pods = True
+
+    def _volcano_custom_values(self) -> Dict[str, Any]:
+        """The Volcano release's ``custom`` values: the system nodes for its pods and, when some nodes come only for
+        pending pods, :data:`SCALE_FROM_ZERO_SCHEDULER_CONF`."""
+        values: Dict[str, Any] = {"default_ns": dict(SYSTEM_NODE_LABELS)}
+        if self.nodes_launched_for_pods:
+            values["scheduler_config_override"] = SCALE_FROM_ZERO_SCHEDULER_CONF
+        return values
 
     def _serve_devices(self, accelerator: Accelerator, *, efa: bool) -> None:
         """Apply the device plugins of nodes with ``accelerator`` (and EFA interfaces), once each."""

@@ -22,6 +22,9 @@ Every row cites its sources. Abbreviations used in the rows:
   read 2026-12-01): vCPUs, GPUs, memory and EFA interfaces of the same types under their ``ml.`` names.
 - VANTAGE: the instances.vantage.sh data (third-party, compiled from the AWS Price List) as recorded by tsaol/aws-gpu
   ``data/<family>_instances.js`` ("Last updated: 2026-01-21"; read 2026-12-01): vCPUs, memory and GPUs.
+- SKYPILOT: skypilot-org/skypilot-catalog ``catalogs/v7/aws/vms.csv`` (commit 27f67dd, read 2026-12-01; third-party,
+  generated from ``describe-instance-type-offerings`` by AZ ID): the AZ IDs of us-east-1, us-east-2 and us-west-2 that
+  offer the GPU and general-purpose types. Where it lists a region, an AZ ID it leaves out is refused.
 - EC2-EFA-MULTI: EC2 user guide, "Maximize network bandwidth on accelerated instances with EFA" (p5-efa.html): P5
   supports up to 32 network cards, G6e up to four; one EFA interface per network card is recommended.
 """
@@ -31,9 +34,10 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Mapping, Optional, Tuple
+from typing import Mapping, Optional, Sequence, Tuple
 
 from trainium_eks.facts import pricing
+from trainium_eks.facts.regions import AZ_IDS_BY_REGION, NODE_AZ_ID_BY_REGION
 from trainium_eks.moved import moved_names
 
 
@@ -98,6 +102,23 @@ class InstanceFacts:
 MAX_NODES_PER_MANAGED_NODE_GROUP = 450
 """Service quota "Nodes per managed node group" of Amazon EKS. Source: Amazon EKS user guide, "View and manage
 Amazon EKS and Fargate service quotas" (https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html)."""
+
+_G5_OFFERS = {
+    "us-east-1": ("use1-az1", "use1-az2", "use1-az4", "use1-az5", "use1-az6"),
+    "us-east-2": ("use2-az1", "use2-az2", "use2-az3"),
+    "us-west-2": ("usw2-az1", "usw2-az2", "usw2-az3"),
+}
+_G6_OFFERS = {
+    "us-east-1": ("use1-az1", "use1-az2", "use1-az4", "use1-az6"),
+    "us-east-2": ("use2-az1", "use2-az2", "use2-az3"),
+    "us-west-2": ("usw2-az1", "usw2-az2", "usw2-az3", "usw2-az4"),
+}
+_M_OFFERS = {
+    "us-east-1": ("use1-az1", "use1-az2", "use1-az4", "use1-az5", "use1-az6"),
+    "us-east-2": ("use2-az1", "use2-az2", "use2-az3"),
+    "us-west-2": ("usw2-az1", "usw2-az2", "usw2-az3", "usw2-az4"),
+}
+"""AZ IDs offering g5, g6 and g6e, and m5.xlarge and m7i.xlarge (SKYPILOT)."""
 
 _TRN1_OFFERS = {
     "us-west-2": ("usw2-az3", "usw2-az4"),
@@ -171,7 +192,12 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             efa_interfaces=4,
             accelerator=Accelerator.NVIDIA,
             gpus=8,
-            sources="EC2-AC (8 A100, 4 network cards, EFA on each); CNI (4 cards x 15 interfaces)",
+            offered_az_ids={
+                "us-east-1": ("use1-az1", "use1-az2", "use1-az6"),
+                "us-east-2": ("use2-az1", "use2-az2"),
+                "us-west-2": ("usw2-az1", "usw2-az2", "usw2-az3"),
+            },
+            sources="EC2-AC (8 A100, 4 network cards, EFA on each); CNI (4 cards x 15 interfaces); SKYPILOT (AZ IDs)",
         ),
         InstanceFacts(
             name="p5.48xlarge",
@@ -181,7 +207,13 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             efa_interfaces=32,
             accelerator=Accelerator.NVIDIA,
             gpus=8,
-            sources="EC2-AC and EC2 user guide p5-efa.html (8 H100, 32 network cards, 32 EFA); CNI (32 x 2)",
+            offered_az_ids={
+                "us-east-1": tuple(f"use1-az{n}" for n in range(1, 7)),
+                "us-east-2": ("use2-az1", "use2-az2", "use2-az3"),
+                "us-west-2": tuple(f"usw2-az{n}" for n in range(1, 5)),
+            },
+            sources="EC2-AC and EC2 user guide p5-efa.html (8 H100, 32 network cards, 32 EFA); CNI (32 x 2); "
+            "SKYPILOT (AZ IDs)",
         ),
         InstanceFacts(
             name="g5.xlarge",
@@ -191,8 +223,9 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             efa_interfaces=0,
             accelerator=Accelerator.NVIDIA,
             gpus=1,
+            offered_az_ids=_G5_OFFERS,
             sources="VANTAGE (4 vCPU, 16 GiB, 1 x A10G); HYPERPOD (4, 1 GPU, 16 GiB, 0 EFA); "
-            "EKSCTL (A10G, no EFA); CNI (1 card x 4 interfaces)",
+            "EKSCTL (A10G, no EFA); CNI (1 card x 4 interfaces); SKYPILOT (AZ IDs)",
         ),
         InstanceFacts(
             name="g5.12xlarge",
@@ -202,8 +235,9 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             efa_interfaces=1,
             accelerator=Accelerator.NVIDIA,
             gpus=4,
+            offered_az_ids=_G5_OFFERS,
             sources="VANTAGE (48 vCPU, 192 GiB, 4 x A10G); HYPERPOD (48, 4 GPU, 192 GiB, 1 EFA); "
-            "EKSCTL (A10G, EFA supported); CNI (1 card x 15 interfaces)",
+            "EKSCTL (A10G, EFA supported); CNI (1 card x 15 interfaces); SKYPILOT (AZ IDs)",
         ),
         InstanceFacts(
             name="g5.48xlarge",
@@ -213,8 +247,9 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             efa_interfaces=1,
             accelerator=Accelerator.NVIDIA,
             gpus=8,
+            offered_az_ids=_G5_OFFERS,
             sources="VANTAGE (192 vCPU, 768 GiB, 8 x A10G); HYPERPOD (192, 8 GPU, 768 GiB, 1 EFA); "
-            "EKSCTL (A10G, EFA supported); CNI (1 card x 7 interfaces)",
+            "EKSCTL (A10G, EFA supported); CNI (1 card x 7 interfaces); SKYPILOT (AZ IDs)",
         ),
         InstanceFacts(
             name="g6.xlarge",
@@ -224,8 +259,9 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             efa_interfaces=0,
             accelerator=Accelerator.NVIDIA,
             gpus=1,
+            offered_az_ids=_G6_OFFERS,
             sources="VANTAGE (4 vCPU, 16 GiB, 1 x L4); HYPERPOD (4, 1 GPU, 16 GiB, 0 EFA); "
-            "EKSCTL (L4, no EFA); CNI (1 card x 4 interfaces)",
+            "EKSCTL (L4, no EFA); CNI (1 card x 4 interfaces); SKYPILOT (AZ IDs)",
         ),
         InstanceFacts(
             name="g6.12xlarge",
@@ -235,8 +271,9 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             efa_interfaces=1,
             accelerator=Accelerator.NVIDIA,
             gpus=4,
+            offered_az_ids=_G6_OFFERS,
             sources="VANTAGE (48 vCPU, 192 GiB, 4 x L4); HYPERPOD (48, 4 GPU, 192 GiB, 1 EFA); "
-            "EKSCTL (L4, EFA supported); CNI (1 card x 8 interfaces)",
+            "EKSCTL (L4, EFA supported); CNI (1 card x 8 interfaces); SKYPILOT (AZ IDs)",
         ),
         InstanceFacts(
             name="g6.48xlarge",
@@ -246,8 +283,9 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             efa_interfaces=1,
             accelerator=Accelerator.NVIDIA,
             gpus=8,
+            offered_az_ids=_G6_OFFERS,
             sources="VANTAGE (192 vCPU, 768 GiB, 8 x L4); HYPERPOD (192, 8 GPU, 768 GiB, 1 EFA); "
-            "EKSCTL (L4, EFA supported); CNI (1 card x 15 interfaces)",
+            "EKSCTL (L4, EFA supported); CNI (1 card x 15 interfaces); SKYPILOT (AZ IDs)",
         ),
         InstanceFacts(
             name="g6e.xlarge",
@@ -257,8 +295,9 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             efa_interfaces=0,
             accelerator=Accelerator.NVIDIA,
             gpus=1,
+            offered_az_ids=_G6_OFFERS,
             sources="VANTAGE (4 vCPU, 32 GiB, 1 x L40S); HYPERPOD (4, 1 GPU, 32 GiB, 0 EFA); "
-            "EKSCTL (L40S, no EFA); CNI (1 card x 4 interfaces)",
+            "EKSCTL (L40S, no EFA); CNI (1 card x 4 interfaces); SKYPILOT (AZ IDs)",
         ),
         InstanceFacts(
             name="g6e.12xlarge",
@@ -268,8 +307,9 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             efa_interfaces=1,
             accelerator=Accelerator.NVIDIA,
             gpus=4,
+            offered_az_ids=_G6_OFFERS,
             sources="VANTAGE (48 vCPU, 384 GiB, 4 x L40S); HYPERPOD (48, 4 GPU, 384 GiB, 1 EFA); "
-            "EKSCTL (L40S, EFA supported); CNI (1 card x 10 interfaces)",
+            "EKSCTL (L40S, EFA supported); CNI (1 card x 10 interfaces); SKYPILOT (AZ IDs)",
         ),
         InstanceFacts(
             name="g6e.48xlarge",
@@ -279,8 +319,10 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             efa_interfaces=4,
             accelerator=Accelerator.NVIDIA,
             gpus=8,
+            offered_az_ids=_G6_OFFERS,
             sources="VANTAGE (192 vCPU, 1536 GiB, 8 x L40S); HYPERPOD (192, 8 GPU, 1536 GiB, 4 EFA); "
-            "EKSCTL (L40S, EFA supported); CNI (4 cards x 10 interfaces); EC2-EFA-MULTI (up to 4 network cards)",
+            "EKSCTL (L40S, EFA supported); CNI (4 cards x 10 interfaces); EC2-EFA-MULTI (up to 4 network cards); "
+            "SKYPILOT (AZ IDs)",
         ),
         InstanceFacts(
             name="m7i.xlarge",
@@ -289,7 +331,8 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             network_cards=1,
             efa_interfaces=0,
             accelerator=Accelerator.NONE,
-            sources="EC2-GP",
+            offered_az_ids=_M_OFFERS,
+            sources="EC2-GP; SKYPILOT (AZ IDs)",
         ),
         InstanceFacts(
             name="m6i.xlarge",
@@ -307,7 +350,8 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             network_cards=1,
             efa_interfaces=0,
             accelerator=Accelerator.NONE,
-            sources="EC2-GP; CNI (1 card x 4 interfaces)",
+            offered_az_ids=_M_OFFERS,
+            sources="EC2-GP; CNI (1 card x 4 interfaces); SKYPILOT (AZ IDs)",
         ),
     )
 }
@@ -378,3 +422,25 @@ __getattr__ = moved_names(
         "hourly_price": "trainium_eks.facts.pricing.hourly_price",
     },
 )
+
+
+def default_az_id(region: str, instance_types: Sequence[str]) -> Optional[str]:
+    """The AZ ID of a stack's nodes in ``region`` when none is given: the region's default
+    (:data:`~trainium_eks.facts.regions.NODE_AZ_ID_BY_REGION`, the Trainium AZ) unless the catalog says it does not
+    offer one of ``instance_types``; then the first AZ ID that the catalog knows to offer them all, the region's other
+    Trainium AZs first (for g5.xlarge in us-west-2: usw2-az3, which offers trn1.32xlarge too). None in a region
+    without a default, or where no AZ ID offers them all."""
+    preferred = NODE_AZ_ID_BY_REGION.get(region)
+    if preferred is None:
+        return None
+    trainium = _TRN1_OFFERS.get(region, ())
+    others = sorted(AZ_IDS_BY_REGION.get(region, ()), key=lambda az: (az not in trainium, az))
+    candidates = [preferred, *(az for az in others if az != preferred)]
+    known = [INSTANCE_CATALOG[name] for name in instance_types if name in INSTANCE_CATALOG]
+    for index, az_id in enumerate(candidates):
+        found = [offering(facts, region, az_id) for facts in known]
+        if index == 0 and Offering.NOT_OFFERED not in found:
+            return az_id
+        if found and all(f is Offering.OFFERED for f in found):
+            return az_id
+    return None

@@ -13,22 +13,30 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from aws_cdk import Environment
+from aws_cdk import Duration, Environment
 from constructs import Node
 
 from trainium_eks.constructs.cluster import ADMIN_PRINCIPAL_ARN
+from trainium_eks.constructs.node_provisioning import NodeProvisioning
+from trainium_eks.constructs.training_node_group import DEFAULT_INSTANCE_TYPE as TRAINIUM_INSTANCE_TYPE
 from trainium_eks.core.validation import Problems, bucket_name_problem, is_integer
-from trainium_eks.facts.catalog import INSTANCE_CATALOG
+from trainium_eks.facts.catalog import INSTANCE_CATALOG, default_az_id
 from trainium_eks.facts.regions import AZ_IDS_BY_REGION, NODE_AZ_ID_BY_REGION, partition_of
+from trainium_eks.stacks.composer_training_stack import DEFAULT_INSTANCE_TYPE as COMPOSER_INSTANCE_TYPE
 from trainium_eks.stacks.composer_training_stack import NODE_TYPES as COMPOSER_NODE_TYPES
-from trainium_eks.stacks.kubeflow_training_stack import ACCELERATED_NODE_TYPES
+from trainium_eks.stacks.kubeflow_training_stack import ACCELERATED_NODE_TYPES, DEFAULT_CPU_INSTANCE_TYPE
 from trainium_eks.stacks.training_cluster_stack import NodeTypes
 from trainium_eks.stacks.trainium_eks_stack import SEED_NODE_TYPES
 
 STACKS = ("TrainiumEks", "KubeflowTraining", "ComposerTraining")
 """The stacks of the default app, in the order it builds them; each is deployable by name."""
 
-SHARED_KEYS: Mapping[str, str] = {"kubernetes_version": "kubernetesVersion", "admin_role_arn": "adminRoleArn"}
+SHARED_KEYS: Mapping[str, str] = {
+    "kubernetes_version": "kubernetesVersion",
+    "admin_role_arn": "adminRoleArn",
+    "provisioning": "provisioning",
+    "idle_timeout": "idleMinutes",
+}
 """Settings of every stack: prop -> context key."""
 
 STACK_KEYS: Mapping[str, Mapping[str, str]] = {
@@ -53,6 +61,13 @@ STACK_KEYS: Mapping[str, Mapping[str, str]] = {
 }
 """Settings of one stack: prop -> context key."""
 
+STACK_INSTANCE_TYPES: Mapping[str, Tuple[Tuple[str, Optional[str]], ...]] = {
+    "TrainiumEks": (("instance_type", TRAINIUM_INSTANCE_TYPE),),
+    "KubeflowTraining": (("cpu_instance_type", DEFAULT_CPU_INSTANCE_TYPE), ("accelerated_instance_type", None)),
+    "ComposerTraining": (("instance_type", COMPOSER_INSTANCE_TYPE),),
+}
+"""Each stack's instance-type props and their defaults: its default AZ ID must offer them."""
+
 CONTEXT_KEYS: Mapping[str, str] = {**STACK_KEYS["TrainiumEks"], **SHARED_KEYS}
 """TrainiumEksStack prop -> context key of the default app (the names its error messages use)."""
 
@@ -63,12 +78,26 @@ CDK_KEYS = ("cli-telemetry",)
 """Context keys of the CDK CLI itself that carry no ':' and no '@' (feature flags start with '@', the CLI's and the
 context lookups' own keys hold a ':')."""
 
-_INTEGER_KEYS = ("nodeCount", "lustreStorageGiB", "kubeflowCpuNodes", "kubeflowAcceleratedNodes", "composerNodeCount")
+_INTEGER_KEYS = (
+    "nodeCount",
+    "lustreStorageGiB",
+    "kubeflowCpuNodes",
+    "kubeflowAcceleratedNodes",
+    "composerNodeCount",
+    "idleMinutes",
+)
 _WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
 AZ_KEYS: Mapping[str, str] = {stack: keys["availability_zone_id"] for stack, keys in STACK_KEYS.items()}
 """Each stack's AZ ID key: empty or unset means the region's default (:data:`NODE_AZ_ID_BY_REGION`)."""
 
-_OPTIONAL_KEYS = ("account", "dataBucketName", "adminRoleArn", "kubeflowAcceleratedType", *AZ_KEYS.values())
+_OPTIONAL_KEYS = (
+    "account",
+    "dataBucketName",
+    "adminRoleArn",
+    "kubeflowAcceleratedType",
+    "idleMinutes",
+    *AZ_KEYS.values(),
+)
 """Keys where an empty string means "not set"."""
 
 _NODE_TYPES_BY_KEY: Mapping[str, NodeTypes] = {
@@ -125,24 +154,31 @@ def settings_from_context(node: Node) -> AppSettings:
     }
     for stack in stacks:
         if region is not None and AZ_KEYS[stack] not in parsed:
-            _default_az_id(problems, AZ_KEYS[stack], region, props[stack])
+            _default_az_id(problems, AZ_KEYS[stack], region, props[stack], stack)
     problems.raise_if_any()
     return AppSettings(props=props, env=Environment(region=region, account=account or None), stacks=stacks)
 
 
-def _default_az_id(problems: Problems, key: str, region: str, props: Dict[str, Any]) -> None:
-    """The stack's AZ ID when ``key`` is not set: the region's default, or a problem naming the key and the region's
-    AZ IDs."""
-    default = NODE_AZ_ID_BY_REGION.get(region)
+def _default_az_id(problems: Problems, key: str, region: str, props: Dict[str, Any], stack: str) -> None:
+    """The stack's AZ ID when ``key`` is not set: the region's default, or the first of its AZ IDs that the catalog
+    knows to offer the stack's instance types (:func:`~trainium_eks.facts.catalog.default_az_id`), or a problem naming
+    the key and the region's AZ IDs."""
+    types = [props.get(prop, default) for prop, default in STACK_INSTANCE_TYPES[stack]]
+    default = default_az_id(region, [name for name in types if name])
     if default is not None:
         props["availability_zone_id"] = default
         return
     problems.add(
         key,
         "",
-        f"the AZ ID of the stack's nodes in {region}, one of {', '.join(AZ_IDS_BY_REGION[region])} (the library has a "
-        f"default only in {', '.join(NODE_AZ_ID_BY_REGION)}; `aws ec2 describe-instance-type-offerings "
-        f"--location-type availability-zone-id --region {region}` shows which offer your instance type)",
+        f"the AZ ID of the stack's nodes in {region}, one of {', '.join(AZ_IDS_BY_REGION[region])} (the library "
+        + (
+            f"knows no AZ ID there that offers {', '.join(name for name in types if name)}"
+            if region in NODE_AZ_ID_BY_REGION
+            else f"has a default only in {', '.join(NODE_AZ_ID_BY_REGION)}"
+        )
+        + f"; `aws ec2 describe-instance-type-offerings --location-type availability-zone-id --region {region}` "
+        "shows which offer your instance type)",
     )
 
 
@@ -193,7 +229,15 @@ def _parse(problems: Problems, key: str, value: Any, region: Optional[str]) -> A
         number = _as_int(value)
         if number is None:
             problems.add(key, value, "a whole number (such as 4)")
+        elif key == "idleMinutes":
+            return Duration.minutes(number)
         return number
+    if key == "provisioning":
+        choices = [mode.value for mode in NodeProvisioning]
+        if value not in choices:
+            problems.add(key, value, f"one of {', '.join(choices)}")
+            return None
+        return NodeProvisioning(value)
     if not isinstance(value, str) or not value or value != value.strip():
         problems.add(key, value, f"a string without surrounding spaces{_example(key)}")
         return None

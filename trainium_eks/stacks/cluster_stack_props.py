@@ -5,10 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
+from aws_cdk import Duration
 from aws_cdk import aws_ec2 as ec2
 
 from trainium_eks.constructs.cluster import check_cluster_settings
-from trainium_eks.core.validation import Problems, check_bool, check_image_directory, check_implements, check_string_map
+from trainium_eks.constructs.node_provisioning import NodeProvisioning
+from trainium_eks.constructs.training_node_pool import DEFAULT_IDLE_TIMEOUT, check_idle_timeout
+from trainium_eks.core.validation import (
+    Problems,
+    check_bool,
+    check_image_directory,
+    check_implements,
+    check_string_map,
+    coerce_enum,
+)
 from trainium_eks.facts import versions
 from trainium_eks.facts.regions import NODE_AZ_ID_BY_REGION
 
@@ -36,6 +46,10 @@ class ClusterStackProps:
         (then no seed run).
     :param image_build_args: Its Docker build arguments. Default: none.
     :param seed_jobs: With ``image_directory``, run the stack's seed workload (each stack says which). Default: true.
+    :param provisioning: How the training nodes are provisioned (:class:`NodeProvisioning`). Default:
+        ``NodeProvisioning.KARPENTER`` (launched for pending jobs, removed once idle).
+    :param idle_timeout: With Karpenter, how long a training node stays without pods before it is removed.
+        Default: :data:`~trainium_eks.constructs.training_node_pool.DEFAULT_IDLE_TIMEOUT` (10 minutes).
     :param setting_names: Names of the settings in error messages (the default app passes its context keys).
         Default: the prop names.
     """
@@ -48,6 +62,8 @@ class ClusterStackProps:
     image_directory: Optional[str] = None
     image_build_args: Optional[Mapping[str, str]] = None
     seed_jobs: bool = True
+    provisioning: NodeProvisioning = NodeProvisioning.KARPENTER
+    idle_timeout: Optional[Duration] = None
     setting_names: Optional[Mapping[str, str]] = None
 
     def check(self, problems: Problems, *, region: str) -> None:
@@ -58,6 +74,17 @@ class ClusterStackProps:
             problems, kubernetes_version=self.kubernetes_version, admin_role_arn=self.admin_role_arn, region=region
         )
         check_bool(problems, "seed_jobs", self.seed_jobs)
+        provisioning = coerce_enum(problems, "provisioning", self.provisioning, NodeProvisioning)
+        if self.idle_timeout is not None:
+            if provisioning is NodeProvisioning.NODE_GROUP:
+                problems.add(
+                    "idle_timeout",
+                    f"{self.idle_timeout.to_seconds():g} s" if isinstance(self.idle_timeout, Duration) else None,
+                    "no idle timeout with provisioning node-group (a managed node group's nodes stand; scale it "
+                    "with the node count), or provisioning karpenter",
+                )
+            else:
+                check_idle_timeout(problems, self.idle_timeout)
         if self.image_build_args is not None:
             check_string_map(problems, "image_build_args", self.image_build_args)
         if self.image_directory is not None:
@@ -68,6 +95,11 @@ class ClusterStackProps:
             check_implements(problems, "node_subnet", self.node_subnet, ec2.ISubnet, "an ec2.ISubnet")
         if (self.vpc is None) != (self.node_subnet is None):
             problems.add("node_subnet", self.node_subnet, "give both vpc and node_subnet, or neither")
+
+    @property
+    def node_idle_timeout(self) -> Duration:
+        """The idle timeout of the stack's node pools: :attr:`idle_timeout` or the default."""
+        return self.idle_timeout or DEFAULT_IDLE_TIMEOUT
 
     @property
     def runs_seed_jobs(self) -> bool:

@@ -8,7 +8,7 @@ from constructs import Construct
 
 from trainium_eks.constructs.efs_storage import EfsStorage
 from trainium_eks.core.validation import check_instance
-from trainium_eks.facts.catalog import Accelerator
+from trainium_eks.facts.catalog import Accelerator, default_az_id
 from trainium_eks.stacks.training_cluster_stack import EXPECTED_EFS_GB, NodeTypes, TrainingClusterStack
 from trainium_eks.workloads.composer_recipe import ComposerRecipe
 from trainium_eks.workloads.composer_resnet import DEFAULT_RECIPE, ComposerComparisonJobs, add_composer_jobs
@@ -27,11 +27,13 @@ NODE_TYPES = NodeTypes(
 
 
 class ComposerTrainingStack(TrainingClusterStack):
-    """Composer training on EKS GPU nodes: the network and cluster of :class:`TrainingClusterStack`, a GPU node group
-    (:class:`TrainingNodeGroup`: the NVIDIA AMI, the GPU taint, EFA interfaces on EFA types), the NVIDIA device
-    plugin (so that pods get ``nvidia.com/gpu``), a shared :class:`EfsStorage` volume, the in-cluster add-ons, and,
-    with ``image_directory`` (``images/composer-resnet``), two runs of a CIFAR-10 ResNet with Composer's launcher on
-    the same nodes, one after the other: the baseline, then ``recipe`` (:mod:`trainium_eks.workloads.composer_resnet`).
+    """Composer training on EKS GPU nodes: the network and cluster of :class:`TrainingClusterStack`, GPU nodes
+    (a Karpenter :class:`TrainingNodePool` by default, a :class:`TrainingNodeGroup` with
+    ``provisioning=NodeProvisioning.NODE_GROUP``: the NVIDIA AMI, the GPU taint, EFA interfaces on EFA types), the
+    NVIDIA device plugin (so that pods get ``nvidia.com/gpu``), a shared :class:`EfsStorage` volume, the in-cluster
+    add-ons, and, with ``image_directory`` (``images/composer-resnet``), two runs of a CIFAR-10 ResNet with Composer's
+    launcher on the same nodes, one after the other: the baseline, then ``recipe``
+    (:mod:`trainium_eks.workloads.composer_resnet`).
 
     Every setting is checked before anything is built, and all problems are reported in one error: a Trainium type
     is refused (Composer's Neuron support is experimental and untested upstream). The seed workload (``seed_jobs``,
@@ -42,6 +44,9 @@ class ComposerTrainingStack(TrainingClusterStack):
     :param recipe: The Composer recipe of the second run. Default:
         :data:`~trainium_eks.workloads.composer_resnet.DEFAULT_RECIPE`.
     :param props: :class:`~trainium_eks.stacks.cluster_stack_props.ClusterStackProps` and ``Stack``'s (``env``, ...).
+        Without ``availability_zone_id``: the first AZ ID of the stack's region (us-west-2 when the environment has
+        none) that offers ``instance_type`` (:func:`~trainium_eks.facts.catalog.default_az_id`; g5.xlarge in
+        us-west-2: usw2-az3, since usw2-az4 does not offer g5).
     """
 
     def __init__(
@@ -54,6 +59,12 @@ class ComposerTrainingStack(TrainingClusterStack):
         recipe: ComposerRecipe = DEFAULT_RECIPE,
         **props: Any,
     ) -> None:
+        if "availability_zone_id" not in props:
+            env = props.get("env")
+            region = getattr(env, "region", None) if env is not None else None
+            found = default_az_id(region if isinstance(region, str) else "us-west-2", [instance_type])
+            if found is not None:
+                props["availability_zone_id"] = found
         super().__init__(scope, id_, **props)
         problems = self.setting_problems
         instance = self.check_node_group(

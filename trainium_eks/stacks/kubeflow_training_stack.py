@@ -10,11 +10,10 @@ from constructs import Construct
 from trainium_eks.constructs.efs_storage import EfsStorage
 from trainium_eks.constructs.hybrid_workflow import HybridTrainingWorkflow
 from trainium_eks.constructs.kubeflow_trainer import KubeflowTrainer
-from trainium_eks.constructs.training_node_group import TrainingNodeGroup
 from trainium_eks.core.validation import check_bool
 from trainium_eks.facts.catalog import Accelerator
 from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
-from trainium_eks.stacks.training_cluster_stack import EXPECTED_EFS_GB, NodeTypes, TrainingClusterStack
+from trainium_eks.stacks.training_cluster_stack import EXPECTED_EFS_GB, NodeTypes, TrainingClusterStack, TrainingNodes
 from trainium_eks.workloads.cifar10_dataset import cifar10_staging
 from trainium_eks.workloads.cifar10_ddp import Cifar10Jobs, add_cifar10_jobs, run_template
 
@@ -35,8 +34,9 @@ ACCELERATED_NODE_TYPES = NodeTypes(
 
 
 class KubeflowTrainingStack(TrainingClusterStack):
-    """Kubeflow training on EKS: the network and cluster of :class:`TrainingClusterStack`, a CPU node group (the
-    seed's 6 x m5.xlarge, through :class:`TrainingNodeGroup`), an optional accelerated group (Trainium or GPU),
+    """Kubeflow training on EKS: the network and cluster of :class:`TrainingClusterStack`, CPU nodes (the seed's
+    6 x m5.xlarge: a Karpenter :class:`TrainingNodePool` by default, a :class:`TrainingNodeGroup` with
+    ``provisioning=NodeProvisioning.NODE_GROUP``), optional accelerated nodes (Trainium or GPU),
     a shared :class:`EfsStorage` volume (StorageClass ``efs-sc``, volume ``efs-pv``, claim ``efs-sc-claim``), the
     in-cluster add-ons (Volcano, TensorBoard, the device plugins the node groups need), Kubeflow Trainer v2
     (:class:`KubeflowTrainer`) and, with ``image_directory`` (``images/cifar10-ddp``), the CIFAR-10 run: stage the
@@ -105,7 +105,7 @@ class KubeflowTrainingStack(TrainingClusterStack):
             instance_type=cpu_instance_type,
             node_count=cpu_node_count,
         )
-        self.accelerated_nodes: Optional[TrainingNodeGroup] = None
+        self.accelerated_nodes: Optional[TrainingNodes] = None
         if accelerated is not None and accelerated_instance_type is not None:
             self.accelerated_nodes = self.build_node_group(
                 "AcceleratedNodes",
@@ -114,7 +114,7 @@ class KubeflowTrainingStack(TrainingClusterStack):
                 instance_type=accelerated_instance_type,
                 node_count=accelerated_node_count,
             )
-        groups: List[TrainingNodeGroup] = [g for g in (self.cpu_nodes, self.accelerated_nodes) if g is not None]
+        groups: List[TrainingNodes] = [g for g in (self.cpu_nodes, self.accelerated_nodes) if g is not None]
 
         self.build_pod_identity()
         self.storage = EfsStorage(

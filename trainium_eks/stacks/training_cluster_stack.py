@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, Duration, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
@@ -14,13 +14,16 @@ from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.cluster_addons import ClusterAddons
 from trainium_eks.constructs.image_repository import TrainingImageRepository
 from trainium_eks.constructs.job_sequence import JobSequence
+from trainium_eks.constructs.karpenter_controller import KarpenterController
 from trainium_eks.constructs.network import TrainingNetwork
+from trainium_eks.constructs.node_provisioning import NodeProvisioning
 from trainium_eks.constructs.training_dashboard import TrainingDashboard
 from trainium_eks.constructs.training_node_group import (
     TrainingNodeGroup,
     check_node_group_settings,
     check_offering,
 )
+from trainium_eks.constructs.training_node_pool import TrainingNodePool
 from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
 from trainium_eks.core.conventions import EfsVolumeSource, LustreVolumeSource
 from trainium_eks.core.cost import CostLine, add_cost_outputs
@@ -49,6 +52,11 @@ class NodeTypes:
             return True
         problems.add(setting, instance.name, f"{self.why}: {', '.join(self.allowed())}")
         return False
+
+
+TrainingNodes = Union[TrainingNodeGroup, TrainingNodePool]
+"""A stack's training nodes, as its ``provisioning`` builds them: both kinds have ``security_group``, ``topology``,
+``cost_line`` and ``add_shared_volume``."""
 
 
 EXPECTED_EFS_GB = 1.0
@@ -91,6 +99,8 @@ class TrainingClusterStack(Stack):
         image_directory: Optional[str] = None,
         image_build_args: Optional[Mapping[str, str]] = None,
         seed_jobs: bool = True,
+        provisioning: NodeProvisioning = NodeProvisioning.KARPENTER,
+        idle_timeout: Optional[Duration] = None,
         setting_names: Optional[Mapping[str, str]] = None,
         **stack_props: Any,
     ) -> None:
@@ -106,6 +116,8 @@ class TrainingClusterStack(Stack):
             image_directory=image_directory,
             image_build_args=image_build_args,
             seed_jobs=seed_jobs,
+            provisioning=provisioning,
+            idle_timeout=idle_timeout,
             setting_names=setting_names,
         )
         self.setting_names = dict(setting_names or {})
@@ -113,6 +125,8 @@ class TrainingClusterStack(Stack):
         """The problems of the stack's settings: those of :attr:`props`, then the subclass's own."""
         self.props.check(self.setting_problems, region=self.region)
         self.network: Optional[TrainingNetwork] = None
+        self.karpenter: Optional[KarpenterController] = None
+        """The cluster's Karpenter (id ``Karpenter``), built with the first node pool."""
         self.cost_lines: List[CostLine] = []
         """What the stack costs per hour, by component (:class:`~trainium_eks.core.cost.CostLine`), filled by the
         subclass; the ``python -m trainium_eks cost`` command and the stack's cost outputs read it."""
@@ -173,11 +187,38 @@ class TrainingClusterStack(Stack):
         )
         return self.cluster
 
-    def build_node_group(self, id_: str, *, subnet: ec2.ISubnet, prefix: str = "", **props: Any) -> TrainingNodeGroup:
-        """A :class:`TrainingNodeGroup` (id ``id_``) of the cluster in ``subnet`` (of :attr:`props`' AZ), with the
-        cluster's node role,
-        joined after the VPC CNI add-on, its settings named as the stack names ``<prefix>instance_type`` and
-        ``<prefix>node_count``; ``props`` go to the node group (``instance_type``, ``node_count``, ...)."""
+    def build_node_group(self, id_: str, *, subnet: ec2.ISubnet, prefix: str = "", **props: Any) -> TrainingNodes:
+        """The training nodes ``id_`` of the cluster in ``subnet`` (of :attr:`props`' AZ), as :attr:`props`'
+        ``provisioning`` says: a :class:`TrainingNodePool` (Karpenter, built with the first pool as
+        :attr:`karpenter`, id ``Karpenter``) or a :class:`TrainingNodeGroup` with the cluster's node role, joined after
+        the VPC CNI add-on. Their settings are named as the stack names ``<prefix>instance_type`` and
+        ``<prefix>node_count``; ``props`` go to the pool or group (``instance_type``, ``node_count``, ...). The
+        construct id is the same either way, so the node security group and placement group keep their logical IDs
+        when a stack switches."""
+        names = self.node_group_names(prefix)
+        if self.props.provisioning is NodeProvisioning.KARPENTER:
+            if self.karpenter is None:
+                self.karpenter = KarpenterController(
+                    self,
+                    "Karpenter",
+                    cluster=self.cluster.cluster,
+                    after=[
+                        self.cluster.system_nodegroup,
+                        self.cluster.addons["vpc-cni"],
+                        self.cluster.addons["eks-pod-identity-agent"],
+                    ],
+                )
+            return TrainingNodePool(
+                self,
+                id_,
+                cluster=self.cluster.cluster,
+                subnet=subnet,
+                controller=self.karpenter,
+                availability_zone_id=self.props.availability_zone_id,
+                idle_timeout=self.props.node_idle_timeout,
+                setting_names=names,
+                **props,
+            )
         group = TrainingNodeGroup(
             self,
             id_,
@@ -185,7 +226,7 @@ class TrainingClusterStack(Stack):
             subnet=subnet,
             availability_zone_id=self.props.availability_zone_id,
             node_role=self.cluster.node_role,
-            setting_names=self.node_group_names(prefix),
+            setting_names=names,
             **props,
         )
         group.nodegroup.node.add_dependency(self.cluster.addons["vpc-cni"])

@@ -36,8 +36,9 @@ RENAMED_PROPS = {"accelerated_az_id": "availability_zone_id", "accelerated_subne
 
 
 class TrainiumEksStack(TrainingClusterStack):
-    """The seed system in one stack: network, EKS cluster, accelerated node group, FSx for Lustre, ECR, IAM, the
-    in-cluster add-ons (:class:`ClusterAddons`), a CloudWatch dashboard, and the jobs (:attr:`jobs`, a
+    """The seed system in one stack: network, EKS cluster, accelerated nodes (a Karpenter :class:`TrainingNodePool`
+    by default, a :class:`TrainingNodeGroup` with ``provisioning=NodeProvisioning.NODE_GROUP``), FSx for Lustre, ECR,
+    IAM, the in-cluster add-ons (:class:`ClusterAddons`), a CloudWatch dashboard, and the jobs (:attr:`jobs`, a
     :class:`JobSequence`; with ``image_directory``, the BERT phase-1 run).
 
     Every setting is checked before anything is built, and all problems are reported in one error.
