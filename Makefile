@@ -69,7 +69,7 @@ rehearse: install
 	$(BIN)/python scripts/rehearse.py
 
 cost: install
-	$(BIN)/python -m trainium_eks cost --chart docs/cost-per-hour.png
+	$(BIN)/python -m trainium_eks cost --chart docs/cost-per-hour.png $(ARGS)
 
 deploy diff destroy: install-synth
 	test -n "$(STACK)" || (echo "name the stack: make $@ STACK=TrainiumEks|KubeflowTraining|ComposerTraining"; exit 2)

@@ -148,6 +148,26 @@ CHART_APIS: Mapping[str, ChartApis] = {
         "subchart's definitions are left out: the library applies no JobSet, and its webhook (which checks that a "
         "TrainJob's runtime exists) is not modelled",
     ),
+    "karpenter-crd": ChartApis(
+        kinds={
+            ("karpenter.sh", "NodePool"): False,
+            ("karpenter.sh", "NodeClaim"): False,
+            ("karpenter.sh", "NodeOverlay"): False,
+            ("karpenter.k8s.aws", "EC2NodeClass"): False,
+            ("autoscaling.x-k8s.io", "CapacityBuffer"): True,
+        },
+        objects=(),
+        admission=None,
+        source="aws/karpenter-provider-aws tag v1.14.1 charts/karpenter-crd/templates/*.yaml: the five definitions "
+        "are templates of the chart (scope Cluster, CapacityBuffer Namespaced); Karpenter 1.14 has no webhooks",
+    ),
+    "karpenter": ChartApis(
+        kinds={},
+        objects=(),
+        admission=None,
+        source="aws/karpenter-provider-aws tag v1.14.1 charts/karpenter: installed with --skip-crds (its crds/ folder "
+        "is left to the karpenter-crd release), no webhook and no cluster-scoped object the jobs need",
+    ),
 }
 """Chart name -> what it serves, for the charts the library installs."""
 

@@ -63,6 +63,15 @@ SMALLER_BATCHES = Variant(
         ),
     ),
 )
+NODE_GROUPS = Variant("provisioning=node-group", context=(("provisioning", "node-group"),))
+IDLE_30 = Variant("idleMinutes=30", context=(("idleMinutes", "30"),))
+NEWER_KARPENTER = Variant(
+    "Karpenter charts one minor version newer",
+    patches=(
+        Patch("trainium_eks.facts.versions.KARPENTER", _next_minor, "Karpenter chart pin + 1 minor"),
+        Patch("trainium_eks.facts.versions.KARPENTER_CRD", _next_minor, "Karpenter CRD chart pin + 1 minor"),
+    ),
+)
 NO_SEED_JOBS = Variant(
     "seed jobs removed (TrainiumEksStack seed_jobs=False)",
     patches=(Patch("app.TrainiumEksStack", lambda cls: functools.partial(cls, seed_jobs=False), "seed_jobs=False"),),
@@ -83,7 +92,12 @@ def trainium_eks_scenarios(stack: str = TRAINIUM_EKS) -> Tuple[Scenario, ...]:
         Scenario("the seed jobs removed from the app", stack, DEFAULT, NO_SEED_JOBS, ALL_PROMISES),
         Scenario("a new Volcano chart version", stack, DEFAULT, NEWER_VOLCANO, ALL_PROMISES),
         Scenario("kubernetesVersion 1.35 -> 1.36", stack, KUBERNETES_1_35, DEFAULT, ALL_PROMISES),
+        Scenario("node groups -> Karpenter", stack, NODE_GROUPS, DEFAULT, ALL_PROMISES),
+        Scenario("Karpenter -> node groups", stack, DEFAULT, NODE_GROUPS, ALL_PROMISES),
+        Scenario("idleMinutes 10 -> 30", stack, DEFAULT, IDLE_30, ALL_PROMISES),
+        Scenario("new Karpenter chart versions", stack, DEFAULT, NEWER_KARPENTER, ALL_PROMISES),
         Scenario("cdk destroy", stack, DEFAULT, None, WITHOUT_CLUSTER),
+        Scenario("cdk destroy with node groups", stack, NODE_GROUPS, None, WITHOUT_CLUSTER),
     )
 
 
@@ -154,6 +168,7 @@ def composer_training_scenarios(stack: str = COMPOSER_TRAINING) -> Tuple[Scenari
     return (
         Scenario("fresh deploy", stack, None, DEFAULT, ALL_PROMISES),
         Scenario("composerInstanceType g5 -> g6", stack, DEFAULT, G6, ALL_PROMISES),
+        Scenario("Karpenter -> node groups", stack, DEFAULT, NODE_GROUPS, ALL_PROMISES),
         Scenario("another recipe", stack, DEFAULT, OTHER_RECIPE, ALL_PROMISES),
         Scenario("cdk destroy", stack, DEFAULT, None, WITHOUT_CLUSTER),
     )

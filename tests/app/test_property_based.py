@@ -24,11 +24,13 @@ from trainium_eks.constructs.efs_storage import EfsStorage
 from trainium_eks.constructs.hybrid_workflow import HybridTrainingWorkflow
 from trainium_eks.constructs.image_repository import TrainingImageRepository
 from trainium_eks.constructs.job_sequence import JobSequence
+from trainium_eks.constructs.karpenter_controller import KarpenterController
 from trainium_eks.constructs.kubeflow_trainer import KubeflowTrainer
 from trainium_eks.constructs.lustre_storage import LustreStorage
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.training_dashboard import TrainingDashboard
 from trainium_eks.constructs.training_node_group import TrainingNodeGroup
+from trainium_eks.constructs.training_node_pool import TrainingNodePool
 from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
 from trainium_eks.core.conventions import EfsVolumeSource, LustreVolumeSource, Taint
 from trainium_eks.core.validation import ConfigurationError, bucket_name_problem
@@ -229,6 +231,11 @@ class Scene:
         self.count = 0
 
     @functools.cached_property
+    def karpenter(self) -> KarpenterController:
+        """Karpenter on the scene's cluster (for the node pools)."""
+        return KarpenterController(self.stack, "Karpenter", cluster=self.cluster)
+
+    @functools.cached_property
     def efs(self) -> EfsStorage:
         """A file system in the scene's VPC (for the workflow)."""
         return EfsStorage(self.stack, "SharedEfs", vpc=self.network.vpc)
@@ -261,6 +268,14 @@ def construct_factories(case: str) -> Dict[str, Callable[..., Any]]:
             s.stack,
             s.next_id("Nodes"),
             **{"cluster": s.cluster, "subnet": s.network.node_subnet, **p},
+        ),
+        "TrainingNodePool": lambda **p: TrainingNodePool(
+            s.stack,
+            s.next_id("Pool"),
+            **{"cluster": s.cluster, "subnet": s.network.node_subnet, "controller": s.karpenter, **p},
+        ),
+        "KarpenterController": lambda **p: KarpenterController(
+            s.stack, s.next_id("Karpenter"), **{"cluster": s.cluster, **p}
         ),
         "LustreStorage": lambda **p: LustreStorage(
             s.stack,
@@ -349,6 +364,23 @@ PROPS = {
         "node_role",
         "placement_group",
     ],
+    "TrainingNodePool": [
+        "instance_type",
+        "node_count",
+        "max_nodes",
+        "idle_timeout",
+        "efa_layout",
+        "capacity",
+        "root_volume_size_gib",
+        "labels",
+        "taints",
+        "availability_zone_id",
+        "subnet",
+        "cluster",
+        "controller",
+        "placement_group",
+    ],
+    "KarpenterController": ["cluster", "after"],
     "LustreStorage": [
         "storage_capacity_gib",
         "throughput_per_tib",
@@ -547,7 +579,7 @@ def test_the_property_tests_cover_every_public_construct_and_chart():
     from trainium_eks import constructs as constructs_package
 
     covered = set(CHART_FACTORIES) | set(construct_factories("coverage"))
-    values = {"EfaLayout", "NodeCapacity", "LustreVolumeSource", "EfsVolumeSource", "NodeRole"}
+    values = {"EfaLayout", "NodeCapacity", "NodeProvisioning", "LustreVolumeSource", "EfsVolumeSource", "NodeRole"}
     public = set(constructs_package.__all__) - values
     assert public - covered == set(), "add the construct to the factories and PROPS"
     assert set(PROPS) == covered

@@ -131,3 +131,14 @@ def test_an_idle_timeout_over_a_day_is_refused():
 def test_a_type_the_az_does_not_offer_is_refused():
     with pytest.raises(ConfigurationError, match="not offered there"):
         standalone(instance_type="trn1.32xlarge", availability_zone_id="usw2-az1")
+
+
+def test_labels_in_karpenters_own_domains_are_refused():
+    with pytest.raises(ConfigurationError, match="outside karpenter.sh"):
+        standalone(labels={"karpenter.sh/team": "ml", "team.karpenter.k8s.aws/x": "y"})
+
+
+def test_without_an_az_id_synth_warns_that_the_offering_is_unchecked():
+    pool, _ = standalone(availability_zone_id=None)
+    messages = [m.entry.data for m in cdk.App.of(pool).synth().get_stack_by_name("Standalone").messages]
+    assert any("No availability_zone_id" in str(m) for m in messages)

@@ -291,10 +291,21 @@ def test_the_training_stack_itself_refuses_a_gpu_type_for_its_neuron_seed_run_an
     "region,az_id", [("us-west-2", "usw2-az4"), ("us-east-1", "use1-az6"), ("us-east-2", "use2-az3")]
 )
 def test_region_alone_is_enough_every_stack_takes_the_regions_trainium_az(region, az_id):
+    """Except where the catalog knows the Trainium AZ does not offer a stack's default types: usw2-az4 has no g5."""
     settings = settings_from_context(new_app(region=region).node)
-    assert {stack: settings.props[stack]["availability_zone_id"] for stack in STACKS} == dict.fromkeys(STACKS, az_id)
+    expected = dict.fromkeys(STACKS, az_id)
+    if region == "us-west-2":
+        expected["ComposerTraining"] = "usw2-az3"
+    assert {stack: settings.props[stack]["availability_zone_id"] for stack in STACKS} == expected
     _, stack = build_default_app(region=region)
     assert stack.props.availability_zone_id == az_id
+
+
+def test_a_stack_keeps_its_default_types_az_when_another_type_is_offered_there():
+    settings = settings_from_context(new_app(composerInstanceType="g6.xlarge").node)
+    assert settings.props["ComposerTraining"]["availability_zone_id"] == "usw2-az3", "no move: az3 offers g6 too"
+    settings = settings_from_context(new_app(kubeflowAcceleratedType="g5.12xlarge").node)
+    assert settings.props["KubeflowTraining"]["availability_zone_id"] == "usw2-az3", "usw2-az4 offers no g5"
 
 
 def test_a_region_without_a_default_az_asks_for_each_built_stacks_az_key_naming_its_az_ids():

@@ -298,8 +298,8 @@ def _accuracy_lines(usd_per_hour: float, summaries: Sequence[RunSummary]) -> Lis
 
 
 def write_chart(costs: Sequence[StackCost], path: Path) -> None:
-    """A horizontal stacked bar per stack: its cost per hour by component (components without a price left out and
-    named in the legend)."""
+    """A horizontal stacked bar per stack: its cost per hour by component, what bills while idle solid and what a
+    running job adds hatched (components without a price left out and named in the legend)."""
     try:
         import matplotlib
 
@@ -319,7 +319,9 @@ def write_chart(costs: Sequence[StackCost], path: Path) -> None:
         unpriced = any(
             line.usd_per_hour is None for stack in costs for line in stack.lines if line.component == component
         )
-        axes.barh(names, widths, left=left, label=component + (" (some n/a)" if unpriced else ""))
+        idle = all(line.idle for stack in costs for line in stack.lines if line.component == component)
+        label = component + ("" if idle else " (while a job runs)") + (" (some n/a)" if unpriced else "")
+        axes.barh(names, widths, left=left, label=label, hatch=None if idle else "//")
         left = [a + b for a, b in zip(left, widths, strict=True)]
     for index, (value, stack) in enumerate(zip(left, costs, strict=True)):
         lower = " or more (n/a left out)" if total(stack.lines).missing else ""

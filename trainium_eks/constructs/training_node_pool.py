@@ -47,6 +47,11 @@ DEFAULT_IDLE_TIMEOUT = Duration.minutes(10)
 long enough for the next job of a sequence to find the nodes warm (a release Job creates it within a minute of its
 predecessor's end), short enough that an idle trn1.32xlarge bills at most about 3.60 USD after a run."""
 
+KARPENTER_LABEL_DOMAINS = ("karpenter.sh", "karpenter.k8s.aws")
+"""Label domains Karpenter keeps for itself: a NodePool whose template labels use them is refused
+(kubernetes-sigs/karpenter v1.14.1 ``pkg/apis/v1/labels.go`` ``RestrictedLabelDomains``: karpenter.sh;
+aws/karpenter-provider-aws v1.14.1 ``pkg/apis/v1/labels.go`` adds karpenter.k8s.aws)."""
+
 MIN_IDLE_TIMEOUT = Duration.minutes(1)
 MAX_IDLE_TIMEOUT = Duration.hours(24)
 """The idle timeouts a pool takes: below a minute, a node may go between two jobs of one sequence; above a day, the
@@ -137,12 +142,22 @@ class TrainingNodePool(Construct):
         efa_layout = coerce_enum(problems, "efa_layout", efa_layout, EfaLayout)
         if placement_group is not None:
             check_implements(problems, "placement_group", placement_group, ec2.IPlacementGroup, "an IPlacementGroup")
-        if labels is not None:
-            check_labels(problems, "labels", labels)
+        if labels is not None and check_labels(problems, "labels", labels):
+            for key in labels:
+                domain = key.split("/", 1)[0] if "/" in key else ""
+                if any(domain == own or domain.endswith("." + own) for own in KARPENTER_LABEL_DOMAINS):
+                    problems.add(f"labels[{key!r}]", labels[key], "a label outside karpenter.sh and karpenter.k8s.aws")
         check_taints(problems, taints)
         if instance is not None and availability_zone_id is not None:
             check_offering(problems, self, instance, availability_zone_id)
         problems.raise_if_any()
+        if availability_zone_id is None:
+            Annotations.of(self).add_warning_v2(
+                "trainium-eks:unverifiedOffering",
+                f"No availability_zone_id: the library cannot check that the subnet's AZ offers {instance_type}. "
+                "Karpenter cannot launch a type the AZ does not offer, and the jobs then stay Pending. Pass the "
+                "subnet's AZ ID.",
+            )
         assert instance is not None and efa_layout is not None
         self.instance: InstanceFacts = instance
         self.node_count = node_count

@@ -424,13 +424,17 @@ __getattr__ = moved_names(
 )
 
 
-def default_az_id(region: str, instance_types: Sequence[str]) -> Optional[str]:
-    """The AZ ID of a stack's nodes in ``region`` when none is given: the region's default
-    (:data:`~trainium_eks.facts.regions.NODE_AZ_ID_BY_REGION`, the Trainium AZ) unless the catalog says it does not
+def default_az_id(region: str, instance_types: Sequence[str], preferred: Optional[str] = None) -> Optional[str]:
+    """The AZ ID of a stack's nodes in ``region`` when none is given: ``preferred`` (default: the region's default,
+    :data:`~trainium_eks.facts.regions.NODE_AZ_ID_BY_REGION`, the Trainium AZ) unless the catalog says it does not
     offer one of ``instance_types``; then the first AZ ID that the catalog knows to offer them all, the region's other
-    Trainium AZs first (for g5.xlarge in us-west-2: usw2-az3, which offers trn1.32xlarge too). None in a region
-    without a default, or where no AZ ID offers them all."""
-    preferred = NODE_AZ_ID_BY_REGION.get(region)
+    Trainium AZs first (for g5.xlarge in us-west-2: usw2-az3, which offers trn1.32xlarge too); ``preferred`` again
+    where none does (the stack's offering check then says where the types are offered). None in a region without a
+    default.
+
+    A stack passes as ``preferred`` the AZ of its default types, so that changing its instance type moves the nodes
+    (and the subnets) only when the new type is not offered where the default's are."""
+    preferred = preferred or NODE_AZ_ID_BY_REGION.get(region)
     if preferred is None:
         return None
     trainium = _TRN1_OFFERS.get(region, ())
@@ -443,4 +447,4 @@ def default_az_id(region: str, instance_types: Sequence[str]) -> Optional[str]:
             return az_id
         if found and all(f is Offering.OFFERED for f in found):
             return az_id
-    return None
+    return preferred

@@ -160,25 +160,21 @@ def settings_from_context(node: Node) -> AppSettings:
 
 
 def _default_az_id(problems: Problems, key: str, region: str, props: Dict[str, Any], stack: str) -> None:
-    """The stack's AZ ID when ``key`` is not set: the region's default, or the first of its AZ IDs that the catalog
-    knows to offer the stack's instance types (:func:`~trainium_eks.facts.catalog.default_az_id`), or a problem naming
-    the key and the region's AZ IDs."""
+    """The stack's AZ ID when ``key`` is not set: the AZ of its default instance types (the region's default, or the
+    first of its AZ IDs that the catalog knows to offer them: :func:`~trainium_eks.facts.catalog.default_az_id`), moved
+    only when the stack's types are not offered there; or a problem naming the key and the region's AZ IDs."""
+    defaults = [default for _, default in STACK_INSTANCE_TYPES[stack] if default]
     types = [props.get(prop, default) for prop, default in STACK_INSTANCE_TYPES[stack]]
-    default = default_az_id(region, [name for name in types if name])
+    default = default_az_id(region, [name for name in types if name], default_az_id(region, defaults))
     if default is not None:
         props["availability_zone_id"] = default
         return
     problems.add(
         key,
         "",
-        f"the AZ ID of the stack's nodes in {region}, one of {', '.join(AZ_IDS_BY_REGION[region])} (the library "
-        + (
-            f"knows no AZ ID there that offers {', '.join(name for name in types if name)}"
-            if region in NODE_AZ_ID_BY_REGION
-            else f"has a default only in {', '.join(NODE_AZ_ID_BY_REGION)}"
-        )
-        + f"; `aws ec2 describe-instance-type-offerings --location-type availability-zone-id --region {region}` "
-        "shows which offer your instance type)",
+        f"the AZ ID of the stack's nodes in {region}, one of {', '.join(AZ_IDS_BY_REGION[region])} (the library has a "
+        f"default only in {', '.join(NODE_AZ_ID_BY_REGION)}; `aws ec2 describe-instance-type-offerings "
+        f"--location-type availability-zone-id --region {region}` shows which offer your instance type)",
     )
 
 

@@ -45,8 +45,8 @@ class ComposerTrainingStack(TrainingClusterStack):
         :data:`~trainium_eks.workloads.composer_resnet.DEFAULT_RECIPE`.
     :param props: :class:`~trainium_eks.stacks.cluster_stack_props.ClusterStackProps` and ``Stack``'s (``env``, ...).
         Without ``availability_zone_id``: the first AZ ID of the stack's region (us-west-2 when the environment has
-        none) that offers ``instance_type`` (:func:`~trainium_eks.facts.catalog.default_az_id`; g5.xlarge in
-        us-west-2: usw2-az3, since usw2-az4 does not offer g5).
+        none) that offers :data:`DEFAULT_INSTANCE_TYPE` (:func:`~trainium_eks.facts.catalog.default_az_id`; in
+        us-west-2 usw2-az3, since usw2-az4 does not offer g5), or another if it does not offer ``instance_type``.
     """
 
     def __init__(
@@ -62,7 +62,8 @@ class ComposerTrainingStack(TrainingClusterStack):
         if "availability_zone_id" not in props:
             env = props.get("env")
             region = getattr(env, "region", None) if env is not None else None
-            found = default_az_id(region if isinstance(region, str) else "us-west-2", [instance_type])
+            where = region if isinstance(region, str) else "us-west-2"
+            found = default_az_id(where, [instance_type], default_az_id(where, [DEFAULT_INSTANCE_TYPE]))
             if found is not None:
                 props["availability_zone_id"] = found
         super().__init__(scope, id_, **props)
