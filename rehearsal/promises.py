@@ -17,7 +17,7 @@ from rehearsal.scenario import (
     desired_objects,
     desired_releases,
 )
-from rehearsal.scheduling_run import broken, is_job, rehearse_jobs
+from rehearsal.scheduling_run import broken, is_job, rehearse_jobs, stack_scheduling
 from rehearsal.simulated_cluster import nodes_of
 
 STATEFUL_TYPES: Tuple[str, ...] = (
@@ -213,13 +213,22 @@ def handler_calls_succeed(result: ScenarioResult) -> List[str]:
 def jobs_run_to_completion(result: ScenarioResult) -> List[str]:
     """The jobs of the deployed stack (with the scenario's extra jobs) run on its nodes, from no job at all, in every
     order of arrival, with no failure and with one failed attempt of each: every job completes, no pod waits for what
-    no node will have, nothing waits for ever (:mod:`.scheduling_run`)."""
+    no node will have, nothing waits for ever, and once the jobs have ended no node Karpenter launched is left after
+    its pool's ``consolidateAfter`` (:mod:`.scheduling_run`). Volcano runs the actions of the stack's release; its
+    NodePools and EC2NodeClasses are among the standing objects."""
     if not result.new_template:
         return []
     objects = [obj for _, obj in desired_objects(result)]
     arrivals = [obj for obj in objects if is_job(obj)] + list(result.scenario.extra_jobs)
     standing = [obj for obj in objects if not is_job(obj)]
-    reports = rehearse_jobs(nodes_of(result.new_template), standing, arrivals)
+    scheduling = stack_scheduling(result.new_template)
+    reports = rehearse_jobs(
+        nodes_of(result.new_template),
+        standing,
+        arrivals,
+        volcano_actions=scheduling.volcano_actions,
+        addons=scheduling.addons,
+    )
     return [
         f"{violation} ({where[0]}; {len(where)} of {len(reports)} runs)" for violation, where in broken(reports).items()
     ]

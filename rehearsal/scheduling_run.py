@@ -1,14 +1,18 @@
 """The scheduling rehearsal: the jobs a stack applies, run on its nodes in every order of arrival, with failures.
 
-A run creates the stack's standing objects (device plugins, services, priority classes, queues, runtimes) at tick 0,
-then the jobs (and release Jobs) one per tick in the order given, and lets the controllers
-(:mod:`.workload_controllers`), the schedulers (:mod:`.pod_schedulers`) and the containers
-(:mod:`.container_programs`) act once per tick until every job has ended, nothing has moved for
-:data:`STALL_TICKS`, or :data:`MAX_TICKS` have passed. What it promises (:func:`violations` of a run):
+A run creates the stack's standing objects (device plugins, services, priority classes, queues, runtimes, Karpenter
+NodePools and EC2NodeClasses) at tick 0, then the jobs (and release Jobs) one per tick in the order given, and lets
+the controllers (:mod:`.workload_controllers`), the schedulers (:mod:`.pod_schedulers`, Volcano with the stack's
+actions), Karpenter (:mod:`.karpenter_provisioner`) and the containers (:mod:`.container_programs`) act once per tick
+until every job has ended, nothing has moved for :data:`STALL_TICKS`, or :data:`MAX_TICKS` have passed. Once every
+job has ended, a cluster with Karpenter nodes runs on until they are gone or their pools' ``consolidateAfter`` has
+passed (:func:`~.karpenter_provisioner.settle_ticks`; idle minutes are skipped). What it promises (:func:`violations`
+of a run):
 
 - every job ends ``Complete`` (a Volcano Job ``Completed``): none fails, none is left waiting;
 - no pod waits for something no node will ever have: a label, a toleration, or a resource that no node offers even
-  empty (with every device plugin that can run there running).
+  empty (with every device plugin that can run there running), nor a node of a NodePool;
+- no node Karpenter launched is left running once the jobs have ended and ``consolidateAfter`` has passed.
 
 :func:`rehearse_jobs` runs every permutation of the arrivals, each with no failure and with the first attempt of every
 job failing.
@@ -17,17 +21,31 @@ job failing.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from rehearsal.container_programs import Classifier, Programs
+from rehearsal.karpenter_provisioner import (
+    CapacityShortfall,
+    empty_since,
+    karpenter_nodes,
+    next_event,
+    prospective_nodes,
+    provision_and_consolidate,
+    settle_ticks,
+)
 from rehearsal.pod_placement import NodeFacts, first_problem, invalid_requests, selection_problems
 from rehearsal.pod_schedulers import default_scheduler, volcano_scheduler
 from rehearsal.simulated_cluster import (
+    DEFAULT_VOLCANO_ACTIONS,
     DEVICE_PLUGINS,
     Node,
     SimulatedCluster,
+    addons_of,
+    node_pool_objects_of,
+    volcano_actions_of,
     workload_kind,
 )
 from rehearsal.workload_controllers import merged_pod_spec, reconcile
@@ -51,6 +69,31 @@ class RunReport:
     jobs: Mapping[str, str]
     violations: Tuple[str, ...]
     log: Tuple[str, ...]
+    peak_nodes: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    """NodePool -> the most NodeClaims (launching or joined) it had at once."""
+    nodes_left: Tuple[str, ...] = ()
+    """The nodes Karpenter launched that were still there (or launching) when the run ended."""
+
+
+@dataclass(frozen=True)
+class StackScheduling:
+    """What a stack's template tells the scheduling model besides its objects: its Volcano scheduler's actions, its
+    Karpenter objects (NodePools, EC2NodeClasses) and its EKS add-ons (whose pods run on every node)."""
+
+    volcano_actions: Tuple[str, ...] = DEFAULT_VOLCANO_ACTIONS
+    node_pools: Tuple[Mapping[str, Any], ...] = ()
+    addons: Tuple[str, ...] = ()
+
+
+def stack_scheduling(template: Mapping[str, Any]) -> StackScheduling:
+    """The :class:`StackScheduling` of a synthesized template (a dict): the Volcano release's actions
+    (:func:`~.simulated_cluster.volcano_actions_of`), the NodePool and EC2NodeClass objects its manifests apply
+    (:func:`~.simulated_cluster.node_pool_objects_of`), its EKS add-ons."""
+    return StackScheduling(
+        volcano_actions=volcano_actions_of(template),
+        node_pools=tuple(node_pool_objects_of(template)),
+        addons=addons_of(template),
+    )
 
 
 def is_job(manifest: Mapping[str, Any]) -> bool:
@@ -65,22 +108,51 @@ def run_jobs(
     *,
     failing: FrozenSet[str] = frozenset(),
     classifier: Optional[Classifier] = None,
+    volcano_actions: Sequence[str] = DEFAULT_VOLCANO_ACTIONS,
+    node_pools: Sequence[Mapping[str, Any]] = (),
+    addons: Sequence[str] = (),
+    shortfalls: Optional[Mapping[str, CapacityShortfall]] = None,
 ) -> RunReport:
-    """Run ``arrivals`` (one per tick, in order) on ``nodes`` among the ``standing`` objects."""
-    cluster = SimulatedCluster(nodes=copy.deepcopy(list(nodes)), queues={"default": {"weight": 1}})
-    for manifest in standing:
+    """Run ``arrivals`` (one per tick, in order) on ``nodes`` among the ``standing`` objects.
+
+    :param volcano_actions: The actions of the Volcano scheduler. Default: the chart's, with ``enqueue``.
+    :param node_pools: Karpenter ``NodePool`` and ``EC2NodeClass`` objects (more standing objects: those among
+        ``standing`` count as well). Default: none.
+    :param addons: The cluster's EKS add-ons, whose pods take room on every node Karpenter launches. Default: none.
+    :param shortfalls: NodePool name -> what EC2 can launch for it. Default: all it asks for.
+    """
+    cluster = SimulatedCluster(
+        nodes=copy.deepcopy(list(nodes)),
+        queues={"default": {"weight": 1}},
+        volcano_actions=tuple(volcano_actions),
+        addons=tuple(addons),
+        shortfalls=dict(shortfalls or {}),
+    )
+    for manifest in list(standing) + list(node_pools):
         cluster.create(manifest)
     programs = Programs(failing=failing, classifier=classifier)
     pending = list(arrivals)
     quiet, last = 0, None
-    while cluster.tick < MAX_TICKS:
+    ended: Optional[int] = None
+    while cluster.tick < MAX_TICKS or ended is not None:
         if pending:
             cluster.create(pending.pop(0))
         step(cluster, programs)
         jobs = [w for w in cluster.workloads.values() if w.is_job]
-        if not pending and all(w.finished for w in jobs):
-            break
         signature = _signature(cluster)
+        if not pending and all(w.finished for w in jobs):
+            ended = cluster.tick if ended is None else ended
+            if not karpenter_nodes(cluster) and not cluster.node_claims:
+                break
+            deadline = ended + settle_ticks(cluster)
+            if cluster.tick >= deadline:
+                break
+            if signature == last:
+                due = next_event(cluster)
+                cluster.tick = min(due if due is not None else deadline, deadline) - 1
+            last = signature
+            cluster.tick += 1
+            continue
         quiet = quiet + 1 if signature == last else 0
         last = signature
         if quiet >= STALL_TICKS:
@@ -93,14 +165,18 @@ def run_jobs(
         jobs={w.ref: w.state for w in cluster.workloads.values() if w.is_job},
         violations=tuple(violations(cluster, pending, quiet >= STALL_TICKS)),
         log=tuple(cluster.log),
+        peak_nodes=dict(cluster.peak_nodes),
+        nodes_left=tuple(n.name for n in karpenter_nodes(cluster)) + tuple(c.name for c in cluster.node_claims),
     )
 
 
 def step(cluster: SimulatedCluster, programs: Programs) -> None:
-    """One tick of the cluster: the controllers, Volcano's scheduler, the default scheduler, then the kubelets."""
+    """One tick of the cluster: the controllers, Volcano's scheduler, the default scheduler, Karpenter, then the
+    kubelets."""
     reconcile(cluster, programs)
     volcano_scheduler(cluster)
     default_scheduler(cluster)
+    provision_and_consolidate(cluster)
     _kubelets(cluster, programs)
 
 
@@ -130,6 +206,8 @@ def _signature(cluster: SimulatedCluster) -> Tuple[Any, ...]:
         tuple(sorted((w.ref, w.state, w.attempt, w.failures) for w in cluster.workloads.values())),
         tuple(sorted((p.name, p.phase, p.node or "", p.step, p.ticks) for p in cluster.pods)),
         tuple(sorted((g.name, g.phase) for g in cluster.pod_groups.values())),
+        tuple(sorted(n.name for n in cluster.nodes)),
+        tuple(sorted(c.name for c in cluster.node_claims)),
         len(cluster.log),
     )
 
@@ -149,7 +227,8 @@ def potential_facts(cluster: SimulatedCluster, node: Node) -> NodeFacts:
 def violations(cluster: SimulatedCluster, unarrived: Sequence[Mapping[str, Any]], stuck: bool) -> List[str]:
     """The promises a run broke (see the module's docstring)."""
     found: List[str] = []
-    nodes = [potential_facts(cluster, node) for node in cluster.nodes]
+    standing = [node for node in cluster.nodes if node.pool is None]
+    nodes = [potential_facts(cluster, node) for node in standing + prospective_nodes(cluster)]
     for workload in cluster.workloads.values():
         for name, spec in _pod_templates(cluster, workload):
             why = first_problem(spec, nodes)
@@ -173,9 +252,27 @@ def violations(cluster: SimulatedCluster, unarrived: Sequence[Mapping[str, Any]]
             found.append(f"{workload.ref} never finished ({workload.state}): {_waiting_for(cluster, workload.ref)}")
     if unarrived:
         found.append(f"the run ended before {len(unarrived)} job(s) arrived")
+    elif all(w.finished for w in cluster.workloads.values() if w.is_job):
+        left = [_left(cluster, node) for node in karpenter_nodes(cluster)]
+        left += [f"{claim.name} (NodePool {claim.pool}, still launching)" for claim in cluster.node_claims]
+        if left:
+            found.append(f"Karpenter nodes left running after the jobs: {', '.join(left)}")
     if stuck:
         found.append(f"nothing moved for {STALL_TICKS} minutes at t={cluster.tick}: a wait that never ends")
     return sorted(set(found))
+
+
+def _left(cluster: SimulatedCluster, node: Node) -> str:
+    """A Karpenter node still there after the jobs, and why."""
+    if node.workload_pods:
+        why = f"runs {', '.join(sorted(node.workload_pods))}"
+    elif node.nominated >= cluster.tick - 1:
+        why = "a pending pod counts on it"
+    elif node.initialized is None:
+        why = f"never initialized (waits for {', '.join(sorted(node.requested))} to be registered)"
+    else:
+        why = f"empty since t={empty_since(node)}"
+    return f"{node.name} (NodePool {node.pool}, {why})"
 
 
 def _pod_templates(cluster: SimulatedCluster, workload: Any) -> List[Tuple[str, Mapping[str, Any]]]:
@@ -203,9 +300,14 @@ def _waiting_for(cluster: SimulatedCluster, ref: str) -> str:
         if pod.finished:
             continue
         if pod.node is None:
-            reasons.append(f"pod {pod.name} unbound ({pod.scheduler})")
+            reason = f", {pod.scheduled_reason}" if pod.scheduled_reason else ""
+            reasons.append(f"pod {pod.name} unbound ({pod.scheduler}{reason})")
         else:
             reasons.append(f"pod {pod.name} running container {pod.step} on {pod.node}")
+    waiting = [p for p in cluster.pods_of(ref) if p.node is None and p.scheduled_reason == "Unschedulable"]
+    counted_on = [n.name for n in karpenter_nodes(cluster) if n.nominated >= cluster.tick - 1 and not n.workload_pods]
+    if waiting and counted_on:
+        reasons.append(f"Karpenter counts the Unschedulable pods on empty {', '.join(counted_on)} and launches nothing")
     return "; ".join(reasons) or "no pod"
 
 
@@ -224,12 +326,28 @@ def rehearse_jobs(
     *,
     plans: PlanFactory = failure_plans,
     classifier: Optional[Classifier] = None,
+    volcano_actions: Sequence[str] = DEFAULT_VOLCANO_ACTIONS,
+    node_pools: Sequence[Mapping[str, Any]] = (),
+    addons: Sequence[str] = (),
+    shortfalls: Optional[Mapping[str, CapacityShortfall]] = None,
 ) -> List[RunReport]:
-    """Every permutation of ``arrivals``, with each failure plan."""
+    """Every permutation of ``arrivals``, with each failure plan (the other parameters: :func:`run_jobs`'s)."""
     reports = []
     for order in itertools.permutations(arrivals):
         for failing in plans(arrivals):
-            reports.append(run_jobs(nodes, standing, order, failing=failing, classifier=classifier))
+            reports.append(
+                run_jobs(
+                    nodes,
+                    standing,
+                    order,
+                    failing=failing,
+                    classifier=classifier,
+                    volcano_actions=volcano_actions,
+                    node_pools=node_pools,
+                    addons=addons,
+                    shortfalls=shortfalls,
+                )
+            )
     return reports
 
 

@@ -1,19 +1,30 @@
-"""The state of a running cluster as the scheduling rehearsal sees it: nodes, workload objects, pods, PodGroups.
+"""The state of a running cluster as the scheduling rehearsal sees it: nodes, workload objects, pods, PodGroups,
+Karpenter's NodePools and NodeClaims.
 
-Nodes come from a stack's template (:func:`nodes_of`): each managed node group's desired size, labels and taints, its
-launch template's instance type and EFA interfaces; what each node offers is :mod:`.node_capacity`'s allocatable less
-the EKS add-ons' own pods, plus the extended resources of the device plugins once their pods run on it. Objects are
-the Kubernetes objects the stack applies (and those the controllers create); time runs in ticks of a minute.
+Standing nodes come from a stack's template (:func:`nodes_of`): each managed node group's desired size, labels and
+taints, its launch template's instance type and EFA interfaces; what each node offers is :mod:`.node_capacity`'s
+allocatable less the EKS add-ons' own pods, plus the extended resources of the device plugins once their pods run on
+it. Other nodes come and go with Karpenter (:mod:`.karpenter_provisioner`), from the ``NodePool`` and
+``EC2NodeClass`` objects the stack applies. Objects are the Kubernetes objects the stack applies (and those the
+controllers create); time runs in ticks of a minute.
+
+What a stack tells the model besides its objects is read from its template too: the EKS add-ons (:func:`addons_of`),
+the actions of its Volcano scheduler (:func:`volcano_actions_of`) and its Karpenter objects
+(:func:`node_pool_objects_of`).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+
+import yaml
 
 from rehearsal.admission import ApiView, denials
 from rehearsal.node_capacity import addon_pods, allocatable
 from rehearsal.pod_placement import NodeFacts, pod_requests
+from trainium_eks.core.cfn_text import cfn_text
 from trainium_eks.core.conventions import EFA_RESOURCE, GPU_RESOURCE, NEURON_CORE_RESOURCE, NEURON_DEVICE_RESOURCE
 from trainium_eks.facts.catalog import instance_facts
 
@@ -29,6 +40,21 @@ k8s-neuron-device-plugin, EKS user guide node-efa, NVIDIA k8s-device-plugin)."""
 
 TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 
+DEFAULT_VOLCANO_ACTIONS: Tuple[str, ...] = ("enqueue", "allocate", "backfill")
+"""The actions of the Volcano chart's own scheduler configuration (volcano-sh/volcano v1.15.1
+``installer/helm/chart/volcano/config/volcano-scheduler.conf``), which a release without
+``custom.scheduler_config_override`` runs."""
+
+HELM_CHART_TYPE = "Custom::AWSCDK-EKS-HelmChart"
+MANIFEST_TYPE = "Custom::AWSCDK-EKS-KubernetesResource"
+VOLCANO_RELEASE = "volcano"
+
+KARPENTER_KINDS: Tuple[Tuple[str, str], ...] = (
+    ("karpenter.sh/v1", "NodePool"),
+    ("karpenter.k8s.aws/v1", "EC2NodeClass"),
+)
+"""(apiVersion, kind) of the Karpenter objects the model reads."""
+
 
 @dataclass
 class Node:
@@ -43,6 +69,19 @@ class Node:
     base: Dict[str, int]
     overhead: Dict[str, int]
     advertised: Dict[str, int] = field(default_factory=dict)
+    pool: Optional[str] = None
+    """The Karpenter NodePool that launched the node (None: a node of a managed node group)."""
+    joined: int = 0
+    requested: Dict[str, int] = field(default_factory=dict)
+    """Karpenter: what the pods its NodeClaim was made for request (the claim's ``spec.resources.requests``)."""
+    initialized: Optional[int] = None
+    """Karpenter: the tick the node became initialized (its requested extended resources registered)."""
+    last_pod_event: Optional[int] = None
+    """Karpenter: the tick a pod last was bound to the node or left it (``status.lastPodEventTime``)."""
+    workload_pods: FrozenSet[str] = frozenset()
+    """Karpenter: the non-DaemonSet pods it last saw running on the node (to see pod events)."""
+    nominated: int = -1
+    """Karpenter: the last tick a pending pod was simulated onto the node (it is then not disrupted)."""
 
     def devices(self, resource: str) -> int:
         """How many of ``resource`` the node's hardware has (what its device plugin would advertise)."""
@@ -90,6 +129,10 @@ class Pod:
     waited: int = 0
     exit_code: Optional[int] = None
     reason: str = ""
+    scheduled_reason: str = ""
+    """The reason of the pod's ``PodScheduled=False`` condition, set by its scheduler when it did not bind it:
+    ``Unschedulable`` (no node fits), ``Schedulable`` (Volcano placed it in a gang it then discarded); empty while
+    the scheduler has not tried, and once bound."""
 
     @property
     def requests(self) -> Dict[str, int]:
@@ -168,8 +211,25 @@ class Workload:
 
 
 @dataclass
+class NodeClaim:
+    """A Karpenter NodeClaim being launched: its NodePool, when its node joins, what its pods request."""
+
+    name: str
+    pool: str
+    created: int
+    joins: int
+    requests: Dict[str, int]
+
+
+@dataclass
 class SimulatedCluster:
-    """Nodes, workloads, pods, PodGroups and the time, shared by controllers, schedulers and kubelets."""
+    """Nodes, workloads, pods, PodGroups, Karpenter's pools and claims and the time, shared by controllers,
+    schedulers, Karpenter and kubelets.
+
+    ``volcano_actions``: the actions of the Volcano scheduler's configuration. ``addons``: the EKS add-ons, whose pods
+    run on every node Karpenter launches. ``shortfalls``: NodePool name -> the
+    :class:`~rehearsal.karpenter_provisioner.CapacityShortfall` EC2 has for it.
+    """
 
     nodes: List[Node]
     priority_classes: Dict[str, int] = field(default_factory=dict)
@@ -180,6 +240,19 @@ class SimulatedCluster:
     pod_groups: Dict[str, PodGroup] = field(default_factory=dict)
     tick: int = 0
     log: List[str] = field(default_factory=list)
+    volcano_actions: Tuple[str, ...] = DEFAULT_VOLCANO_ACTIONS
+    addons: Tuple[str, ...] = ()
+    node_pools: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    node_classes: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    node_claims: List[NodeClaim] = field(default_factory=list)
+    shortfalls: Mapping[str, Any] = field(default_factory=dict)
+    claims_made: int = 0
+    launch_failures: Dict[str, int] = field(default_factory=dict)
+    """NodePool name -> launches that failed for want of capacity."""
+    unavailable_until: Dict[str, int] = field(default_factory=dict)
+    """NodePool name -> the tick its offering is available again after a failed launch."""
+    peak_nodes: Dict[str, int] = field(default_factory=dict)
+    """NodePool name -> the most NodeClaims (launching or joined) it had at once."""
 
     def say(self, message: str) -> None:
         """Record what happened at this tick."""
@@ -226,7 +299,11 @@ class SimulatedCluster:
         kind = workload_kind(manifest)
         metadata = manifest.get("metadata") or {}
         if kind is None:
-            if manifest.get("kind") == "PriorityClass":
+            if (manifest.get("apiVersion"), manifest.get("kind")) == KARPENTER_KINDS[0]:
+                self.node_pools[metadata["name"]] = json.loads(json.dumps(manifest))
+            elif (manifest.get("apiVersion"), manifest.get("kind")) == KARPENTER_KINDS[1]:
+                self.node_classes[metadata["name"]] = json.loads(json.dumps(manifest))
+            elif manifest.get("kind") == "PriorityClass":
                 self.priority_classes[metadata["name"]] = int(manifest.get("value", 0))
             elif manifest.get("kind") == "Queue":
                 self.queues[metadata["name"]] = dict(manifest.get("spec") or {})
@@ -268,13 +345,73 @@ class SimulatedCluster:
         for owned in [w.ref for w in self.workloads.values() if w.owner == ref]:
             self.delete_workload(owned, f"its owner {ref} was deleted")
 
+    def remove_node(self, name: str, why: str) -> None:
+        """Remove a node and its DaemonSet pods (the node must run no other pod that has not ended; the ended ones
+        stay, as records)."""
+        busy = [p.name for p in self.pods if p.node == name and not p.finished and not p.owner.startswith("daemonset/")]
+        if busy:
+            raise ValueError(f"node {name} still runs {', '.join(busy)}")
+        self.nodes = [n for n in self.nodes if n.name != name]
+        self.pods = [
+            p
+            for p in self.pods
+            if not (
+                p.owner.startswith("daemonset/")
+                and (p.node == name or (p.spec.get("nodeSelector") or {}).get("kubernetes.io/hostname") == name)
+            )
+        ]
+        self.say(f"node {name} removed ({why})")
+
+
+def addons_of(template: Mapping[str, Any]) -> Tuple[str, ...]:
+    """The EKS add-ons of ``template`` (``AWS::EKS::Addon`` names)."""
+    resources = template.get("Resources") or {}
+    return tuple(str(r["Properties"]["AddonName"]) for r in resources.values() if r["Type"] == "AWS::EKS::Addon")
+
+
+def _as_text(value: Any) -> str:
+    """A property that is a string or a string expression (``Fn::Join`` of literals and references), references
+    read as a placeholder."""
+    return cfn_text(value, reference=lambda _: "cfn-token", attribute=lambda _: "cfn-token")
+
+
+def volcano_actions_of(template: Mapping[str, Any]) -> Tuple[str, ...]:
+    """The actions of the Volcano scheduler ``template`` installs: those of the Volcano release's
+    ``custom.scheduler_config_override`` (the YAML text the chart writes as ``volcano-scheduler.conf``,
+    volcano-sh/volcano v1.15.1 ``installer/helm/chart/volcano/templates/scheduler.yaml``), else the chart's own
+    (:data:`DEFAULT_VOLCANO_ACTIONS`). The release is the ``Custom::AWSCDK-EKS-HelmChart`` resource whose
+    ``Release`` is ``volcano``; its ``Values`` are JSON text. A template without it gets the chart's own too."""
+    for resource in (template.get("Resources") or {}).values():
+        props = resource.get("Properties") or {}
+        if resource.get("Type") != HELM_CHART_TYPE or props.get("Release") != VOLCANO_RELEASE:
+            continue
+        values = json.loads(_as_text(props["Values"])) if props.get("Values") else {}
+        override = (values.get("custom") or {}).get("scheduler_config_override")
+        if override:
+            actions = (yaml.safe_load(override) or {}).get("actions")
+            if actions:
+                return tuple(a.strip() for a in str(actions).split(",") if a.strip())
+    return DEFAULT_VOLCANO_ACTIONS
+
+
+def node_pool_objects_of(template: Mapping[str, Any]) -> List[Dict[str, Any]]:
+    """The ``NodePool`` and ``EC2NodeClass`` objects ``template`` applies (references as placeholders)."""
+    found: List[Dict[str, Any]] = []
+    for resource in (template.get("Resources") or {}).values():
+        if resource.get("Type") != MANIFEST_TYPE:
+            continue
+        for obj in json.loads(_as_text(resource["Properties"]["Manifest"])):
+            if (obj.get("apiVersion"), obj.get("kind")) in KARPENTER_KINDS:
+                found.append(obj)
+    return found
+
 
 def nodes_of(template: Mapping[str, Any]) -> List[Node]:
     """The nodes of every managed node group of ``template`` (desired size), with their labels, taints, instance
     type, EFA interfaces and what the EKS add-ons of the template leave for pods. The properties read are literals
     in the library's templates (the launch template is found by its ``Ref``)."""
     resources = template.get("Resources") or {}
-    addons = [str(r["Properties"]["AddonName"]) for r in resources.values() if r["Type"] == "AWS::EKS::Addon"]
+    addons = addons_of(template)
     nodes: List[Node] = []
     for logical_id, resource in sorted(resources.items()):
         if resource["Type"] != "AWS::EKS::Nodegroup":
@@ -286,12 +423,7 @@ def nodes_of(template: Mapping[str, Any]) -> List[Node]:
             {"key": t["Key"], "value": t.get("Value", ""), "effect": TAINT_EFFECTS[t["Effect"]]}
             for t in props.get("Taints") or ()
         ]
-        facts = instance_facts(instance_type)
-        overhead: Dict[str, int] = {"cpu": 0, "memory": 0, "pods": 0}
-        for pod in addon_pods(addons, facts.accelerator):
-            overhead["cpu"] += pod.millicpu
-            overhead["memory"] += pod.memory_mib
-            overhead["pods"] += 1
+        overhead = addon_overhead(addons, instance_type)
         for index in range(int(props["ScalingConfig"]["DesiredSize"])):
             name = f"{logical_id}-{index}"
             node_labels = {
@@ -314,6 +446,16 @@ def nodes_of(template: Mapping[str, Any]) -> List[Node]:
                 )
             )
     return nodes
+
+
+def addon_overhead(addons: Sequence[str], instance_type: str) -> Dict[str, int]:
+    """What the pods of the EKS add-ons ``addons`` take on a node of ``instance_type``."""
+    overhead: Dict[str, int] = {"cpu": 0, "memory": 0, "pods": 0}
+    for pod in addon_pods(addons, instance_facts(instance_type).accelerator):
+        overhead["cpu"] += pod.millicpu
+        overhead["memory"] += pod.memory_mib
+        overhead["pods"] += 1
+    return overhead
 
 
 def _instance_and_interfaces(props: Mapping[str, Any], resources: Mapping[str, Any]) -> Tuple[str, int]:

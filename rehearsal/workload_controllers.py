@@ -237,7 +237,7 @@ def _train_job(cluster: SimulatedCluster, workload: Workload, programs: Programs
         cluster.pods = [p for p in cluster.pods if not (p.owner == workload.ref and not p.finished)]
         cluster.say(f"{workload.ref}: its JobSet restarts (attempt {workload.attempt + 1})")
         return
-    by_index = {p.name.rsplit("-", 2)[-2]: p for p in pods if not p.finished or p.phase == "Succeeded"}
+    by_index = {p.name.rsplit("-", 3)[-3]: p for p in pods if not p.finished or p.phase == "Succeeded"}
     for index in range(nodes):
         if str(index) not in by_index:
             _new_pod(

@@ -8,7 +8,7 @@ the entry when the library is fixed).
 
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Any, Dict, List, Tuple
 
 import pytest
 
@@ -53,6 +53,22 @@ def job_names(result: ScenarioResult) -> List[str]:
     return sorted(obj.name for _, obj in result.cluster_after.all_objects() if obj.kind in ("Job", "TrainJob"))
 
 
+def node_pools(result: ScenarioResult) -> List[Dict[str, Any]]:
+    """The specs of the Karpenter NodePools in the clusters after the scenario."""
+    return [obj.content["spec"] for _, obj in result.cluster_after.all_objects() if obj.kind == "NodePool"]
+
+
+def pool_types_and_limits(result: ScenarioResult) -> List[Tuple[List[str], str]]:
+    """Each NodePool's instance types and node limit after the scenario."""
+    return [
+        (
+            next(r["values"] for r in spec["template"]["spec"]["requirements"] if r["key"].endswith("instance-type")),
+            spec["limits"]["nodes"],
+        )
+        for spec in node_pools(result)
+    ]
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -80,18 +96,29 @@ def test_a_fresh_deploy_runs_the_handler_for_every_manifest_and_chart(rehearsal)
     assert len(job_names(result)) == 3
 
 
-def test_scaling_out_updates_the_node_group_and_renames_the_jobs(rehearsal):
+def test_scaling_out_updates_the_node_pool_and_renames_the_jobs(rehearsal):
     before = job_names(rehearsal.deployed(TRAINIUM_EKS, SCENARIOS["TrainiumEks: fresh deploy"].new))
     result = run(rehearsal, "nodeCount 2 -> 4")
-    assert actions_of(result, "AWS::EKS::Nodegroup") == [Action.UPDATE]
+    assert actions_of(result, "AWS::EKS::Nodegroup") == []
+    assert pool_types_and_limits(result) == [(["trn1.32xlarge"], "4")]
     after = job_names(result)
     assert len(after) == 3 and set(after) != set(before)
 
 
-def test_another_instance_type_updates_the_launch_template_and_the_node_group_in_place(rehearsal):
+def test_another_instance_type_updates_the_node_pool_and_its_node_class_in_place(rehearsal):
     result = run(rehearsal, "instanceType trn1 -> trn1n")
-    assert actions_of(result, "AWS::EC2::LaunchTemplate") == [Action.UPDATE]
-    assert actions_of(result, "AWS::EKS::Nodegroup") == [Action.UPDATE]
+    assert pool_types_and_limits(result) == [(["trn1n.32xlarge"], "2")]
+    (node_class,) = [o for _, o in result.cluster_after.all_objects() if o.kind == "EC2NodeClass"]
+    assert sum(i["interfaceType"] == "efa-only" for i in node_class.content["spec"]["networkInterfaces"]) == 16
+
+
+def test_switching_to_node_groups_creates_them_and_deletes_the_pool(rehearsal):
+    result = run(rehearsal, "Karpenter -> node groups")
+    assert actions_of(result, "AWS::EKS::Nodegroup") == [Action.CREATE]
+    assert node_pools(result) == []
+    back = run(rehearsal, "node groups -> Karpenter")
+    assert actions_of(back, "AWS::EKS::Nodegroup") == [Action.DELETE]
+    assert pool_types_and_limits(back) == [(["trn1.32xlarge"], "2")]
 
 
 def test_a_changed_training_argument_replaces_only_the_jobs_that_use_it(rehearsal):
@@ -170,23 +197,23 @@ def test_destroy_keeps_the_efs_data(rehearsal, stack):
         assert "AWS::S3::Bucket" in retained, "the SageMaker runs' models"
 
 
-def test_fewer_cpu_nodes_update_the_node_group_and_rename_the_trainjob(rehearsal):
+def test_fewer_cpu_nodes_update_the_node_pool_and_rename_the_trainjob(rehearsal):
     before = job_names(rehearsal.deployed(KUBEFLOW_TRAINING, SCENARIOS["KubeflowTraining: fresh deploy"].new))
     result = run(rehearsal, "kubeflowCpuNodes 6 -> 3", KUBEFLOW_TRAINING)
-    assert actions_of(result, "AWS::EKS::Nodegroup") == [Action.UPDATE]
+    assert pool_types_and_limits(result) == [(["m5.xlarge"], "3")]
     after = job_names(result)
     renamed = set(after) - set(before)
     assert len(after) == 2 and len(renamed) == 1 and next(iter(renamed)).startswith("cifar10-ddp-")
 
 
-def test_a_gpu_group_added_creates_its_node_group_and_the_nvidia_plugin(rehearsal):
+def test_a_gpu_group_added_creates_its_node_pool_and_the_nvidia_plugin(rehearsal):
     result = run(rehearsal, "a GPU group added", KUBEFLOW_TRAINING)
-    assert actions_of(result, "AWS::EKS::Nodegroup") == [Action.CREATE]
+    assert sorted(pool_types_and_limits(result)) == [(["g5.12xlarge"], "1"), (["m5.xlarge"], "6")]
     (cluster,) = result.cluster_after.clusters.values()
     assert cluster.find("DaemonSet", "nvidia-device-plugin", "kube-system") is not None
 
 
-def test_another_gpu_type_updates_the_launch_template_in_place(rehearsal):
+def test_another_gpu_type_updates_the_node_pool_in_place(rehearsal):
     result = run(rehearsal, "composerInstanceType g5 -> g6", COMPOSER_TRAINING)
-    assert Action.UPDATE in actions_of(result, "AWS::EC2::LaunchTemplate")
-    assert Action.REPLACE not in actions_of(result, "AWS::EC2::LaunchTemplate")
+    assert pool_types_and_limits(result) == [(["g6.xlarge"], "1")]
+    assert Action.REPLACE not in actions_of(result, "AWS::EC2::Subnet"), "usw2-az3 offers g6 too: no move"

@@ -12,7 +12,7 @@ from rehearsal.container_programs import Programs, WaitForJobs
 from rehearsal.kubelet_expansion import expand
 from rehearsal.node_capacity import allocatable, kube_reserved_millicpu
 from rehearsal.scenarios import workflow_run
-from rehearsal.scheduling_run import broken, is_job, rehearse_jobs, run_jobs, step
+from rehearsal.scheduling_run import broken, is_job, rehearse_jobs, run_jobs, stack_scheduling, step
 from rehearsal.simulated_cluster import SimulatedCluster, nodes_of
 from tests.support.apps import COMPOSER_TRAINING, KUBEFLOW_TRAINING, TRAINIUM_EKS, resources_of, stack_template
 from tests.support.manifests import MANIFEST, manifest_of
@@ -49,7 +49,11 @@ def stack_parts(stack: str, **context: str) -> Tuple[list, List[Dict[str, Any]],
 def test_every_stacks_jobs_complete_in_every_order_with_one_failed_attempt_each(stack, context, extra):
     nodes, standing, jobs = stack_parts(stack, **context)
     arrivals = jobs + ([workflow_run(extra)] if extra else [])
-    reports = rehearse_jobs(nodes, standing, arrivals)
+    scheduling = stack_scheduling(stack_template(stack, **context).to_json())
+    reports = rehearse_jobs(
+        nodes, standing, arrivals, volcano_actions=scheduling.volcano_actions, addons=scheduling.addons
+    )
+    assert all(not report.nodes_left for report in reports), "Karpenter removes every node after the jobs"
     assert len(reports) == 2 * math.factorial(len(arrivals)), "every order, with and without failures"
     assert broken(reports) == {}
     releases = sum(1 for job in jobs if job["metadata"]["name"].endswith("-release"))
@@ -125,18 +129,6 @@ def trainjob_parts(runtime: Dict[str, Any]):
     return nodes, standing, jobs
 
 
-def test_two_overlapping_trainjobs_on_the_default_scheduler_split_the_nodes_and_hang():
-    """Without schedulerName volcano the PodGroup is ignored: each job gets half the nodes, its rendezvous times out,
-    and the JobSet fails (no failure policy)."""
-    (runtime,) = TrainingRuntimeChart().manifests()
-    pod = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-    del pod["schedulerName"]
-    del runtime["spec"]["template"]["spec"]["failurePolicy"]
-    report = run_jobs(*trainjob_parts(runtime))
-    assert any(state == "Failed" for state in report.jobs.values()), report.jobs
-    assert any("bound to" in line and "default-scheduler" in line for line in report.log)
-
-
 def test_two_overlapping_trainjobs_gang_through_volcano_one_after_the_other():
     (runtime,) = TrainingRuntimeChart().manifests()
     reports = rehearse_jobs(*trainjob_parts(runtime))
@@ -154,6 +146,7 @@ def test_a_volcano_job_with_no_node_of_its_kind_is_never_enqueued_and_makes_no_p
     """volcano-sh/volcano v1.15.1: proportion refuses a PodGroup asking for more than the cluster has, and the vcjob
     controller creates pods only once it is enqueued: with no Neuron node yet, nothing ever appears."""
     nodes, standing, _ = stack_parts(TRAINIUM_EKS)
+    standing = [o for o in standing if o["kind"] not in ("NodePool", "EC2NodeClass")]
     system_only = [n for n in nodes if "trainium-eks/node-role" in n.labels]
     group = NodeGroupTopology("trn1.32xlarge", 2, 2, 8, NEURON, frozenset({"fsx-claim"}))
     job = VolcanoJobChart(name="train", image="i:1", node_group=group, script="/t.py").manifest

@@ -71,6 +71,9 @@ def test_props_reach_the_node_group_the_file_system_its_bucket_and_the_seed_run(
     claim = stack.addons.volume_chart.claim_name
     topology = stack.accelerated_nodes.topology
     assert claim in topology.shared_claims, "the accelerated nodes reach the Lustre claim"
+    staging = job_manifests(template)["Staging"]["spec"]["template"]["spec"]
+    assert staging["nodeSelector"] == {"node.kubernetes.io/instance-type": "m7i.xlarge"}, "staged on the system nodes"
+    assert staging["tolerations"] == []
     for job in (stack.seed_jobs.precompile, stack.seed_jobs.training):
         assert job.workload.node_group == topology and job.nodes == 4
         assert job.workload.volumes == {claim: "/data"}

@@ -34,6 +34,7 @@ from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import INSTANCE_CATALOG, MAX_NODES_PER_MANAGED_NODE_GROUP
 from trainium_eks.facts.pricing import eks_control_plane_usd_per_hour
 from trainium_eks.facts.regions import partition_of
+from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 
 DEFAULT_SYSTEM_INSTANCE_TYPE = "m7i.xlarge"
 """Instance type of the system node group (CoreDNS, Volcano, etcd, TensorBoard, add-on controllers)."""
@@ -213,6 +214,8 @@ class TrainingCluster(Construct):
             )
 
         self.node_role: iam.IRole = node_role or NodeRole(self, "NodeRole").role
+        self.system_instance_type = system_instance_type
+        self.system_node_count = system_node_count
         system_template = NodeLaunchTemplate(
             self,
             "SystemLaunchTemplate",
@@ -284,6 +287,17 @@ class TrainingCluster(Construct):
             self._add_efs_csi_driver()
         if container_insights:
             self._add_container_insights()
+
+    def system_topology(self, shared_claims: Sequence[str] = ()) -> NodeGroupTopology:
+        """The system nodes as a job sees them (no taint, no device, no EFA), reaching ``shared_claims``: for a job
+        that should not take a training node, such as a dataset copy."""
+        return NodeGroupTopology(
+            instance_type=self.system_instance_type,
+            node_count=self.system_node_count,
+            max_nodes=self.system_node_count * 2,
+            efa_interfaces=0,
+            shared_claims=frozenset(shared_claims),
+        )
 
     @property
     def cost_lines(self) -> List[CostLine]:

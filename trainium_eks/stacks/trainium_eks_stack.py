@@ -125,8 +125,12 @@ class TrainiumEksStack(TrainingClusterStack):
         self.accelerated_nodes.add_shared_volume(self.addons.volume_chart.claim_name)
         self.seed_jobs: Optional[BertPhase1Jobs] = None
         if shared.seed_jobs and self.images.image_uri:
+            claim = self.addons.volume_chart.claim_name
             self.seed_jobs = add_bert_phase1_jobs(
-                self.jobs, image=self.images.image_uri, node_group=self.accelerated_nodes.topology
+                self.jobs,
+                image=self.images.image_uri,
+                node_group=self.accelerated_nodes.topology,
+                staging_nodes=self.cluster.system_topology([claim]),
             )
 
         self.record_costs(

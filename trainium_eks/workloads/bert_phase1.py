@@ -7,7 +7,7 @@ The tutorial's run (aws-neuron-eks-samples dp_bert_hf_pretrain, README §3.2-3.4
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List
+from typing import List, Optional
 
 from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.core.conventions import OUTPUT_ROOT, SHARED_MOUNT
@@ -65,16 +65,28 @@ def script_args(output_dir: str) -> List[str]:
     ]
 
 
-def add_bert_phase1_jobs(sequence: JobSequence, *, image: str, node_group: NodeGroupTopology) -> BertPhase1Jobs:
+def add_bert_phase1_jobs(
+    sequence: JobSequence,
+    *,
+    image: str,
+    node_group: NodeGroupTopology,
+    staging_nodes: Optional[NodeGroupTopology] = None,
+) -> BertPhase1Jobs:
     """Add the staging, pre-compilation and training jobs to ``sequence``, each created once the one before has
-    completed (held by its release Job)."""
+    completed (held by its release Job). The staging Job runs on ``staging_nodes`` (default: ``node_group``).
+
+    The stack stages on its system nodes: a one-node copy on a Karpenter pool leaves one warm node when the two-node
+    pre-compilation gang arrives; Volcano places one of the gang's pods there, discards the placement for want of the
+    second node and marks that pod ``Schedulable``, which Karpenter ignores, while Karpenter counts the other pod onto
+    the warm node it sees empty and launches nothing: the gang never runs (volcano#3976; the scheduling rehearsal
+    finds it, ``tests/rehearsal/test_karpenter_provisioner.py``)."""
     staging = DatasetStagingChart(
         name="bert-phase1-data",
         source=DATASET_URI,
         directory=DATASET_DIRECTORY,
         unsigned=True,
         image=image,
-        node_group=node_group,
+        node_group=staging_nodes or node_group,
         resolve=sequence.resolve,
     )
     common = dict(image=image, node_group=node_group, script=SCRIPT, cache_set=CACHE_SET, resolve=sequence.resolve)
