@@ -80,8 +80,9 @@ class TrainingClusterStack(Stack):
 
     The props of :class:`~trainium_eks.stacks.cluster_stack_props.ClusterStackProps` (``availability_zone_id``,
     ``kubernetes_version``, ``admin_role_arn``, ``vpc``, ``node_subnet``, ``image_directory``, ``image_build_args``,
-    ``seed_jobs``, ``setting_names``) are every stack's, documented and checked there once: :attr:`props` holds them
-    and :attr:`setting_problems` their problems, to which a subclass adds its own before it raises them.
+    ``seed_jobs``, ``provisioning``, ``idle_timeout``, ``setting_names``) are every stack's, documented and checked
+    there once: :attr:`props` holds them and :attr:`setting_problems` their problems, to which a subclass adds its own
+    before it raises them.
 
     :param stack_props: Passed to ``Stack`` (``env``, ``description``, ...).
     """
