@@ -10,12 +10,10 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from trainium_eks.constructs.node_capacity import NodeCapacity
+from trainium_eks.core.conventions import ROOT_DEVICE_NAME
 
 DEFAULT_ROOT_VOLUME_GIB = 100
 """Root volume size of a node, in GiB, unless the node group says otherwise."""
-
-ROOT_DEVICE_NAME = "/dev/xvda"
-"""Root device of the EKS-optimized Amazon Linux 2023 AMIs."""
 
 
 class NodeLaunchTemplate(Construct):

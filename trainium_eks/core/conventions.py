@@ -56,6 +56,10 @@ class Taint:
         return {"key": self.key, "value": self.value, "effect": self.effect}
 
 
+ROOT_DEVICE_NAME = "/dev/xvda"
+"""Root device of the EKS-optimized Amazon Linux 2023 AMIs: where a node group's launch template and a Karpenter
+EC2NodeClass put the root volume."""
+
 ACCELERATOR_TAINTS: Mapping[Accelerator, Taint] = {
     Accelerator.NEURON: Taint(NEURON_DEVICE_RESOURCE, "true", "NoSchedule"),
     Accelerator.NVIDIA: Taint(GPU_RESOURCE, "true", "NoSchedule"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from trainium_eks.core.conventions import Taint
+from trainium_eks.core.conventions import ROOT_DEVICE_NAME, Taint
 from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import InstanceFacts
 from trainium_eks.manifests.chart import LibraryChart
@@ -12,8 +12,6 @@ from trainium_eks.manifests.chart import LibraryChart
 NODE_POOL_API_VERSION = "karpenter.sh/v1"
 NODE_CLASS_API_VERSION = "karpenter.k8s.aws/v1"
 
-ROOT_DEVICE_NAME = "/dev/xvda"
-"""Root device of the EKS-optimized Amazon Linux 2023 AMIs (the one Karpenter's AL2023 family maps too)."""
 
 ON_DEMAND = "on-demand"
 RESERVED = "reserved"
