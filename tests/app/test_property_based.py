@@ -99,6 +99,7 @@ NEAR_VALID: Dict[str, st.SearchStrategy] = {
     "stacks": st.lists(st.sampled_from([*STACKS, "trainiumeks", ""]), max_size=3).map(",".join),
     "provisioning": st.sampled_from(["karpenter", "node-group", "Karpenter", "nodegroup", ""]),
     "idleMinutes": st.integers(-2, 1500) | st.integers(-2, 1500).map(str) | st.just(""),
+    "preflight": st.sampled_from([True, False, "true", "false", "True", "no", ""]),
 }
 
 STACK_OF_KEY = {key: stack for stack, keys in STACK_KEYS.items() for key in keys.values()}
@@ -149,6 +150,9 @@ def check_accepted_settings(stacks: Dict[str, Any], key: str, value: Any) -> Non
         if key == "idleMinutes" and value not in ("", None):
             nodes = stack.accelerated_nodes
             assert 1 <= nodes.idle_timeout.to_minutes() <= 24 * 60
+        if key == "preflight":
+            assert value in (True, False, "true", "false")
+            assert (stack.preflight is not None) is (value in (True, "true"))
         if key == "provisioning":
             assert stack.props.provisioning.value == (value or "karpenter"), "unset (null) is the default"
         if key == "lustreStorageGiB":

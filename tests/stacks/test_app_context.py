@@ -338,3 +338,14 @@ def test_idle_minutes_with_node_groups_is_refused():
 def test_idle_minutes_reach_every_pool():
     _, stack = build_default_app(idleMinutes="30")
     assert stack.accelerated_nodes.idle_timeout.to_minutes() == 30
+
+
+@pytest.mark.parametrize(("value", "expected"), [(True, True), ("true", True), (False, False), ("false", False)])
+def test_preflight_is_true_or_false(value, expected):
+    settings = settings_from_context(new_app(preflight=value).node)
+    assert all(settings.props[stack]["preflight"] is expected for stack in settings.stacks)
+
+
+def test_preflight_is_refused_unless_true_or_false():
+    (problem,) = problems_of(preflight="yes")
+    assert problem == "preflight='yes': true or false"

@@ -20,22 +20,21 @@ key=value``, as ``cdk synth`` reads them; nothing is synthesized or deployed), a
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import re
 import sys
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, List, Mapping, Optional, Sequence
 
+from trainium_eks.commands.project_app import ProjectError, project_stacks
 from trainium_eks.core.cost import CostLine, total
 
 _DURATION = re.compile(r"^(?:(?P<h>\d+(?:\.\d+)?)h)?(?:(?P<m>\d+(?:\.\d+)?)m)?(?:(?P<s>\d+(?:\.\d+)?)s)?$")
 
 
-class CostError(RuntimeError):
+class CostError(ProjectError):
     """A setting, file or job status the command cannot use."""
 
 
@@ -150,50 +149,9 @@ def _last_json_line(path: Path) -> Any:
     raise CostError(f"{path}: no JSON line (the run summary is the last line node 0's pod prints)")
 
 
-def load_app_module(project: Path) -> Any:
-    """The project's ``app.py`` as a module (its ``build_app``)."""
-    path = project / "app.py"
-    if not path.is_file() or not (project / "cdk.json").is_file():
-        raise CostError(f"{project}: not the project directory (no app.py and cdk.json): run the command there")
-    sys.path.insert(0, str(project))
-    spec = importlib.util.spec_from_file_location("trainium_eks_project_app", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def project_context(project: Path, overrides: Sequence[str]) -> Dict[str, Any]:
-    """The context ``cdk synth`` gives the app: ``cdk.json``'s, then ``cdk.context.json``'s, then ``-c key=value``."""
-    context = dict(json.loads((project / "cdk.json").read_text()).get("context", {}))
-    saved = project / "cdk.context.json"
-    if saved.is_file():
-        context.update(json.loads(saved.read_text()))
-    for item in overrides:
-        key, separator, value = item.partition("=")
-        if not separator or not key:
-            raise CostError(f"-c {item!r}: key=value")
-        context[key] = value
-    return context
-
-
 def stack_costs(project: Path, overrides: Sequence[str], stacks: Sequence[str] = ()) -> List[StackCost]:
     """Build the app's stacks (``stacks``, default the app's own selection) and return their cost lines."""
-    import aws_cdk as cdk
-
-    from trainium_eks.core.validation import ConfigurationError
-
-    module = load_app_module(project)
-    context = project_context(project, overrides)
-    if stacks:
-        context["stacks"] = ",".join(stacks)
-    context["aws:cdk:disable-asset-staging"] = True
-    with tempfile.TemporaryDirectory() as outdir:
-        app = cdk.App(context=context, outdir=outdir)
-        try:
-            built = module.build_app(app)
-        except ConfigurationError as error:
-            raise CostError(str(error)) from error
+    built = project_stacks(project, overrides, stacks)
     return [StackCost(name, stack.region, list(stack.cost_lines)) for name, stack in built.items()]
 
 
@@ -361,7 +319,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if options.chart:
             write_chart(costs, options.chart)
             print(f"\nchart: {options.chart}")
-    except (CostError, OSError, json.JSONDecodeError) as error:
+    except (ProjectError, OSError, json.JSONDecodeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

@@ -14,6 +14,7 @@ from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.node_capacity import NodeCapacity
 from trainium_eks.constructs.node_provisioning import NodeProvisioning
 from trainium_eks.constructs.node_role import NodeRole
+from trainium_eks.constructs.preflight import Preflight
 from trainium_eks.constructs.training_dashboard import TrainingDashboard
 from trainium_eks.constructs.training_node_group import TrainingNodeGroup
 from trainium_eks.constructs.training_node_pool import TrainingNodePool
@@ -35,6 +36,7 @@ __all__ = [
     "NodeCapacity",
     "NodeProvisioning",
     "NodeRole",
+    "Preflight",
     "TrainingCluster",
     "TrainingDashboard",
     "TrainingImageRepository",

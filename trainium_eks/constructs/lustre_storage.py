@@ -193,6 +193,7 @@ class LustreStorage(Construct):
         region = stack_region(self)
         self.storage_capacity_gib = storage_capacity_gib
         self.throughput_per_tib = throughput_per_tib
+        self.deployment_type = deployment_type
         self.usd_per_hour: Optional[float] = priced(
             self,
             f"FSx for Lustre {deployment_type.name} with {throughput_per_tib or 'no'} MB/s/TiB",

@@ -177,6 +177,8 @@ class TrainingNodeGroup(Construct):
         self.max_size = node_count if max_size is None else max_size
         self.efa_layout = efa_layout
         self.subnet = subnet
+        self.availability_zone_id = availability_zone_id
+        self.capacity = capacity
         self.shared_claims: List[str] = []
 
         self.security_group = add_node_security_group(self, cluster)

@@ -165,6 +165,8 @@ class TrainingNodePool(Construct):
         self.idle_timeout = idle_timeout
         self.efa_layout = efa_layout
         self.subnet = subnet
+        self.availability_zone_id = availability_zone_id
+        self.capacity = capacity
         self.cluster = cluster
         self.shared_claims: List[str] = []
 

@@ -36,6 +36,7 @@ SHARED_KEYS: Mapping[str, str] = {
     "admin_role_arn": "adminRoleArn",
     "provisioning": "provisioning",
     "idle_timeout": "idleMinutes",
+    "preflight": "preflight",
 }
 """Settings of every stack: prop -> context key."""
 
@@ -228,6 +229,11 @@ def _parse(problems: Problems, key: str, value: Any, region: Optional[str]) -> A
         elif key == "idleMinutes":
             return Duration.minutes(number)
         return number
+    if key == "preflight":
+        if value in (True, False) or value in ("true", "false"):
+            return value in (True, "true")
+        problems.add(key, value, "true or false")
+        return None
     if key == "provisioning":
         choices = [mode.value for mode in NodeProvisioning]
         if value not in choices:

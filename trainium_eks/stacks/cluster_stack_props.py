@@ -50,6 +50,8 @@ class ClusterStackProps:
         ``NodeProvisioning.KARPENTER`` (launched for pending jobs, removed once idle).
     :param idle_timeout: With Karpenter, how long a training node stays without pods before it is removed.
         Default: :data:`~trainium_eks.constructs.training_node_pool.DEFAULT_IDLE_TIMEOUT` (10 minutes).
+    :param preflight: Check quotas, offerings, capacity and addresses first in the deploy
+        (:class:`~trainium_eks.constructs.preflight.Preflight`, before every other resource). Default: true.
     :param setting_names: Names of the settings in error messages (the default app passes its context keys).
         Default: the prop names.
     """
@@ -64,6 +66,7 @@ class ClusterStackProps:
     seed_jobs: bool = True
     provisioning: NodeProvisioning = NodeProvisioning.KARPENTER
     idle_timeout: Optional[Duration] = None
+    preflight: bool = True
     setting_names: Optional[Mapping[str, str]] = None
 
     def check(self, problems: Problems, *, region: str) -> None:
@@ -74,6 +77,7 @@ class ClusterStackProps:
             problems, kubernetes_version=self.kubernetes_version, admin_role_arn=self.admin_role_arn, region=region
         )
         check_bool(problems, "seed_jobs", self.seed_jobs)
+        check_bool(problems, "preflight", self.preflight)
         provisioning = coerce_enum(problems, "provisioning", self.provisioning, NodeProvisioning)
         if self.idle_timeout is not None:
             if provisioning is NodeProvisioning.NODE_GROUP:

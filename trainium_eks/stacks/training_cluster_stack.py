@@ -16,6 +16,7 @@ from trainium_eks.constructs.image_repository import TrainingImageRepository
 from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.constructs.karpenter_controller import KarpenterController
 from trainium_eks.constructs.network import TrainingNetwork
+from trainium_eks.constructs.preflight import Preflight
 from trainium_eks.constructs.node_provisioning import NodeProvisioning
 from trainium_eks.constructs.training_dashboard import TrainingDashboard
 from trainium_eks.constructs.training_node_group import (
@@ -73,14 +74,14 @@ class TrainingClusterStack(Stack):
     :meth:`check_node_group`, then ``raise_if_any``) before it builds anything, then builds in this order:
     :meth:`build_network`, :meth:`build_cluster`, its node groups (:meth:`build_node_group`),
     :meth:`build_pod_identity`, its storage, :meth:`build_in_cluster` (add-ons, image repository, job sequence,
-    dashboard), its jobs, :meth:`record_costs`, :meth:`build_outputs`.
+    dashboard), its jobs, :meth:`record_costs`, :meth:`build_outputs` (which builds the preflight last).
 
     The stack registers :func:`~trainium_eks.core.template_limits.check_template_sizes` (CloudFormation's template size
     limit, checked at synth).
 
     The props of :class:`~trainium_eks.stacks.cluster_stack_props.ClusterStackProps` (``availability_zone_id``,
     ``kubernetes_version``, ``admin_role_arn``, ``vpc``, ``node_subnet``, ``image_directory``, ``image_build_args``,
-    ``seed_jobs``, ``provisioning``, ``idle_timeout``, ``setting_names``) are every stack's, documented and checked
+    ``seed_jobs``, ``provisioning``, ``idle_timeout``, ``preflight``, ``setting_names``) are every stack's, documented and checked
     there once: :attr:`props` holds them and :attr:`setting_problems` their problems, to which a subclass adds its own
     before it raises them.
 
@@ -102,6 +103,7 @@ class TrainingClusterStack(Stack):
         seed_jobs: bool = True,
         provisioning: NodeProvisioning = NodeProvisioning.KARPENTER,
         idle_timeout: Optional[Duration] = None,
+        preflight: bool = True,
         setting_names: Optional[Mapping[str, str]] = None,
         **stack_props: Any,
     ) -> None:
@@ -119,6 +121,7 @@ class TrainingClusterStack(Stack):
             seed_jobs=seed_jobs,
             provisioning=provisioning,
             idle_timeout=idle_timeout,
+            preflight=preflight,
             setting_names=setting_names,
         )
         self.setting_names = dict(setting_names or {})
@@ -283,7 +286,9 @@ class TrainingClusterStack(Stack):
 
     def build_outputs(self, **outputs: str) -> None:
         """The outputs every stack has (cluster name and the ``aws eks update-kubeconfig`` command, dashboard, image
-        repository, cost per hour) and ``outputs`` (id -> value)."""
+        repository, cost per hour) and ``outputs`` (id -> value); then, with :attr:`props`' ``preflight``, the
+        :class:`Preflight` (id ``Preflight``, :attr:`preflight`), last, since it reads what the stack launches and
+        comes before every other resource."""
         for id_, value in outputs.items():
             CfnOutput(self, id_, value=value)
         cluster_name = self.cluster.cluster.cluster_name
@@ -298,3 +303,4 @@ class TrainingClusterStack(Stack):
         CfnOutput(self, "DashboardName", value=self.dashboard.dashboard.dashboard_name)
         CfnOutput(self, "ImageRepositoryUri", value=self.images.repository.repository_uri)
         add_cost_outputs(self, self.cost_lines)
+        self.preflight: Optional[Preflight] = Preflight(self, "Preflight") if self.props.preflight else None

@@ -1,0 +1,131 @@
+"""Fixtures of the preflight tests: the Lambda modules loaded by path, one moto mock for the whole run, and a session
+that hands out Stubber-backed clients for the services moto does not implement (Service Quotas' EC2 quotas, capacity
+reservations, EKS cluster versions, CloudFormation stacks) and moto-backed clients for the rest."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Dict, List
+
+import boto3
+import botocore.loaders
+import botocore.session
+import pytest
+from botocore.stub import Stubber
+
+SOURCE = Path(__file__).resolve().parents[2] / "lambda" / "preflight"
+
+_LOADER = botocore.loaders.create_loader()
+"""One loader of botocore's service models for every session of the tests (it caches what it reads)."""
+
+
+def _load(name: str) -> ModuleType:
+    """``lambda/preflight/<name>.py`` as the module ``name`` (index.py imports ``preflight_checks`` by that name)."""
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(SOURCE / f"{name}.py"):
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, SOURCE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def checks() -> ModuleType:
+    return _load("preflight_checks")
+
+
+@pytest.fixture(scope="session")
+def index(checks) -> ModuleType:
+    return _load("index")
+
+
+@pytest.fixture(scope="package")
+def aws():
+    """moto's mock of every AWS API, started once for this folder's tests (moto is slow to start) and stopped after
+    them; each test keeps to its own resources (its own VPC, region or metric dimensions)."""
+    from moto import mock_aws
+
+    mock = mock_aws()
+    mock.start()
+    yield mock
+    mock.stop()
+
+
+class MixedSession:
+    """A boto3 session whose clients are moto's, except those of :meth:`stub`, which are Stubber-backed. It records
+    every client asked for (service, region, config)."""
+
+    def __init__(self, region: str = "us-west-2") -> None:
+        self.region_name = region
+        core = botocore.session.Session()
+        core.register_component("data_loader", _LOADER)
+        self.session = boto3.session.Session(
+            region_name=region, aws_access_key_id="testing", aws_secret_access_key="testing", botocore_session=core
+        )
+        self.stubbed: Dict[str, Any] = {}
+        self.stubbers: Dict[str, Stubber] = {}
+        self.asked: List[tuple] = []
+
+    def stub(self, service: str) -> Stubber:
+        from preflight_checks import CLIENT_CONFIG
+
+        client = self.session.client(service, region_name=self.region_name, config=CLIENT_CONFIG)
+        stubber = Stubber(client)
+        stubber.activate()
+        self.stubbed[service] = client
+        self.stubbers[service] = stubber
+        return stubber
+
+    def client(self, service: str, region_name: Any = None, config: Any = None, **_: Any) -> Any:
+        self.asked.append((service, region_name, config))
+        if service in self.stubbed:
+            return self.stubbed[service]
+        return self.session.client(service, region_name=region_name or self.region_name, config=config)
+
+    def assert_no_pending_responses(self) -> None:
+        for stubber in self.stubbers.values():
+            stubber.assert_no_pending_responses()
+
+
+@pytest.fixture
+def mixed(checks) -> MixedSession:
+    return MixedSession()
+
+
+class Recorder(BaseHTTPRequestHandler):
+    """Keeps every PUT it receives (the CloudFormation response URL's stand-in)."""
+
+    received: List[Dict[str, Any]] = []
+
+    def do_PUT(self) -> None:  # noqa: N802 - http.server's name
+        length = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(length)
+        self.received.append(
+            {"path": self.path, "headers": dict(self.headers.items()), "body": json.loads(body), "raw": body}
+        )
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def response_url():
+    """A server on 127.0.0.1 that takes the PUT of a response: yields (url, received)."""
+    Recorder.received = []
+    server = HTTPServer(("127.0.0.1", 0), Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/response?X-Amz-Signature=abc", Recorder.received
+    finally:
+        server.shutdown()
+        server.server_close()

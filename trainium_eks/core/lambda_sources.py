@@ -1,0 +1,48 @@
+"""Where the project's own Lambda handlers live (``lambda/`` beside the package), and how the command line loads one.
+
+A handler folder is packaged as it is (``lambda/<name>``, the function's asset); the command line imports the same
+files by path (``python -m trainium_eks preflight`` runs the preflight's checks from the user's credentials), so the
+checks exist once. A Lambda source imports only the standard library and boto3, which the Lambda Python runtime
+provides, never ``trainium_eks``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+LAMBDA_ROOT = Path(__file__).resolve().parents[2] / "lambda"
+"""The project's ``lambda/`` folder (the repository root's, beside ``trainium_eks/``)."""
+
+ASSET_EXCLUDE = ("__pycache__", "*.pyc")
+"""What a handler's asset leaves out: Python's byte-code caches, which would change the asset's hash."""
+
+
+def lambda_source(name: str) -> Path:
+    """The folder of the handler ``name`` (``lambda/<name>``); raises ``FileNotFoundError`` naming it when missing."""
+    folder = LAMBDA_ROOT / name
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: the Lambda source folder of {name!r} (lambda/ of the trainium-eks project)")
+    return folder
+
+
+def load_lambda_module(name: str, module: str) -> ModuleType:
+    """The module ``module`` of the handler ``name``, imported from ``lambda/<name>/<module>.py`` (once per process,
+    as ``trainium_eks_lambda_<name>_<module>``)."""
+    qualified = f"trainium_eks_lambda_{name}_{module}"
+    if qualified in sys.modules:
+        return sys.modules[qualified]
+    path = lambda_source(name) / f"{module}.py"
+    spec = importlib.util.spec_from_file_location(qualified, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path}: not a Python module")
+    loaded = importlib.util.module_from_spec(spec)
+    sys.modules[qualified] = loaded
+    try:
+        spec.loader.exec_module(loaded)
+    except BaseException:
+        del sys.modules[qualified]
+        raise
+    return loaded
