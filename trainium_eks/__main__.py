@@ -13,6 +13,8 @@ COMMANDS = {
     "admin-role": "trainium_eks.commands.admin_role",
     "run": "trainium_eks.commands.run",
     "cost": "trainium_eks.commands.cost",
+    "preflight": "trainium_eks.commands.preflight",
+    "fabric": "trainium_eks.commands.fabric",
 }
 """Command name -> module with ``main(argv)``."""
 
@@ -21,7 +23,9 @@ USAGE = """usage: python -m trainium_eks <command> [options]   (python -m traini
 commands:
   admin-role   the IAM principal that gets cluster-admin (--save writes it into cdk.context.json)
   run          start a run of the hybrid workflow (--runtime sagemaker|kubernetes) and follow it to the end
-  cost         what each stack costs per hour by component, over --hours, and what a finished run cost"""
+  cost         what each stack costs per hour by component, over --hours, and what a finished run cost
+  preflight    the checks a deploy makes first (quotas, offerings, capacity, addresses), now, from your credentials
+  fabric       what each fabric acceptance run measured across the nodes (bus bandwidth, floor, verdict) and a chart"""
 
 
 def main(argv: Optional[List[str]] = None) -> int:

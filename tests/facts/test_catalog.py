@@ -84,3 +84,32 @@ def test_g6e_48xlarge_gets_one_efa_interface_per_network_card():
         (2, 0, "efa-only"),
         (3, 0, "efa-only"),
     ]
+
+
+EFA_LINK_GBPS = {
+    # name: the network bandwidth of EC2's accelerated-computing network specifications (EC2-NET), Gbps
+    "trn1.32xlarge": 800,
+    "trn1n.32xlarge": 1600,
+    "trn2.48xlarge": 3200,
+    "p4d.24xlarge": 400,
+    "p5.48xlarge": 3200,
+    "g5.12xlarge": 40,
+    "g5.48xlarge": 100,
+    "g6.12xlarge": 40,
+    "g6.48xlarge": 100,
+    "g6e.12xlarge": 100,
+    "g6e.48xlarge": 400,
+}
+
+
+@pytest.mark.parametrize("facts", INSTANCE_CATALOG.values(), ids=lambda f: f.name)
+def test_every_efa_type_has_a_link_rate_with_its_source_and_no_other_type_has_one(facts):
+    if facts.efa_interfaces > 0:
+        assert facts.efa_link_gbps > 0, f"{facts.name} has EFA but no efa_link_gbps"
+        assert f"EC2-NET ({facts.efa_link_gbps} Gbps)" in facts.sources
+    else:
+        assert facts.efa_link_gbps == 0
+
+
+def test_the_link_rates_are_those_of_the_ec2_network_specifications():
+    assert {f.name: f.efa_link_gbps for f in INSTANCE_CATALOG.values() if f.efa_link_gbps} == EFA_LINK_GBPS

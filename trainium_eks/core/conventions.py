@@ -38,6 +38,13 @@ EFA_RESOURCE = "vpc.amazonaws.com/efa"
 GPU_RESOURCE = "nvidia.com/gpu"
 """Extended resource of the NVIDIA device plugin."""
 
+FABRIC_CHECK_LABEL = "trainium-eks/fabric-check-for"
+"""Label of a fabric acceptance job and its pods; its value is the name of the job whose nodes it tests (the
+``fabric`` command finds the results by it)."""
+
+FABRIC_RESULT_MARKER = "trainium-eks-fabric-result:"
+"""What starts the one log line where the fabric acceptance job's node 0 prints its result as JSON."""
+
 
 @dataclass(frozen=True)
 class Taint:

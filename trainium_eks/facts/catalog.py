@@ -27,6 +27,10 @@ Every row cites its sources. Abbreviations used in the rows:
   offer the GPU and general-purpose types. Where it lists a region, an AZ ID it leaves out is refused.
 - EC2-EFA-MULTI: EC2 user guide, "Maximize network bandwidth on accelerated instances with EFA" (p5-efa.html): P5
   supports up to 32 network cards, G6e up to four; one EFA interface per network card is recommended.
+- EC2-NET: the network bandwidth of each type in EC2-AC's network specifications (``#ac_network``), as
+  aws/karpenter-provider-aws generates it from that page into ``pkg/providers/instancetype/zz_generated.bandwidth.go``
+  (``InstanceTypeBandwidthMegabits``; commit 1d92708, 2026-08-21; read 2026-12-01): the EFA link rate of a node, in
+  Gbps. NEURON-TRN1 gives the same 800 and 1600 Gbps for trn1 and trn1n ("EFA bandwidth (Gbps)").
 """
 
 from __future__ import annotations
@@ -64,6 +68,8 @@ class InstanceFacts:
     :param neuron_cores: NeuronCores the device plugin advertises as ``aws.amazon.com/neuroncore`` at the default
         logical NeuronCore configuration; one training process per core is the Neuron default.
     :param gpus: NVIDIA GPUs (``nvidia.com/gpu``).
+    :param efa_link_gbps: The node's network bandwidth in Gbps, which EFA traffic can use in full: the ceiling of a
+        collective's bus bandwidth across nodes (:mod:`trainium_eks.manifests.jobs.fabric_floor`). 0 without EFA.
     :param offered_az_ids: Region -> AZ IDs known to offer the type; an empty tuple means the region offers it but
         the AZs are not known. A region missing from a non-empty mapping does not offer the type. An empty mapping
         means nothing is known.
@@ -80,6 +86,7 @@ class InstanceFacts:
     neuron_devices: int = 0
     neuron_cores: int = 0
     gpus: int = 0
+    efa_link_gbps: int = 0
     offered_az_ids: Mapping[str, Tuple[str, ...]] = field(default_factory=dict)
 
     @property
@@ -151,9 +158,10 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             accelerator=Accelerator.NEURON,
             neuron_devices=16,
             neuron_cores=32,
+            efa_link_gbps=800,
             offered_az_ids={**_TRN1_OFFERS, "ap-south-1": (), "ap-southeast-2": (), "ap-southeast-4": ()},
             sources="NEURON-TRN1 (16 Trainium, 32 NeuronCore-v2, 128 vCPU, 512 GiB, 8 EFA); CNI (8 cards x 5 "
-            "interfaces); OFFER",
+            "interfaces); OFFER; EC2-NET (800 Gbps)",
         ),
         InstanceFacts(
             name="trn1n.32xlarge",
@@ -164,8 +172,10 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             accelerator=Accelerator.NEURON,
             neuron_devices=16,
             neuron_cores=32,
+            efa_link_gbps=1600,
             offered_az_ids={"us-east-1": (), "us-east-2": (), "us-west-2": ()},
-            sources="NEURON-TRN1 (16 EFA, 1600 Gbps); CNI (16 cards x 5 interfaces); OFFER (regions only)",
+            sources="NEURON-TRN1 (16 EFA, 1600 Gbps); CNI (16 cards x 5 interfaces); OFFER (regions only); "
+            "EC2-NET (1600 Gbps)",
         ),
         InstanceFacts(
             name="trn2.48xlarge",
@@ -176,13 +186,14 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             accelerator=Accelerator.NEURON,
             neuron_devices=16,
             neuron_cores=64,
+            efa_link_gbps=3200,
             offered_az_ids={
                 "us-east-2": ("use2-az1", "use2-az2", "use2-az3"),
                 "ap-south-2": ("aps2-az1", "aps2-az2", "aps2-az3"),
             },
             sources="NEURON-TRN2 (16 Trainium2, 128 physical NeuronCore-v3, 64 at LNC=2, 192 vCPU, 2048 GiB); CNI "
             "(16 cards x 2 interfaces); aws-neuron-eks-samples cfn/eks_trn2_ng_stack_al2023.yaml (16 EFA); no "
-            "on-demand list price, Capacity Blocks only (Pricing API, 2026-10); OFFER",
+            "on-demand list price, Capacity Blocks only (Pricing API, 2026-10); OFFER; EC2-NET (3200 Gbps)",
         ),
         InstanceFacts(
             name="p4d.24xlarge",
@@ -192,12 +203,14 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             efa_interfaces=4,
             accelerator=Accelerator.NVIDIA,
             gpus=8,
+            efa_link_gbps=400,
             offered_az_ids={
                 "us-east-1": ("use1-az1", "use1-az2", "use1-az6"),
                 "us-east-2": ("use2-az1", "use2-az2"),
                 "us-west-2": ("usw2-az1", "usw2-az2", "usw2-az3"),
             },
-            sources="EC2-AC (8 A100, 4 network cards, EFA on each); CNI (4 cards x 15 interfaces); SKYPILOT (AZ IDs)",
+            sources="EC2-AC (8 A100, 4 network cards, EFA on each); CNI (4 cards x 15 interfaces); SKYPILOT (AZ IDs); "
+            "EC2-NET (400 Gbps)",
         ),
         InstanceFacts(
             name="p5.48xlarge",
@@ -207,13 +220,14 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             efa_interfaces=32,
             accelerator=Accelerator.NVIDIA,
             gpus=8,
+            efa_link_gbps=3200,
             offered_az_ids={
                 "us-east-1": tuple(f"use1-az{n}" for n in range(1, 7)),
                 "us-east-2": ("use2-az1", "use2-az2", "use2-az3"),
                 "us-west-2": tuple(f"usw2-az{n}" for n in range(1, 5)),
             },
             sources="EC2-AC and EC2 user guide p5-efa.html (8 H100, 32 network cards, 32 EFA); CNI (32 x 2); "
-            "SKYPILOT (AZ IDs)",
+            "SKYPILOT (AZ IDs); EC2-NET (3200 Gbps)",
         ),
         InstanceFacts(
             name="g5.xlarge",
@@ -235,9 +249,10 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             efa_interfaces=1,
             accelerator=Accelerator.NVIDIA,
             gpus=4,
+            efa_link_gbps=40,
             offered_az_ids=_G5_OFFERS,
             sources="VANTAGE (48 vCPU, 192 GiB, 4 x A10G); HYPERPOD (48, 4 GPU, 192 GiB, 1 EFA); "
-            "EKSCTL (A10G, EFA supported); CNI (1 card x 15 interfaces); SKYPILOT (AZ IDs)",
+            "EKSCTL (A10G, EFA supported); CNI (1 card x 15 interfaces); SKYPILOT (AZ IDs); EC2-NET (40 Gbps)",
         ),
         InstanceFacts(
             name="g5.48xlarge",
@@ -247,9 +262,10 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             efa_interfaces=1,
             accelerator=Accelerator.NVIDIA,
             gpus=8,
+            efa_link_gbps=100,
             offered_az_ids=_G5_OFFERS,
             sources="VANTAGE (192 vCPU, 768 GiB, 8 x A10G); HYPERPOD (192, 8 GPU, 768 GiB, 1 EFA); "
-            "EKSCTL (A10G, EFA supported); CNI (1 card x 7 interfaces); SKYPILOT (AZ IDs)",
+            "EKSCTL (A10G, EFA supported); CNI (1 card x 7 interfaces); SKYPILOT (AZ IDs); EC2-NET (100 Gbps)",
         ),
         InstanceFacts(
             name="g6.xlarge",
@@ -271,9 +287,10 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             efa_interfaces=1,
             accelerator=Accelerator.NVIDIA,
             gpus=4,
+            efa_link_gbps=40,
             offered_az_ids=_G6_OFFERS,
             sources="VANTAGE (48 vCPU, 192 GiB, 4 x L4); HYPERPOD (48, 4 GPU, 192 GiB, 1 EFA); "
-            "EKSCTL (L4, EFA supported); CNI (1 card x 8 interfaces); SKYPILOT (AZ IDs)",
+            "EKSCTL (L4, EFA supported); CNI (1 card x 8 interfaces); SKYPILOT (AZ IDs); EC2-NET (40 Gbps)",
         ),
         InstanceFacts(
             name="g6.48xlarge",
@@ -283,9 +300,10 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             efa_interfaces=1,
             accelerator=Accelerator.NVIDIA,
             gpus=8,
+            efa_link_gbps=100,
             offered_az_ids=_G6_OFFERS,
             sources="VANTAGE (192 vCPU, 768 GiB, 8 x L4); HYPERPOD (192, 8 GPU, 768 GiB, 1 EFA); "
-            "EKSCTL (L4, EFA supported); CNI (1 card x 15 interfaces); SKYPILOT (AZ IDs)",
+            "EKSCTL (L4, EFA supported); CNI (1 card x 15 interfaces); SKYPILOT (AZ IDs); EC2-NET (100 Gbps)",
         ),
         InstanceFacts(
             name="g6e.xlarge",
@@ -307,9 +325,10 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             efa_interfaces=1,
             accelerator=Accelerator.NVIDIA,
             gpus=4,
+            efa_link_gbps=100,
             offered_az_ids=_G6_OFFERS,
             sources="VANTAGE (48 vCPU, 384 GiB, 4 x L40S); HYPERPOD (48, 4 GPU, 384 GiB, 1 EFA); "
-            "EKSCTL (L40S, EFA supported); CNI (1 card x 10 interfaces); SKYPILOT (AZ IDs)",
+            "EKSCTL (L40S, EFA supported); CNI (1 card x 10 interfaces); SKYPILOT (AZ IDs); EC2-NET (100 Gbps)",
         ),
         InstanceFacts(
             name="g6e.48xlarge",
@@ -319,10 +338,11 @@ INSTANCE_CATALOG: Mapping[str, InstanceFacts] = {
             efa_interfaces=4,
             accelerator=Accelerator.NVIDIA,
             gpus=8,
+            efa_link_gbps=400,
             offered_az_ids=_G6_OFFERS,
             sources="VANTAGE (192 vCPU, 1536 GiB, 8 x L40S); HYPERPOD (192, 8 GPU, 1536 GiB, 4 EFA); "
             "EKSCTL (L40S, EFA supported); CNI (4 cards x 10 interfaces); EC2-EFA-MULTI (up to 4 network cards); "
-            "SKYPILOT (AZ IDs)",
+            "SKYPILOT (AZ IDs); EC2-NET (400 Gbps)",
         ),
         InstanceFacts(
             name="m7i.xlarge",

@@ -1,0 +1,623 @@
+"""The fabric acceptance program: its parsers on output written in the benchmarks' documented formats, the transport
+evidence, the verdict, and the program itself run as the job runs it (``python3 -c <source> ...``, standard library
+only) with a fake benchmark and a fake uverbs directory.
+
+The samples below are written in the formats of nccom-test's user guide (aws-neuron-sdk
+``tools/neuron-sys-tools/nccom-test.rst``) and nccl-tests' ``src/util.cu``; their figures are made up to be
+consistent (algbw = size / time, busbw = algbw x 2(r-1)/r), not measurements."""
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from trainium_eks.core.conventions import FABRIC_RESULT_MARKER
+from trainium_eks.manifests.jobs import fabric_program
+from trainium_eks.manifests.jobs.fabric_program import (
+    BELOW_FLOOR,
+    BENCHMARK_FAILED,
+    GIB,
+    NOT_EFA,
+    PASS,
+    USAGE,
+    FabricResult,
+    Row,
+    benchmark_errors,
+    judge,
+    parse_all_reduce_perf,
+    parse_arguments,
+    parse_nccom_json,
+    parse_nccom_test,
+    program_arguments,
+    render,
+    result_from_log,
+    result_line,
+    transport_evidence,
+)
+
+PROGRAM = Path(fabric_program.__file__)
+
+# 2 x trn1.32xlarge, 64 ranks (nccom-test -r 64 -N 2 -b 8 -e 2G -f 2 -d fp32 allr --hosts ...); a subset of sizes.
+NCCOM_HEALTHY = """\
+       size(B)    count(elems)    type    time:avg(us)    algbw(GB/s)    busbw(GB/s)
+             8               2    fp32          410.12           0.00           0.00
+          1024             256    fp32          452.87           0.00           0.00
+       1048576          262144    fp32         1290.55           0.76           1.49
+      33554432         8388608    fp32         2405.10          12.99          25.58
+     268435456        67108864    fp32         9800.42          25.51          50.22
+    1073741824       268435456    fp32        36750.00          27.21          53.58
+    2147483648       536870912    fp32        72600.18          27.55          54.24
+Avg bus bandwidth:      26.4414GB/s
+"""
+
+NCCOM_SLOW = """\
+       size(B)    count(elems)    type    time:avg(us)    algbw(GB/s)    busbw(GB/s)
+      33554432         8388608    fp32         6100.00           5.12          10.09
+    2147483648       536870912    fp32       393000.00           5.09          10.02
+Avg bus bandwidth:      10.0550GB/s
+"""
+
+# Older releases print time(us); a failed size prints a failure instead of figures.
+NCCOM_OLD_WITH_A_FAILURE = """\
+           size(B)    count(elems)    type    time(us)    algbw(GB/s)    busbw(GB/s)
+           1048576          262144    fp32        1328           0.74           1.45
+          33554432    Failure running neuron-bench - log file /tmp/nccom_test_log_7pqpdfjf.log
+1 errors found - test failed
+"""
+
+NCCOM_WITH_ALGORITHM_AND_PERCENTILES = """\
+size(B)  count(elems)  type  time:avg(us)  time:p50(us)  time:p99(us)  algbw(GB/s)  busbw(GB/s)  algorithm
+ 2097152        524288  fp32        686.32           686           690         3.06         5.73        rdh
+536870912    134217728  fp32       9689.51          9689          9701        55.41       103.89  kangaring
+Avg bus bandwidth:	54.8100GB/s
+"""
+
+NCCOM_NO_EFA = """\
+2026-Dec-01 10:00:03.0080 93703:93705 [0] nccl_net_ofi_init:1415 CCOM WARN NET/OFI aws-ofi-nccl initialization failed
+2026-Dec-01 10:00:03.0080 93703:93705 [0] init.cc:99 CCOM WARN OFI plugin initNet() failed is EFA enabled?
+2026-Dec-01 10:00:15.0924 93703:93705 [0] init.cc:655 CCOM WARN Unable to run multi-instance workload.  Ofi plugin \
+is not installed or EFA is not enabled
+       size(B)    count(elems)    type    time:avg(us)    algbw(GB/s)    busbw(GB/s)
+    2147483648    Failure running neuron-bench - log file /tmp/nccom_test_log_x.log
+1 errors found - test failed
+"""
+
+TAG = "[1,0]<stdout>:"
+
+
+def nccl_header() -> str:
+    """The result header of nccl-tests, as ``writeResultHeader`` (``src/util.cu``) prints it."""
+    lines = [
+        "#",
+        "# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          " % (("",) * 5),
+        "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s "
+        % (
+            "size",
+            "count",
+            "type",
+            "redop",
+            "root",
+            "time",
+            "algbw",
+            "busbw",
+            "#wrong",
+            "time",
+            "algbw",
+            "busbw",
+            "#wrong",
+        ),
+        "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s "
+        % ("(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", ""),
+    ]
+    return "".join(TAG + line + "\n" for line in lines)
+
+
+def nccl_row(size, out_of_place, in_place, wrong="0") -> str:
+    """A result line as ``writeBenchmarkLinePreamble``/``writeBenchmarkLineBody`` print it: size, count, type, redop,
+    root, then time, algbw, busbw and #wrong out of place and in place."""
+    line = "%12li  %12li  %8s  %6s  %6s" % (size, size // 4, "float", "sum", "    -1")
+    for time, algbw, busbw in (out_of_place, in_place):
+        line += "  %7s  %6s  %6s  %6s" % (time, algbw, busbw, wrong)
+    return TAG + line + "\n"
+
+
+def nccl_footer(out_of_bounds=0, average="23.0257") -> str:
+    """The footer of ``writeResultFooter``."""
+    state = "FAILED" if out_of_bounds else "OK"
+    lines = [
+        "# %-20s : %d %s" % ("Out of bounds values", out_of_bounds, state),
+        "# %-20s : %s " % ("Avg bus bandwidth", average),
+        "#",
+        "# Collective test concluded: all_reduce_perf",
+    ]
+    return "".join(TAG + line + "\n" for line in lines)
+
+
+_NCCL_HEADER = nccl_header()
+
+# 2 x p4d.24xlarge, 16 ranks (mpirun --tag-output -np 16 ... -x NCCL_DEBUG=INFO all_reduce_perf -b 8 -e 2G -f 2 -c 1).
+NCCL_HEALTHY = (
+    """\
+[1,0]<stdout>:# nThread 1 nGpus 1 minBytes 8 maxBytes 2147483648 step: 2(factor) warmup iters: 1 iters: 10 \
+agg iters: 1 validation: 1 graph: 0
+[1,0]<stdout>:#
+[1,0]<stdout>:# Using devices
+[1,0]<stdout>:#  Rank  0 Group  0 Pid     42 on   fabric-0 device  0 [0000:10:1c] NVIDIA A100-SXM4-40GB
+[1,0]<stdout>:#  Rank  8 Group  0 Pid     40 on   fabric-1 device  0 [0000:10:1c] NVIDIA A100-SXM4-40GB
+[1,0]<stdout>:fabric-0:42:60 [0] NCCL INFO NET/OFI Initializing aws-ofi-nccl 1.21.1
+[1,0]<stdout>:fabric-0:42:60 [0] NCCL INFO NET/OFI Selected provider is efa, fabric is efa (found 4 nics)
+[1,0]<stdout>:fabric-0:42:60 [0] NCCL INFO Using network Libfabric
+[1,8]<stdout>:fabric-1:40:58 [0] NCCL INFO NET/OFI Selected provider is efa, fabric is efa (found 4 nics)
+[1,8]<stdout>:fabric-1:40:58 [0] NCCL INFO Using network Libfabric
+[1,0]<stdout>:fabric-0:42:71 [0] NCCL INFO Channel 00/0 : 8[0] -> 0[0] [receive] via NET/Libfabric/0/GDRDMA
+"""
+    + _NCCL_HEADER
+    + nccl_row(8, ("75.31", "0.00", "0.00"), ("74.90", "0.00", "0.00"))
+    + nccl_row(1024, ("76.02", "0.01", "0.03"), ("75.88", "0.01", "0.03"))
+    + nccl_row(1048576, ("160.5", "6.53", "12.25"), ("161.0", "6.51", "12.21"))
+    + nccl_row(33554432, ("2210.7", "15.18", "28.46"), ("2215.3", "15.15", "28.40"))
+    + nccl_row(268435456, ("13100.0", "20.49", "38.42"), ("13150.0", "20.41", "38.28"))
+    + nccl_row(1073741824, ("49800.0", "21.56", "40.43"), ("49900.0", "21.52", "40.35"))
+    + nccl_row(2147483648, ("97000.0", "22.14", "41.51"), ("96500.0", "22.25", "41.73"))
+    + nccl_footer()
+)
+
+NCCL_SOCKET = (
+    """\
+[1,0]<stdout>:fabric-0:42:60 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so.
+[1,0]<stdout>:fabric-0:42:60 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.1.17<0>
+[1,0]<stdout>:fabric-0:42:60 [0] NCCL INFO Using network Socket
+"""
+    + _NCCL_HEADER
+    + nccl_row(2147483648, ("3300000", "0.65", "1.22"), ("3290000", "0.65", "1.22"), wrong="N/A")
+    + nccl_footer(average="1.22")
+)
+
+NCCL_SLOW_EFA = (
+    """\
+[1,0]<stdout>:fabric-0:42:60 [0] NCCL INFO NET/OFI Selected provider is efa, fabric is efa (found 1 nics)
+[1,0]<stdout>:fabric-0:42:60 [0] NCCL INFO Using network Libfabric
+"""
+    + _NCCL_HEADER
+    + nccl_row(2147483648, ("429500", "5.00", "9.38"), ("430100", "4.99", "9.36"))
+    + nccl_footer(average="9.38")
+)
+
+# nccl-tests of 2019 (no root column, "error" instead of "#wrong"), aws-ofi-nccl before 1.14 ("Provider").
+NCCL_OLD = """\
+NCCL INFO NET/OFI Selected Provider is efa (found 4 nics)
+#                                                     out-of-place                       in-place
+#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error
+#        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+           8             2   float     sum    163.4    0.00    0.00  2e-07    164.4    0.00    0.00  1e-07
+  1073741824     268435456   float     sum    1.2e+05    8.95   16.78  2e-07    1.1e+05    9.76   18.30  2e-07
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 8.1
+"""
+
+NCCL_CORRUPT = (
+    _NCCL_HEADER
+    + nccl_row(2147483648, ("97000.0", "22.14", "41.51"), ("96500.0", "22.25", "41.73"), wrong="12")
+    + nccl_footer(out_of_bounds=24)
+)
+
+
+def program_source() -> str:
+    """The program as the job ships it: its source without the module docstring."""
+    source = PROGRAM.read_text()
+    assert source.startswith('"""')
+    return source[source.index('"""', 3) + 3 :].lstrip("\n")
+
+
+def uverbs(tmp_path: Path, count: int) -> Path:
+    devices = tmp_path / "infiniband"
+    devices.mkdir()
+    for index in range(count):
+        (devices / f"uverbs{index}").write_text("")
+    (devices / "rdma_cm").write_text("")
+    return devices
+
+
+def fake_benchmark(tmp_path: Path, output: str, exit_code: int = 0, json_report: str = "") -> list:
+    """The argv of a fake benchmark that prints ``output`` line by line (and writes ``json_report`` to the path after
+    ``--report-to-json-file``, as nccom-test does), records that it ran, and exits ``exit_code``."""
+    (tmp_path / "output.txt").write_text(output)
+    (tmp_path / "report.json").write_text(json_report)
+    script = tmp_path / "bench.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import sys, pathlib
+            here = pathlib.Path({str(tmp_path)!r})
+            (here / "ran").write_text(" ".join(sys.argv[1:]))
+            if "--report-to-json-file" in sys.argv and (here / "report.json").read_text():
+                target = sys.argv[sys.argv.index("--report-to-json-file") + 1]
+                pathlib.Path(target).write_text((here / "report.json").read_text())
+            for line in (here / "output.txt").read_text().splitlines():
+                print(line, flush=True)
+            sys.exit({exit_code})
+            """
+        )
+    )
+    return [sys.executable, str(script)]
+
+
+def run_program(args, env=None):
+    """The program run as the job runs it, isolated from the library and site-packages (standard library only)."""
+    return subprocess.run(
+        [sys.executable, "-I", "-S", "-c", program_source(), *args],
+        capture_output=True,
+        text=True,
+        env=env or {"PATH": "/usr/bin:/bin"},
+        timeout=120,
+    )
+
+
+def marker_result(stdout: str) -> FabricResult:
+    return result_from_log(stdout, FABRIC_RESULT_MARKER)
+
+
+def base_args(devices: Path, benchmark="nccom", floor=200, link=800, efa=8):
+    return program_arguments(benchmark=benchmark, floor_gbps=floor, link_gbps=link, efa_devices=efa, benchmark_argv=[])[
+        :-1
+    ] + ["--device-dir", str(devices), "--"]
+
+
+# --- parsers ----------------------------------------------------------------------------------------------------
+
+
+def test_nccom_rows_are_read_by_their_header_and_converted_from_gib_per_second():
+    rows = parse_nccom_test(NCCOM_HEALTHY)
+    assert [row.bytes for row in rows] == [8, 1024, 1048576, 33554432, 268435456, 1073741824, 2147483648]
+    last = rows[-1]
+    assert last.time_us == 72600.18
+    assert last.busbw_gbs == pytest.approx(54.24 * GIB / 1e9)
+    assert last.busbw_gbps == pytest.approx(54.24 * GIB * 8 / 1e9)
+    assert last.algbw_gbs == pytest.approx(27.55 * GIB / 1e9)
+
+
+def test_nccom_old_time_column_and_a_failed_size():
+    rows = parse_nccom_test(NCCOM_OLD_WITH_A_FAILURE)
+    assert [(row.bytes, row.time_us) for row in rows] == [(1048576, 1328.0)]
+    assert "Failure running neuron-bench" in benchmark_errors("nccom", NCCOM_OLD_WITH_A_FAILURE)
+    assert benchmark_errors("nccom", NCCOM_HEALTHY) is None
+
+
+def test_nccom_extra_columns_do_not_move_the_figures():
+    rows = parse_nccom_test(NCCOM_WITH_ALGORITHM_AND_PERCENTILES)
+    assert [(row.bytes, row.time_us) for row in rows] == [(2097152, 686.32), (536870912, 9689.51)]
+    assert rows[1].busbw_gbs == pytest.approx(103.89 * GIB / 1e9)
+
+
+def test_nccom_json_report():
+    report = {
+        "results": [
+            {
+                "size(B)": 1024,
+                "count(elems)": 256,
+                "type": "fp32",
+                "algbw(GB/s)": 0.165,
+                "busbw(GB/s)": 0.160,
+                "time:avg(us)": 6.19,
+            },
+            {
+                "size(B)": 524288,
+                "count(elems)": 131072,
+                "type": "fp32",
+                "algbw(GB/s)": 22.69,
+                "busbw(GB/s)": 21.98,
+                "time:avg(us)": 23.11,
+            },
+        ]
+    }
+    rows = parse_nccom_json(report)
+    assert [(row.bytes, row.time_us) for row in rows] == [(1024, 6.19), (524288, 23.11)]
+    assert rows[1].busbw_gbs == pytest.approx(21.98 * GIB / 1e9)
+    assert parse_nccom_json({"nothing": []}) == [] and parse_nccom_json([1, 2]) == []
+
+
+def test_nccl_rows_take_the_better_of_out_of_place_and_in_place_and_drop_the_mpirun_tags():
+    rows = parse_all_reduce_perf(NCCL_HEALTHY)
+    assert [row.bytes for row in rows] == [8, 1024, 1048576, 33554432, 268435456, 1073741824, 2147483648]
+    assert rows[-1] == Row(2147483648, 96500.0, 22.25, 41.73)  # in-place was better
+    assert rows[-2] == Row(1073741824, 49800.0, 21.56, 40.43)  # out-of-place was better
+    assert benchmark_errors("nccl", NCCL_HEALTHY) is None
+
+
+def test_nccl_without_the_root_column_and_with_exponents():
+    rows = parse_all_reduce_perf(NCCL_OLD)
+    assert rows[-1] == Row(1073741824, 1.1e5, 9.76, 18.30)
+
+
+def test_nccl_na_in_the_wrong_column_and_out_of_bounds_data():
+    assert parse_all_reduce_perf(NCCL_SOCKET)[0].busbw_gbs == 1.22
+    assert "24 FAILED" in benchmark_errors("nccl", NCCL_CORRUPT)
+
+
+def test_the_parsers_find_nothing_in_the_other_benchmark_or_in_noise():
+    assert parse_nccom_test(NCCL_HEALTHY) == []
+    assert parse_all_reduce_perf(NCCOM_HEALTHY) == []
+    assert parse_all_reduce_perf("1 2 3\n# size count\n") == []
+
+
+# --- transport evidence -----------------------------------------------------------------------------------------
+
+
+def test_nccl_over_efa_in_the_log():
+    found = transport_evidence(NCCL_HEALTHY, "nccl")
+    assert (found["verdict"], found["how"], found["providers"], found["networks"]) == (
+        "efa",
+        "log",
+        ["efa"],
+        ["Libfabric"],
+    )
+    assert any("Selected provider is efa" in line for line in found["evidence"])
+
+
+def test_aws_ofi_nccl_before_1_14_spells_it_provider():
+    assert transport_evidence(NCCL_OLD, "nccl")["verdict"] == "efa"
+
+
+def test_nccl_socket_is_not_efa():
+    found = transport_evidence(NCCL_SOCKET, "nccl")
+    assert found["verdict"] == "not-efa" and "Socket" in found["reason"]
+
+
+def test_a_libfabric_provider_other_than_efa_is_not_efa():
+    text = "h:1:2 [0] NCCL INFO NET/OFI Selected provider is tcp, fabric is 10.0.0.0/16 (found 1 nics)\n"
+    assert transport_evidence(text, "nccl")["verdict"] == "not-efa"
+
+
+def test_nccl_without_debug_lines_is_unconfirmed_even_with_fi_provider_efa():
+    found = transport_evidence(_NCCL_HEADER, "nccl", fi_provider="efa", efa_devices=4, expected_efa_devices=4)
+    assert found["verdict"] == "unconfirmed" and "NCCL_DEBUG=INFO" in found["reason"]
+
+
+def test_neuron_says_when_it_has_no_efa():
+    found = transport_evidence(NCCOM_NO_EFA, "nccom", fi_provider="efa", efa_devices=8, expected_efa_devices=8)
+    assert found["verdict"] == "not-efa" and "aws-ofi-nccl initialization failed" in found["reason"]
+
+
+def test_neuron_without_log_lines_counts_as_efa_by_its_configuration_only():
+    by_config = transport_evidence(NCCOM_HEALTHY, "nccom", fi_provider="efa", efa_devices=8, expected_efa_devices=8)
+    assert (by_config["verdict"], by_config["how"]) == ("efa", "configuration")
+    assert transport_evidence(NCCOM_HEALTHY, "nccom", efa_devices=8, expected_efa_devices=8)["verdict"] == "unconfirmed"
+    wrong_count = transport_evidence(NCCOM_HEALTHY, "nccom", fi_provider="efa", efa_devices=7, expected_efa_devices=8)
+    assert wrong_count["verdict"] == "unconfirmed"
+    listed = transport_evidence(NCCOM_HEALTHY, "nccom", fi_provider="efa,tcp", efa_devices=8, expected_efa_devices=8)
+    assert listed["verdict"] == "unconfirmed"
+
+
+def test_a_provider_line_in_a_neuron_log_counts():
+    text = "CCOM INFO NET/OFI Selected provider is efa, fabric is efa (found 8 nics)\n" + NCCOM_HEALTHY
+    assert transport_evidence(text, "nccom")["verdict"] == "efa"
+
+
+# --- verdict, result line ---------------------------------------------------------------------------------------
+
+
+def verdict(text, benchmark="nccom", returncode=0, floor=200.0, link=800.0, min_size=None, fi_provider="efa"):
+    rows = parse_nccom_test(text) if benchmark == "nccom" else parse_all_reduce_perf(text)
+    transport = transport_evidence(text, benchmark, fi_provider=fi_provider, efa_devices=8, expected_efa_devices=8)
+    return judge(
+        benchmark,
+        rows,
+        returncode=returncode,
+        errors=benchmark_errors(benchmark, text),
+        transport=transport,
+        floor_gbps=floor,
+        link_gbps=link,
+        min_size=min_size,
+    )
+
+
+def test_the_floor_applies_to_the_largest_size_unless_a_minimum_is_given():
+    healthy = verdict(NCCOM_HEALTHY)
+    assert healthy.verdict == "pass" and healthy.checked_busbw_gbps == pytest.approx(54.24 * GIB * 8 / 1e9)
+    assert [row.bytes for row in healthy.checked_rows] == [2147483648]
+    # 32 MiB and up: the best of those sizes counts.
+    assert verdict(NCCOM_HEALTHY, min_size=33554432, floor=460).verdict == "pass"
+    assert verdict(NCCOM_HEALTHY, floor=470).verdict == "below-floor"
+    slow = verdict(NCCOM_SLOW)
+    assert slow.verdict == "below-floor" and "< floor 200" in slow.reason and slow.exit_code == BELOW_FLOOR
+
+
+def test_a_failed_benchmark_and_no_rows_fail_as_the_benchmark():
+    assert verdict(NCCOM_HEALTHY, returncode=1).verdict == "benchmark-failed"
+    assert verdict("nothing to see\n").verdict == "benchmark-failed"
+    assert verdict(NCCL_CORRUPT, benchmark="nccl").verdict == "benchmark-failed"
+    assert verdict(NCCOM_HEALTHY, min_size=4 * GIB).verdict == "benchmark-failed"
+
+
+def test_a_transport_the_log_shows_not_to_be_efa_explains_a_failure():
+    assert verdict(NCCOM_NO_EFA, returncode=1).verdict == "not-efa"
+    assert verdict(NCCOM_HEALTHY, fi_provider=None).verdict == "not-efa"  # unconfirmed on a benchmark that passed
+    assert verdict(NCCOM_HEALTHY, returncode=1, fi_provider=None).verdict == "benchmark-failed"
+
+
+def test_the_result_line_round_trips_and_the_last_one_wins():
+    first = verdict(NCCOM_SLOW)
+    last = verdict(NCCOM_HEALTHY)
+    log = f"noise\n{result_line(first, FABRIC_RESULT_MARKER)}\nmore\n{result_line(last, FABRIC_RESULT_MARKER)}\n"
+    read = result_from_log(log)  # the library's marker by default
+    assert read == last
+    data = json.loads(result_line(last, FABRIC_RESULT_MARKER)[len(FABRIC_RESULT_MARKER) :])
+    assert data["rows"][-1]["bytes"] == 2147483648 and data["rows"][-1]["busbw_gbps"] == pytest.approx(465.93, 0.01)
+    assert (data["floor_gbps"], data["link_gbps"], data["verdict"]) == (200.0, 800.0, "pass")
+    assert data["transport"]["how"] == "configuration"
+    assert data["peak_busbw_gbs"] == pytest.approx(58.24, 0.01)
+
+
+def test_a_log_without_a_result_says_so():
+    with pytest.raises(ValueError, match="has not finished"):
+        result_from_log("nothing\n")
+    with pytest.raises(ValueError, match="not JSON"):
+        result_from_log(FABRIC_RESULT_MARKER + "{broken\n")
+
+
+def test_the_table_shows_size_bandwidth_share_of_the_link_and_the_floor():
+    table = render(verdict(NCCOM_HEALTHY), title="train-1")
+    assert table.splitlines()[0] == "train-1 (nccom all-reduce): PASS"
+    assert "2 GiB" in table and "58.24" in table and "465.9" in table and "58.2" in table
+    assert "floor 200 Gbps (25.00 GB/s), link 800 Gbps; transport: efa (configuration)" in table
+    assert "BELOW" in render(verdict(NCCOM_SLOW))
+
+
+def test_the_arguments_the_chart_passes_parse_back_with_the_library_marker():
+    argv = program_arguments(
+        benchmark="nccl",
+        floor_gbps=100,
+        link_gbps=400,
+        efa_devices=4,
+        benchmark_argv=["mpirun", "-np", "16"],
+        min_size=1 << 20,
+    )
+    options, benchmark = parse_arguments(argv)
+    assert benchmark == ["mpirun", "-np", "16"]
+    assert (options.benchmark, options.floor_gbps, options.link_gbps, options.efa_devices) == ("nccl", 100, 400, 4)
+    assert options.marker == FABRIC_RESULT_MARKER and options.min_size == 1 << 20
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--benchmark", "nccom", "--floor-gbps", "1", "--link-gbps", "2", "--efa-devices", "8", "--marker", "m"],
+        [
+            "--benchmark",
+            "nccom",
+            "--floor-gbps",
+            "3",
+            "--link-gbps",
+            "2",
+            "--efa-devices",
+            "8",
+            "--marker",
+            "m",
+            "--",
+            "x",
+        ],
+        [
+            "--benchmark",
+            "gloo",
+            "--floor-gbps",
+            "1",
+            "--link-gbps",
+            "2",
+            "--efa-devices",
+            "8",
+            "--marker",
+            "m",
+            "--",
+            "x",
+        ],
+        [
+            "--benchmark",
+            "nccl",
+            "--floor-gbps",
+            "1",
+            "--link-gbps",
+            "2",
+            "--efa-devices",
+            "0",
+            "--marker",
+            "m",
+            "--",
+            "x",
+        ],
+        ["--benchmark", "nccl", "--floor-gbps", "1", "--link-gbps", "2", "--efa-devices", "4", "--", "x"],
+    ],
+    ids=["no-benchmark", "floor-above-link", "unknown-benchmark", "no-efa", "no-marker"],
+)
+def test_usage_errors_exit_2(argv):
+    with pytest.raises(SystemExit) as stopped:
+        parse_arguments(argv)
+    assert stopped.value.code == USAGE
+
+
+# --- the program, run as the job runs it ---------------------------------------------------------------------------
+
+
+def test_a_healthy_neuron_run_streams_the_output_then_the_table_and_the_result(tmp_path):
+    devices = uverbs(tmp_path, 8)
+    bench = fake_benchmark(tmp_path, NCCOM_HEALTHY)
+    done = run_program(base_args(devices) + bench, env={"PATH": "/usr/bin:/bin", "FI_PROVIDER": "efa"})
+    assert done.returncode == PASS, done.stdout + done.stderr
+    out = done.stdout
+    assert out.index("2147483648       536870912") < out.index("(nccom all-reduce): PASS")
+    assert out.splitlines()[-1].startswith(FABRIC_RESULT_MARKER)
+    result = marker_result(out)
+    assert result.verdict == "pass" and len(result.rows) == 7
+    assert result.transport["efa_devices"] == 8 and result.transport["how"] == "configuration"
+
+
+def test_too_few_uverbs_devices_stop_before_the_benchmark(tmp_path):
+    devices = uverbs(tmp_path, 7)
+    bench = fake_benchmark(tmp_path, NCCOM_HEALTHY)
+    done = run_program(base_args(devices) + bench, env={"PATH": "/usr/bin:/bin", "FI_PROVIDER": "efa"})
+    assert done.returncode == NOT_EFA
+    assert not (tmp_path / "ran").exists()
+    assert f"7 EFA devices ({devices}/uverbs*) in this pod, 8 expected" in done.stdout
+    result = marker_result(done.stdout)
+    assert (result.verdict, result.rows, result.transport["efa_devices"]) == ("not-efa", (), 7)
+
+
+def test_a_neuron_run_without_fi_provider_efa_is_not_accepted(tmp_path):
+    devices = uverbs(tmp_path, 8)
+    done = run_program(base_args(devices) + fake_benchmark(tmp_path, NCCOM_HEALTHY))
+    assert done.returncode == NOT_EFA
+    assert "FI_PROVIDER=efa" in marker_result(done.stdout).reason
+
+
+def test_nccl_over_sockets_fails_as_not_efa_and_slow_efa_as_below_floor(tmp_path):
+    devices = uverbs(tmp_path, 4)
+    args = base_args(devices, benchmark="nccl", floor=100, link=400, efa=4)
+    socket = run_program(args + fake_benchmark(tmp_path, NCCL_SOCKET))
+    assert socket.returncode == NOT_EFA and "NCCL network Socket" in marker_result(socket.stdout).reason
+    slow = run_program(args + fake_benchmark(tmp_path, NCCL_SLOW_EFA))
+    assert slow.returncode == BELOW_FLOOR and marker_result(slow.stdout).verdict == "below-floor"
+    healthy = run_program(args + fake_benchmark(tmp_path, NCCL_HEALTHY))
+    assert healthy.returncode == PASS and marker_result(healthy.stdout).transport["how"] == "log"
+
+
+def test_a_benchmark_that_fails_cannot_start_or_prints_nothing_readable(tmp_path):
+    devices = uverbs(tmp_path, 8)
+    env = {"PATH": "/usr/bin:/bin", "FI_PROVIDER": "efa"}
+    failed = run_program(base_args(devices) + fake_benchmark(tmp_path, NCCOM_HEALTHY, exit_code=1), env=env)
+    assert failed.returncode == BENCHMARK_FAILED and "exited 1" in marker_result(failed.stdout).reason
+    missing = run_program(base_args(devices) + [str(tmp_path / "no-such-benchmark")], env=env)
+    assert missing.returncode == BENCHMARK_FAILED and "could not start" in marker_result(missing.stdout).reason
+    garbled = run_program(base_args(devices) + fake_benchmark(tmp_path, "Segmentation fault\n"), env=env)
+    assert garbled.returncode == BENCHMARK_FAILED and "no nccom result rows" in marker_result(garbled.stdout).reason
+
+
+def test_nccom_json_report_is_preferred_to_the_table(tmp_path):
+    devices = uverbs(tmp_path, 8)
+    report = {
+        "results": [
+            {
+                "size(B)": 4294967296,
+                "count(elems)": 1,
+                "type": "fp32",
+                "algbw(GB/s)": 30.0,
+                "busbw(GB/s)": 59.06,
+                "time:avg(us)": 143165.58,
+            }
+        ]
+    }
+    bench = fake_benchmark(tmp_path, NCCOM_HEALTHY, json_report=json.dumps(report))
+    target = tmp_path / "nccom-results.json"
+    done = run_program(
+        base_args(devices) + bench + ["--report-to-json-file", str(target)],
+        env={"PATH": "/usr/bin:/bin", "FI_PROVIDER": "efa"},
+    )
+    assert done.returncode == PASS, done.stdout
+    assert [row.bytes for row in marker_result(done.stdout).rows] == [4294967296]
+
+
+def test_a_usage_error_exits_2_without_a_result_line(tmp_path):
+    done = run_program(["--benchmark", "nccom", "--floor-gbps", "1"])
+    assert done.returncode == USAGE and FABRIC_RESULT_MARKER not in done.stdout
+    assert "usage: fabric_program.py" in done.stderr
