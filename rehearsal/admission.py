@@ -9,9 +9,12 @@ run them, and ``tests/rehearsal/test_admission.py`` checks every rule against wh
 each rule denies what it should.
 
 Webhooks covered (all ``failurePolicy: Fail``): Volcano 1.15.1's job, queue and PodGroup validation (the chart's
-default ``enabled_admissions``; its pod webhooks are off), Kubeflow Trainer 2.3.0's TrainJob and
-ClusterTrainingRuntime validation, and JobSet 0.12.0's validation of the JobSet the Trainer builds from a TrainJob
-(a denial there leaves the TrainJob without pods, reported only as an event). CRD schemas and CEL rules are
+default ``enabled_admissions``; its pod webhooks are off; of the job plugins the webhook only checks that each is
+registered, ``pkg/controllers/job/plugins/factory.go``: ``ssh``, ``env``, ``svc``, ``tensorflow``, ``mpi``,
+``pytorch``, ``hcclrank``, ``ray``; its check of the ``mpi`` plugin's master task is not modelled, the library does
+not use that plugin), Kubeflow Trainer 2.3.0's TrainJob and ClusterTrainingRuntime validation, and JobSet 0.12.0's
+validation of the JobSet the Trainer builds from a TrainJob (a denial there leaves the TrainJob without pods, reported
+only as an event). CRD schemas and CEL rules are
 ``../shared/k8s-schemas/validate.py``'s; these rules are what the schemas cannot say.
 """
 
@@ -137,6 +140,7 @@ def _volcano_policies(obj, view):
     groups = [(obj.get("spec") or {}).get("policies") or []] + [t.get("policies") or [] for t in _tasks(obj)]
     for policies in groups:
         seen: Set[str] = set()
+        codes: Set[int] = set()
         for policy in policies:
             events = ([policy["event"]] if policy.get("event") else []) + list(policy.get("events") or [])
             if events and policy.get("exitCode") is not None:
@@ -145,6 +149,10 @@ def _volcano_policies(obj, view):
                 return "either event and exitCode should be specified"
             if policy.get("exitCode") == 0:
                 return "0 is not a valid error code"
+            if not events and policy.get("exitCode") in codes:
+                return f"duplicate exitCode {policy['exitCode']}"
+            if not events:
+                codes.add(policy["exitCode"])
             for event in events:
                 if event not in VOLCANO_EVENTS:
                     return f"invalid policy event {event}"
@@ -158,7 +166,12 @@ def _volcano_policies(obj, view):
     return None
 
 
-@rule(*VOLCANO_JOB, "volcano job: names", f"{VOLCANO} admit_job.go validateJobName, validateK8sPodNameLength")
+@rule(
+    *VOLCANO_JOB,
+    "volcano job: names",
+    f"{VOLCANO} admit_job.go validateJobName, validateK8sPodNameLength; the svc and ssh plugins' pod volumes "
+    "<job>-svc (svc/svc.go mountConfigmap) and <job>-ssh (ssh/ssh.go mountRsaKey) are DNS labels",
+)
 def _volcano_names(obj, view):
     name = str((obj.get("metadata") or {}).get("name", ""))
     if len(name) > 63 or not _QUALIFIED_NAME.match(name):
@@ -167,8 +180,10 @@ def _volcano_names(obj, view):
         pod = f"{name}-{task.get('name')}-{max(0, int(task.get('replicas', 1)) - 1)}"
         if len(pod) > 63 or not _QUALIFIED_NAME.match(pod):
             return f"create pod with name {pod} validate failed"
-    if "svc" in ((obj.get("spec") or {}).get("plugins") or {}) and len(f"{name}-svc") > 63:
-        return f"the svc plugin's volume {name}-svc is longer than 63 characters (pod creation fails)"
+    plugins = (obj.get("spec") or {}).get("plugins") or {}
+    for plugin in ("svc", "ssh"):
+        if plugin in plugins and len(f"{name}-{plugin}") > 63:
+            return f"the {plugin} plugin's volume {name}-{plugin} is longer than 63 characters (pod creation fails)"
     return None
 
 

@@ -7,6 +7,11 @@
   the API server refused the job; it leaves an existing held job alone.
 - **Init containers** of the library's pods end after a tick (none of them waits); a test may give a program that
   does (:class:`WaitForJobs`, what a start gate did).
+- **Fabric checks** (:mod:`trainium_eks.manifests.jobs.fabric_check`, recognised by the fabric program's ConfigMap
+  mounted in their container): node 0 (``<job>-node-0``) waits for its gang as a worker does, benchmarks
+  :data:`WORK_TICKS`, and exits 0, or :data:`~trainium_eks.manifests.jobs.fabric_program.BELOW_FLOOR` when the run
+  puts its fabric check ``below_floor`` (or 1 on a first attempt the run makes fail); every other pod exits with node
+  0's status once node 0 has ended, as the check's script has its peers do.
 - **Workers** (every other container) train: a pod of a gang of N (a Volcano job's ``minAvailable`` or a TrainJob's
   ``numNodes``) first waits until all N pods of its attempt run, as torchrun's rendezvous does, and fails after
   :data:`RENDEZVOUS_TIMEOUT_TICKS` (torch's ``join_timeout``, 600 s:
@@ -17,10 +22,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, FrozenSet, Mapping, Optional, Sequence
 
 from rehearsal.kubelet_expansion import expand
+from trainium_eks.core.conventions import FABRIC_CHECK_LABEL
+from trainium_eks.manifests.jobs.fabric_check import PROGRAM_MOUNT
+from trainium_eks.manifests.jobs.fabric_program import BELOW_FLOOR
 from trainium_eks.manifests.jobs.job_release_program import NEVER, decide, owned_manifest, ref_of, state, wait_states
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,10 +59,15 @@ class Programs:
 
     :param failing: Names of jobs whose first attempt fails.
     :param classifier: Extra programs for some containers. Default: none.
+    :param below_floor: Fabric checks whose benchmark measures a fabric below the floor, named by the check's job
+        name or by the name of the job it guards (its ``FABRIC_CHECK_LABEL``). Default: none.
     """
 
     failing: FrozenSet[str] = frozenset()
     classifier: Optional[Classifier] = None
+    below_floor: FrozenSet[str] = frozenset()
+    _held: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """The release containers' ``HELD_JOB`` as the program reads it, by its text (parsed once per run)."""
 
     def step(self, cluster: "SimulatedCluster", pod: "Pod") -> Optional[int]:
         """Run ``pod``'s current container one tick; its exit code when it ends, else None."""
@@ -74,14 +87,30 @@ class Programs:
             return None
         if _is_release(container):
             return self._release(cluster, pod, container)
+        if _is_fabric_check(container):
+            return self._fabric_check(cluster, pod, owner)
         return self._work(cluster, pod, owner)
+
+    def _fabric_check(self, cluster: "SimulatedCluster", pod: "Pod", owner: Any) -> Optional[int]:
+        node_zero = f"{owner.name}-node-0"
+        if pod.name != node_zero:
+            zero = [p for p in cluster.pods_of(pod.owner, pod.generation) if p.name == node_zero]
+            return zero[0].exit_code if zero and zero[0].finished else None
+        code = self._work(cluster, pod, owner)
+        labels = (owner.manifest.get("metadata") or {}).get("labels") or {}
+        if code == 0 and {owner.name, labels.get(FABRIC_CHECK_LABEL)} & self.below_floor:
+            cluster.say(f"pod {pod.name}: bus bandwidth below the floor")
+            return BELOW_FLOOR
+        return code
 
     def _release(self, cluster: "SimulatedCluster", pod: "Pod", container: Mapping[str, Any]) -> Optional[int]:
         release = cluster.workloads[pod.owner]
         if release.name in self.failing and release.failures == 0:
             return 1
         env = {e["name"]: e.get("value", "") for e in container.get("env") or ()}
-        held = json.loads(expand(env["HELD_JOB"], {}))
+        if env["HELD_JOB"] not in self._held:
+            self._held[env["HELD_JOB"]] = json.loads(expand(env["HELD_JOB"], {}))
+        held = self._held[env["HELD_JOB"]]
         namespace, waits = container["command"][3], [r for a in container["command"][5:] for r in a.split()]
         held_ref = ref_of(held)
         existing = cluster.workloads.get(f"{held_ref.split('/')[0]}/{namespace}/{held_ref.split('/')[1]}")
@@ -128,6 +157,10 @@ def gang_size(owner: Any) -> int:
     if owner.kind == "trainjob":
         return int(spec["trainer"]["numNodes"])
     return 1
+
+
+def _is_fabric_check(container: Mapping[str, Any]) -> bool:
+    return any(m.get("mountPath") == PROGRAM_MOUNT for m in container.get("volumeMounts") or ())
 
 
 def _is_release(container: Mapping[str, Any]) -> bool:

@@ -14,26 +14,25 @@ def expand(text: str, variables: Mapping[str, str]) -> str:
     """``text`` as the kubelet passes it to the container, with ``variables`` defined."""
     out = []
     index = 0
-    while index < len(text):
-        char = text[index]
-        if char != "$" or index + 1 >= len(text):
-            out.append(char)
-            index += 1
-            continue
-        following = text[index + 1]
+    while True:
+        dollar = text.find("$", index)
+        if dollar < 0 or dollar + 1 >= len(text):
+            out.append(text[index:])
+            return "".join(out)
+        out.append(text[index:dollar])
+        following = text[dollar + 1]
         if following == "$":
             out.append("$")
-            index += 2
+            index = dollar + 2
         elif following == "(":
-            closing = text.find(")", index + 2)
+            closing = text.find(")", dollar + 2)
             if closing < 0:
                 out.append("$(")
-                index += 2
+                index = dollar + 2
                 continue
-            name = text[index + 2 : closing]
+            name = text[dollar + 2 : closing]
             out.append(variables[name] if name in variables else f"$({name})")
             index = closing + 1
         else:
             out.append("$" + following)
-            index += 2
-    return "".join(out)
+            index = dollar + 2

@@ -212,7 +212,8 @@ def handler_calls_succeed(result: ScenarioResult) -> List[str]:
 
 def jobs_run_to_completion(result: ScenarioResult) -> List[str]:
     """The jobs of the deployed stack (with the scenario's extra jobs) run on its nodes, from no job at all, in every
-    order of arrival, with no failure and with one failed attempt of each: every job completes, no pod waits for what
+    order of arrival (each fabric check next to the job it guards: :func:`~.scheduling_run.arrival_orders`), with no
+    failure and with one failed attempt of each: every job completes, no pod waits for what
     no node will have, nothing waits for ever, and once the jobs have ended no node Karpenter launched is left after
     its pool's ``consolidateAfter`` (:mod:`.scheduling_run`). Volcano runs the actions of the stack's release; its
     NodePools and EC2NodeClasses are among the standing objects."""

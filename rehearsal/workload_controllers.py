@@ -11,8 +11,11 @@ Each is modelled on the controller the stacks install, at its pinned version:
   unless the pod failure policy says ``FailJob`` for its exit code; ``suspend`` creates no pod.
 - **Volcano Job** (volcano-sh/volcano v1.15.1 ``pkg/controllers/job``): a PodGroup of ``minAvailable`` members and
   the requests of that many pods, in ``spec.queue``, at ``spec.priorityClassName``'s priority; pods
-  ``<job>-<task>-<index>`` only once the PodGroup has left ``Pending``; a failed pod with ``PodFailed ->
-  RestartJob`` kills every pod and the PodGroup and starts over, ``Failed`` once the retries reach ``maxRetry``;
+  ``<job>-<task>-<index>`` only once the PodGroup has left ``Pending``; a failed pod takes the action of the first
+  of its task's policies, then the job's, that names ``PodFailed`` (or ``*``) or its exit code
+  (``job_controller_util.go`` ``applyPolicies``; ``job_controller_handler.go`` passes the first container's exit
+  code): ``RestartJob`` (and a failure no policy names) kills every pod and the PodGroup and starts over, ``Failed``
+  once the retries reach ``maxRetry``; ``TerminateJob`` kills the pods and ends the job ``Terminated``, at once;
   ``Completed`` when every pod has succeeded.
 - **TrainJob** (kubeflow/trainer v2.3.0 with JobSet v0.12.0): the runtime's pod template merged with the TrainJob's
   trainer (image, command, ``resourcesPerNode``) and runtime patches (service account, node selector, tolerations,
@@ -171,10 +174,17 @@ def _volcano_job(cluster: SimulatedCluster, workload: Workload, programs: Progra
             for index in range(int(task.get("replicas", 1))):
                 _new_pod(cluster, workload, f"{workload.name}-{task['name']}-{index}", template, group=group)
         return
-    if any(p.phase == "Failed" for p in pods):
-        workload.attempt += 1
+    failed = [p for p in pods if p.phase == "Failed"]
+    if failed:
+        action = volcano_action(spec, _task_of(workload, failed[0]), failed[0].exit_code)
         cluster.pods = [p for p in cluster.pods if not (p.owner == workload.ref and not p.finished)]
         cluster.pod_groups.pop(group, None)
+        if action == "TerminateJob":
+            workload.state = "Terminated"
+            workload.detail = f"TerminateJob: pod {failed[0].name} exited {failed[0].exit_code}"
+            cluster.say(f"{workload.ref} Terminated ({workload.detail})")
+            return
+        workload.attempt += 1
         if workload.attempt >= int(spec.get("maxRetry", 3)):
             workload.state, workload.detail = "Failed", f"{workload.attempt} attempts failed (maxRetry)"
             cluster.say(f"{workload.ref} Failed: {workload.detail}")
@@ -190,6 +200,26 @@ def _volcano_job(cluster: SimulatedCluster, workload: Workload, programs: Progra
         return
     if sum(p.phase == "Running" for p in pods) >= cluster.pod_groups[group].min_member:
         workload.state = "Running"
+
+
+def volcano_action(spec: Mapping[str, Any], task_name: str, exit_code: Optional[int]) -> Optional[str]:
+    """The action Volcano takes for a pod of task ``task_name`` that failed with ``exit_code``: the first of the
+    task's policies, then of the job's, whose events hold ``PodFailed`` or ``*`` or whose ``exitCode`` is the pod's
+    (volcano v1.15.1 ``applyPolicies``); None when no policy matches (Volcano's ``SyncJob``)."""
+    tasks = [t for t in spec.get("tasks") or () if t.get("name") == task_name]
+    for policies in [(tasks[0].get("policies") or []) if tasks else [], spec.get("policies") or []]:
+        for policy in policies:
+            events = ([policy["event"]] if policy.get("event") else []) + list(policy.get("events") or [])
+            if "PodFailed" in events or "*" in events:
+                return policy.get("action")
+            if policy.get("exitCode") is not None and policy["exitCode"] == exit_code:
+                return policy.get("action")
+    return None
+
+
+def _task_of(workload: Workload, pod: Pod) -> str:
+    """The task of a Volcano job's pod ``<job>-<task>-<index>``."""
+    return pod.name[len(workload.name) + 1 :].rsplit("-", 1)[0]
 
 
 def _task_pod(task: Mapping[str, Any]) -> Dict[str, Any]:

@@ -13,9 +13,11 @@ from tests.support.clusters import ENV, imported_cluster
 from tests.support.manifests import MANIFEST, held_job, manifest_of
 from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.constructs.training_node_group import TrainingNodeGroup
-from trainium_eks.core.conventions import SYSTEM_NODE_LABELS
+from trainium_eks.core.conventions import FABRIC_CHECK_LABEL, SYSTEM_NODE_LABELS
 from trainium_eks.core.validation import ConfigurationError
 from trainium_eks.manifests.jobs import job_release
+from trainium_eks.manifests.jobs.fabric_check import PROGRAM_CONFIG_MAP
+from trainium_eks.manifests.jobs.job_naming import PLACEHOLDER, hashed_name
 from trainium_eks.manifests.jobs.job_release import (
     HELD_JOB_LABEL,
     RELEASE_ANNOTATION,
@@ -27,6 +29,7 @@ from trainium_eks.manifests.jobs.job_release import (
     kubelet_literal,
 )
 from trainium_eks.manifests.jobs.job_release_program import NEVER
+from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.manifests.jobs.volcano_job import VolcanoJobChart
 
 
@@ -88,7 +91,12 @@ def test_the_held_name_changes_with_the_waits_and_the_release_job(monkeypatch):
     annotations = held_annotations(["job/a", "vcjob/b"])
     assert annotations == {WAIT_FOR_ANNOTATION: "job/a vcjob/b", RELEASE_ANNOTATION: RELEASE_DIGEST}
     kwargs = dict(
-        name="train", image="example.com/t:1", node_group=_topology(), script="/opt/t.py", namespace="training"
+        name="train",
+        image="example.com/t:1",
+        node_group=_topology(),
+        script="/opt/t.py",
+        namespace="training",
+        fabric_check=False,
     )
 
     def name(**props):
@@ -158,6 +166,9 @@ def sequence(**props):
 
 
 def training(topology, name, **props):
+    """A two-node Trainium job; without its fabric check unless ``fabric_check=True`` (the tests of the check's
+    wiring are below)."""
+    props.setdefault("fabric_check", False)
     return VolcanoJobChart(name=name, image="example.com/t:1", node_group=topology, script="/opt/t.py", **props)
 
 
@@ -327,3 +338,105 @@ def test_a_users_chart_that_is_not_one_job_or_a_library_job_with_wait_for_is_ref
         jobs.add("Long", user_job_chart(name="a-name-far-longer-than-twenty-eight"))
     with pytest.raises(ConfigurationError, match="VolcanoJobChart takes its own wait_for"):
         jobs.add("Lib", training(topology, "lib"), wait_for=["job/data-0123456789"])
+
+
+# --- fabric checks: one before each multi-node job on EFA nodes ---------------------------------------------------
+
+
+def release_waits(release):
+    """The references a release Job's program waits for (its arguments after the namespace and its own name)."""
+    (container,) = release["spec"]["template"]["spec"]["containers"]
+    return [ref for arg in container["command"][5:] for ref in arg.split()]
+
+
+def test_a_multi_node_efa_job_gets_its_fabric_check_first_and_is_created_only_once_the_check_completed():
+    stack, topology, jobs = sequence()
+    chart = training(topology, "train", fabric_check=True)
+    applied_job = jobs.add("Training", chart)
+    check = chart.fabric_check
+    assert check is not None and jobs.fabric_checks == {chart.ref: check}
+    assert [entry.node.id for entry in jobs.jobs] == ["Training-FabricCheck", "Training"], "the check first"
+    assert applied_job is jobs.jobs[-1]
+    found = applied(stack)
+    applied_check, depends = by_prefix(found, "SeqTrainingFabricCheck")
+    program, program_depends = by_prefix(found, "SeqFabricProgramtraining")
+    assert program["kind"] == "ConfigMap" and program["metadata"]["name"] == PROGRAM_CONFIG_MAP
+    assert program_depends == {"Prerequisite"}
+    program_id = next(key for key in found if key.startswith("SeqFabricProgramtraining"))
+    assert applied_check == json.loads(json.dumps(check.manifest)) and depends == {"Prerequisite", program_id}
+    assert applied_check["metadata"]["labels"][FABRIC_CHECK_LABEL] == chart.job_name
+    release, _ = by_prefix(found, "SeqTrainingJob")
+    assert held_job(release) == json.loads(json.dumps(chart.manifest)), "the job itself is held"
+    assert release_waits(release) == [check.ref], "until its check has completed"
+    assert chart.manifest["metadata"]["annotations"][WAIT_FOR_ANNOTATION] == check.ref, "its name covers the wait"
+
+
+def test_the_check_waits_for_what_its_job_waits_for_and_the_job_for_both():
+    stack, topology, jobs = sequence()
+    chart = training(topology, "train", fabric_check=True, wait_for=["job/data-0123456789"])
+    jobs.add("Training", chart)
+    check = chart.fabric_check
+    found = applied(stack)
+    check_release, _ = by_prefix(found, "SeqTrainingFabricCheck")
+    assert held_job(check_release)["metadata"]["name"] == check.job_name
+    assert release_waits(check_release) == ["job/data-0123456789"]
+    release, _ = by_prefix(found, "SeqTrainingJob")
+    assert release_waits(release) == ["job/data-0123456789", check.ref]
+    assert set(jobs.releases) == {check.ref, chart.ref}
+
+
+def test_a_chain_of_checked_jobs_gets_a_check_before_each():
+    """The seed run's order: staging -> check -> pre-compilation -> check -> training."""
+    stack, topology, jobs = sequence()
+    compile_ = training(topology, "compile", fabric_check=True, wait_for=["job/data-0123456789"])
+    train = training(topology, "train", fabric_check=True, wait_for=[compile_])
+    jobs.add("Precompile", compile_)
+    jobs.add("Training", train)
+    assert [entry.node.id for entry in jobs.jobs] == [
+        "Precompile-FabricCheck",
+        "Precompile",
+        "Training-FabricCheck",
+        "Training",
+    ]
+    assert train.fabric_check.wait_for == (compile_.ref,)
+    found = applied(stack)
+    programs = [key for key in found if key.startswith("SeqFabricProgram")]
+    assert len(programs) == 1, "one program ConfigMap for the namespace's checks"
+    for name in ("PrecompileFabricCheck", "TrainingFabricCheck"):
+        assert programs[0] in by_prefix(found, f"Seq{name}")[1], "each check (or its release) after it"
+    assert train.wait_for == (compile_.ref, train.fabric_check.ref)
+    assert compile_.wait_for == ("job/data-0123456789", compile_.fabric_check.ref)
+
+
+@pytest.mark.parametrize(
+    "props",
+    [
+        {"nodes": 1},
+        {"fabric_check": False},
+        {"efa_interfaces": 0},
+    ],
+    ids=["single node", "opted out", "no EFA requested"],
+)
+def test_no_check_for_a_single_node_job_an_opted_out_one_or_one_without_efa(props):
+    stack, topology, jobs = sequence()
+    chart = training(topology, "train", **{"fabric_check": True, **props})
+    jobs.add("Training", chart)
+    assert chart.fabric_check is None and not jobs.fabric_checks and chart.wait_for == ()
+    assert list(applied(stack)) == [key for key in applied(stack) if key.startswith("SeqTrainingJob")]
+    assert len(applied(stack)) == 1, "the job alone, applied as it is"
+
+
+def test_no_check_on_nodes_without_efa():
+    stack, _, jobs = sequence()
+    cpu = NodeGroupTopology("m5.xlarge", 2, 2, 0, (), frozenset())
+    chart = training(cpu, "train", fabric_check=True)
+    jobs.add("Training", chart)
+    assert chart.fabric_check is None and not jobs.fabric_checks
+
+
+def test_an_opted_out_job_is_named_by_its_own_spec_and_waits_alone():
+    """fabric_check=False: no check, no wait for one; the name is the hash of the job's spec with its own waits."""
+    _, topology, _ = sequence()
+    chart = training(topology, "train", fabric_check=False, wait_for=["job/data-0123456789"])
+    spec = json.loads(json.dumps(chart.manifest).replace(chart.job_name, PLACEHOLDER))
+    assert chart.job_name == hashed_name("train", spec)

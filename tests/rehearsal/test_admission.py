@@ -12,6 +12,7 @@ from rehearsal.scenarios import workflow_run
 from rehearsal.workload_controllers import QUEUE_ANNOTATION, merged_pod_spec
 from tests.support.apps import COMPOSER_TRAINING, KUBEFLOW_TRAINING, TRAINIUM_EKS, stack_template
 from tests.support.manifests import applied_objects
+from trainium_eks.core.conventions import FABRIC_CHECK_LABEL
 
 VARIANTS = [
     (TRAINIUM_EKS, {}),
@@ -70,6 +71,7 @@ def library_objects() -> Dict[str, Dict[str, Any]]:
         "runtime": next(o for o in objects if o["kind"] == "ClusterTrainingRuntime"),
         "queue": next(o for o in objects if o["kind"] == "Queue"),
         "podgroup": next(o for o in objects if o["kind"] == "PodGroup"),
+        "fabric": next(o for o in objects if FABRIC_CHECK_LABEL in (o["metadata"].get("labels") or {})),
         "all": objects,
     }
 
@@ -142,6 +144,30 @@ def test_each_rule_denies_what_its_webhook_denies(name):
     assert not [d for d in denials(obj, view) if d.startswith(name + ":")], "the library's object passes"
     mutate(obj)
     assert [d for d in denials(obj, view) if d.startswith(name + ":")], denials(obj, view)
+
+
+def test_the_fabric_check_passes_the_volcano_webhook_and_its_exit_code_policies_are_judged_like_it():
+    """volcano v1.15.1 validate/util.go validatePolicies: exit codes may not repeat (nor be 0, nor come with an
+    event); the job plugins must be registered ones (ssh, svc and env are)."""
+    objects = library_objects()
+    check, view = objects["fabric"], view_of(objects["all"])
+    assert check["spec"]["plugins"].keys() == {"ssh", "svc", "env"} and denials(check, view) == []
+    repeated = json.loads(json.dumps(check))
+    _task(repeated)["policies"].append({"exitCode": 3, "action": "RestartJob"})
+    assert "volcano job: policies: duplicate exitCode 3" in denials(repeated, view)
+    both = json.loads(json.dumps(check))
+    _task(both)["policies"][0]["event"] = "PodFailed"
+    assert "volcano job: policies: must not specify event and exitCode simultaneously" in denials(both, view)
+
+
+def test_the_ssh_plugins_pod_volume_must_be_a_dns_label():
+    """ssh/ssh.go mountRsaKey names the pod's volume after its Secret, <job>-ssh."""
+    objects = library_objects()
+    check = json.loads(json.dumps(objects["fabric"]))
+    check["metadata"]["name"] = "a" * 60
+    _task(check).update(name="", replicas=1, minAvailable=1)
+    check["spec"].update(minAvailable=1, plugins={"ssh": []})
+    assert "the ssh plugin's volume" in " ".join(denials(check, view_of(objects["all"])))
 
 
 def test_every_rule_has_a_case_that_it_denies():

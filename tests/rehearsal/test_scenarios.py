@@ -93,7 +93,9 @@ def test_a_fresh_deploy_runs_the_handler_for_every_manifest_and_chart(rehearsal)
     assert cluster.find("Namespace", "training") is not None
     assert cluster.find("PersistentVolumeClaim", "fsx-claim", "training") is not None
     assert cluster.releases[("volcano-system", "volcano")].revision == 1
-    assert len(job_names(result)) == 3
+    names = job_names(result)
+    assert len(names) == 5, "staging, and the releases of two jobs and of their fabric checks"
+    assert sum("-fabric-" in name for name in names) == 2
 
 
 def test_scaling_out_updates_the_node_pool_and_renames_the_jobs(rehearsal):
@@ -102,7 +104,7 @@ def test_scaling_out_updates_the_node_pool_and_renames_the_jobs(rehearsal):
     assert actions_of(result, "AWS::EKS::Nodegroup") == []
     assert pool_types_and_limits(result) == [(["trn1.32xlarge"], "4")]
     after = job_names(result)
-    assert len(after) == 3 and set(after) != set(before)
+    assert len(after) == 5 and set(after) != set(before)
 
 
 def test_another_instance_type_updates_the_node_pool_and_its_node_class_in_place(rehearsal):
@@ -127,7 +129,9 @@ def test_a_changed_training_argument_replaces_only_the_jobs_that_use_it(rehearsa
     assert [name for name in before if name.startswith("bert-phase1-data-")] == [
         name for name in after if name.startswith("bert-phase1-data-")
     ], "the staging job does not take the training arguments"
-    assert len(set(after) - set(before)) == 2
+    renamed = set(after) - set(before)
+    assert len(renamed) == 4, "the two jobs' releases, and those of their checks (a check's name covers its job's)"
+    assert sum("-fabric-" in name for name in renamed) == 2
 
 
 def test_removed_jobs_are_deleted_from_the_cluster(rehearsal):

@@ -12,10 +12,22 @@ from rehearsal.container_programs import Programs, WaitForJobs
 from rehearsal.kubelet_expansion import expand
 from rehearsal.node_capacity import allocatable, kube_reserved_millicpu
 from rehearsal.scenarios import workflow_run
-from rehearsal.scheduling_run import broken, is_job, rehearse_jobs, run_jobs, stack_scheduling, step
+from rehearsal.scheduling_run import (
+    arrival_orders,
+    arrival_units,
+    broken,
+    created_name,
+    guarded_name,
+    is_job,
+    rehearse_jobs,
+    run_jobs,
+    stack_scheduling,
+    step,
+)
 from rehearsal.simulated_cluster import SimulatedCluster, nodes_of
+from rehearsal.workload_controllers import volcano_action
 from tests.support.apps import COMPOSER_TRAINING, KUBEFLOW_TRAINING, TRAINIUM_EKS, resources_of, stack_template
-from tests.support.manifests import MANIFEST, manifest_of
+from tests.support.manifests import MANIFEST, held_job, manifest_of
 from trainium_eks.core.conventions import Taint
 from trainium_eks.manifests.addons.training_runtime import TrainingRuntimeChart
 from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
@@ -54,12 +66,148 @@ def test_every_stacks_jobs_complete_in_every_order_with_one_failed_attempt_each(
         nodes, standing, arrivals, volcano_actions=scheduling.volcano_actions, addons=scheduling.addons
     )
     assert all(not report.nodes_left for report in reports), "Karpenter removes every node after the jobs"
-    assert len(reports) == 2 * math.factorial(len(arrivals)), "every order, with and without failures"
+    units = arrival_units(arrivals)
+    checks = sum(len(unit) == 2 for unit in units)
+    assert checks == (2 if stack == TRAINIUM_EKS else 0), "a check before each multi-node EFA job, none elsewhere"
+    orders = math.factorial(len(units)) * (2 if checks else 1)
+    assert len(reports) == 2 * orders, "every order of the units, with and without failures"
     assert broken(reports) == {}
     releases = sum(1 for job in jobs if job["metadata"]["name"].endswith("-release"))
     for report in reports:
         assert set(report.jobs.values()) <= {"Complete", "Completed"}, report.jobs
         assert len(report.jobs) == len(arrivals) + releases, "each release Job created its held job"
+        assert_guarded_releases_were_inert(report, arrivals)
+
+
+def event_ticks(report, what: str) -> Dict[str, int]:
+    """Job name -> the tick of the log line ``t=<tick>: <kind>/<namespace>/<name> <what>``."""
+    found = {}
+    for line in report.log:
+        tick, _, rest = line.partition(": ")
+        ref, _, event = rest.partition(" ")
+        if event.startswith(what) and ref.count("/") == 2:
+            found[ref.rsplit("/", 1)[1]] = int(tick[2:])
+    return found
+
+
+def assert_guarded_releases_were_inert(report, arrivals):
+    """The premise of the reduced orders (rehearsal/scheduling_run.py): every fabric check completes after the last
+    arrival, and the job it guards is created only once it has (in that tick or later)."""
+    completed, created = event_ticks(report, "Complete"), event_ticks(report, "created")
+    last_arrival = len(arrivals) - 1
+    for manifest in arrivals:
+        guarded = guarded_name(manifest)
+        if guarded is None:
+            continue
+        check = manifest["metadata"]["name"].removesuffix("-release")
+        assert completed[check] > last_arrival, (report.arrival, completed[check])
+        assert created[guarded] >= completed[check], (report.arrival, guarded)
+
+
+def test_the_orders_keep_every_permutation_of_the_apps_jobs_with_each_check_next_to_its_job():
+    _, _, jobs = stack_parts(TRAINIUM_EKS)
+    units = arrival_units(jobs)
+    assert sorted(len(unit) for unit in units) == [1, 2, 2]
+    for check, guarded in (unit for unit in units if len(unit) == 2):
+        assert guarded_name(check) == created_name(guarded) and "-fabric-" in created_name(check)
+    orders = arrival_orders(jobs)
+    assert len(orders) == 12 and len(set(orders_as_names(orders))) == 12
+    apps_jobs = {tuple(n for n in order if "-fabric-" not in n) for order in orders_as_names(orders)}
+    assert len(apps_jobs) == math.factorial(3), "every order of staging, pre-compilation and training"
+    for order in orders_as_names(orders):
+        for index, name in enumerate(order):
+            if "-fabric-" in name:
+                neighbours = order[max(0, index - 1) : index + 2]
+                assert any(n.startswith(name.split("-fabric-")[0] + "-") and "-fabric-" not in n for n in neighbours)
+
+
+def orders_as_names(orders):
+    return [tuple(created_name(m) for m in order) for order in orders]
+
+
+def seed_parts_named():
+    """TrainiumEks' nodes, standing objects, jobs, and the jobs by what they are: data, compile, train and their
+    checks compile-fabric, train-fabric (releases named by the job they create)."""
+    nodes, standing, jobs = stack_parts(TRAINIUM_EKS)
+    named = {}
+    for job in jobs:
+        name = created_name(job)
+        what = name.split("-")[2] + ("-fabric" if "-fabric-" in name else "")
+        named[what] = name
+    return nodes, standing, jobs, named
+
+
+def test_a_fabric_check_below_its_floor_ends_the_check_and_its_job_is_never_created():
+    """The check of the training job measures too little: its node 0 exits 3, Volcano's exit-code policy terminates
+    the check at once (no retry), the training job's release fails naming it and the training job is never created;
+    everything before it completed."""
+    nodes, standing, jobs, named = seed_parts_named()
+    scheduling = stack_scheduling(stack_template(TRAINIUM_EKS).to_json())
+    report = run_jobs(
+        nodes,
+        standing,
+        jobs,
+        volcano_actions=scheduling.volcano_actions,
+        addons=scheduling.addons,
+        below_floor=frozenset({named["train-fabric"]}),
+    )
+    states = {ref.rsplit("/", 1)[1]: state for ref, state in report.jobs.items()}
+    assert states[named["train-fabric"]] == "Terminated"
+    assert states[named["train"] + "-release"] == "Failed"
+    assert named["train"] not in states, "the held training job is never created"
+    assert states[named["compile"]] == "Completed" and states[named["data"]] == "Complete"
+    assert any("restarts" in line and "train-fabric" in line for line in report.log) is False, "no retry"
+    assert any(named["train-fabric"] in line and "never created" in line for line in report.log), report.log
+    assert any(v.startswith(f"vcjob/training/{named['train-fabric']} ended Terminated") for v in report.violations)
+    assert not report.nodes_left, "Karpenter removes the nodes all the same"
+
+
+def test_a_failed_check_before_the_pre_compilation_ends_every_later_release():
+    nodes, standing, jobs, named = seed_parts_named()
+    scheduling = stack_scheduling(stack_template(TRAINIUM_EKS).to_json())
+    report = run_jobs(
+        nodes,
+        standing,
+        jobs,
+        volcano_actions=scheduling.volcano_actions,
+        addons=scheduling.addons,
+        below_floor=frozenset({named["compile"]}),
+    )
+    states = {ref.rsplit("/", 1)[1]: state for ref, state in report.jobs.items()}
+    assert states[named["compile-fabric"]] == "Terminated", "named by the job it guards, the check fails"
+    for release in ("compile", "train-fabric", "train"):
+        assert states[named[release] + "-release"] == "Failed", release
+    assert {named["compile"], named["train-fabric"], named["train"]}.isdisjoint(states)
+
+
+def test_a_failed_first_attempt_of_a_check_restarts_it_and_the_job_runs():
+    """A failure other than a verdict (exit 1: sshd, DNS, a benchmark that could not start) gets the check's one
+    restart (PodFailed -> RestartJob, maxRetry 2)."""
+    nodes, standing, jobs, named = seed_parts_named()
+    scheduling = stack_scheduling(stack_template(TRAINIUM_EKS).to_json())
+    report = run_jobs(
+        nodes,
+        standing,
+        jobs,
+        volcano_actions=scheduling.volcano_actions,
+        addons=scheduling.addons,
+        failing=frozenset({named["train-fabric"]}),
+    )
+    assert report.violations == (), report.violations
+    assert any(named["train-fabric"] in line and "restarts (attempt 2)" in line for line in report.log)
+
+
+@pytest.mark.parametrize(
+    "code,action",
+    [(3, "TerminateJob"), (4, "TerminateJob"), (78, "TerminateJob"), (5, "RestartJob"), (1, "RestartJob")],
+)
+def test_the_checks_policies_terminate_on_a_verdict_and_restart_on_anything_else(code, action):
+    """volcano v1.15.1 applyPolicies: the first of the task's policies that names the event or the exit code."""
+    _, _, jobs, named = seed_parts_named()
+    (release,) = [j for j in jobs if created_name(j) == named["train-fabric"]]
+    check = held_job(release)
+    assert volcano_action(check["spec"], "node", code) == action
+    assert volcano_action({"tasks": [{"name": "node", "policies": []}]}, "node", code) is None
 
 
 # --- today's patterns, which the model must catch ----------------------------------------------------------------
@@ -157,7 +305,8 @@ def test_a_volcano_job_with_no_node_of_its_kind_is_never_enqueued_and_makes_no_p
 
 
 def seed_cluster():
-    """The TrainiumEks cluster with its standing objects, and its jobs by what they are (bert-phase1-<what>-...)."""
+    """The TrainiumEks cluster with its standing objects, and its jobs by what they are (bert-phase1-<what>-...,
+    bert-phase1-<what>-fabric-... for the fabric checks)."""
     nodes, standing, jobs = stack_parts(TRAINIUM_EKS)
     cluster = SimulatedCluster(nodes=nodes, queues={"default": {"weight": 1}})
     for manifest in standing:
@@ -165,7 +314,8 @@ def seed_cluster():
     named = {}
     for job in jobs:
         name = job["metadata"]["name"]
-        named[("release-of-" if name.endswith("-release") else "") + name.split("-")[2]] = job
+        what = name.split("-")[2] + ("-fabric" if "-fabric-" in name else "")
+        named[("release-of-" if name.endswith("-release") else "") + what] = job
     return cluster, named
 
 
@@ -173,6 +323,8 @@ def test_deleting_a_release_deletes_the_job_its_program_created():
     cluster, jobs = seed_cluster()
     staging = cluster.create(jobs["data"])
     staging.state = "Complete"
+    check = cluster.create(held_job(jobs["release-of-compile-fabric"]))
+    check.state = "Completed"
     release = cluster.create(jobs["release-of-compile"])
     programs = Programs()
     for _ in range(10):
@@ -190,12 +342,12 @@ def test_a_failed_staging_ends_every_later_release_at_once():
     cluster, jobs = seed_cluster()
     staging = cluster.create(jobs["data"])
     staging.state = "Failed"
-    compile_release = cluster.create(jobs["release-of-compile"])
-    train_release = cluster.create(jobs["release-of-train"])
+    releases = [cluster.create(jobs[f"release-of-{what}"]) for what in ("compile-fabric", "compile", "train-fabric")]
+    releases.append(cluster.create(jobs["release-of-train"]))
     programs = Programs()
     for _ in range(20):
         step(cluster, programs)
-    assert (compile_release.state, train_release.state) == ("Failed", "Failed"), cluster.log
+    assert [release.state for release in releases] == ["Failed"] * 4, cluster.log
     assert not any(w.kind == "vcjob" for w in cluster.workloads.values())
 
 

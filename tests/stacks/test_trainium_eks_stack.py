@@ -67,7 +67,8 @@ def test_props_reach_the_node_group_the_file_system_its_bucket_and_the_seed_run(
     ]
     interfaces = [(i["DeviceIndex"], i["InterfaceType"]) for i in launch["NetworkInterfaces"]]
     assert interfaces == [(0, "efa")] + [(1, "efa")] * 7, "EfaLayout.ALL_EFA: an EFA with ENA on every card"
-    assert set(job_manifests(template)) == {"Staging", "Precompile", "Training"}
+    checks = {"PrecompileFabricCheck", "TrainingFabricCheck"}
+    assert set(job_manifests(template)) == {"Staging", "Precompile", "Training"} | checks
     claim = stack.addons.volume_chart.claim_name
     topology = stack.accelerated_nodes.topology
     assert claim in topology.shared_claims, "the accelerated nodes reach the Lustre claim"

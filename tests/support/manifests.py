@@ -11,6 +11,8 @@ from trainium_eks.core.cfn_text import cfn_text
 from trainium_eks.manifests.jobs.job_release import HELD_JOB_LABEL
 
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
+NOT_JOBS = ("JobsReleaseAccess", "JobsEtcd", "JobsFabricProgram")
+"""What a JobSequence ``Jobs`` applies besides jobs and releases: the release access, etcd, the fabric program."""
 
 
 def manifest_of(resource: Dict[str, Any]) -> Dict[str, Any]:
@@ -48,7 +50,7 @@ def release_manifests(template) -> Dict[str, Dict[str, Any]]:
     """The release Jobs of the stack's JobSequence ``Jobs``, by the id their held job was added with."""
     found = {}
     for logical_id, resource in resources_of(template, MANIFEST).items():
-        if logical_id.startswith("Jobs") and not logical_id.startswith(("JobsReleaseAccess", "JobsEtcd")):
+        if logical_id.startswith("Jobs") and not logical_id.startswith(NOT_JOBS):
             job = manifest_of(resource)
             if HELD_JOB_LABEL in (job["metadata"].get("labels") or {}):
                 found[logical_id[len("Jobs") :].split(job["kind"], 1)[0]] = job
@@ -67,7 +69,7 @@ def job_manifests(template) -> Dict[str, Dict[str, Any]]:
     or for a held job the job its release Job creates."""
     found = {}
     for logical_id, resource in resources_of(template, MANIFEST).items():
-        if logical_id.startswith("Jobs") and not logical_id.startswith(("JobsReleaseAccess", "JobsEtcd")):
+        if logical_id.startswith("Jobs") and not logical_id.startswith(NOT_JOBS):
             job = manifest_of(resource)
             added_as = logical_id[len("Jobs") :].split(job["kind"], 1)[0]
             found[added_as] = held_job(job) if HELD_JOB_LABEL in (job["metadata"].get("labels") or {}) else job

@@ -14,9 +14,10 @@ from trainium_eks.workloads import bert_phase1
 
 def test_staging_and_two_releases_created_side_by_side_after_the_add_ons_each_its_own_resource(template):
     jobs = job_manifests(template)
-    assert set(jobs) == {"Staging", "Precompile", "Training"}
+    checks = {"PrecompileFabricCheck", "TrainingFabricCheck"}
+    assert set(jobs) == {"Staging", "Precompile", "Training"} | checks, "a fabric check before each two-node job"
     releases = release_manifests(template)
-    assert set(releases) == {"Precompile", "Training"}, "the jobs that wait are held; their release Jobs are applied"
+    assert set(releases) == {"Precompile", "Training"} | checks, "the jobs that wait are held; their releases applied"
     resources = template.to_json()["Resources"]
     ids = {
         name: next(k for k in resources if k.startswith(f"Jobs{name}Job") and "ReleaseAccess" not in k) for name in jobs
@@ -44,10 +45,20 @@ def test_training_is_created_after_precompilation_which_is_created_after_staging
         (container,) = release["spec"]["template"]["spec"]["containers"]
         return container["command"][3:]
 
+    compile_check, training_check = jobs["PrecompileFabricCheck"], jobs["TrainingFabricCheck"]
     assert waits(releases["Precompile"]) == ["training", releases["Precompile"]["metadata"]["name"]] + [
-        f"job/{staging['metadata']['name']}"
+        f"job/{staging['metadata']['name']}",
+        f"vcjob/{compile_check['metadata']['name']}",
     ]
-    assert waits(releases["Training"])[2:] == [f"vcjob/{precompile['metadata']['name']}"]
+    assert waits(releases["PrecompileFabricCheck"])[2:] == [f"job/{staging['metadata']['name']}"]
+    assert waits(releases["TrainingFabricCheck"])[2:] == [f"vcjob/{precompile['metadata']['name']}"]
+    assert waits(releases["Training"])[2:] == [
+        f"vcjob/{precompile['metadata']['name']}",
+        f"vcjob/{training_check['metadata']['name']}",
+    ], "staging -> check -> pre-compilation -> check -> training"
+    for name, check in (("Precompile", compile_check), ("Training", training_check)):
+        assert check["metadata"]["labels"]["trainium-eks/fabric-check-for"] == jobs[name]["metadata"]["name"]
+        assert pod_spec(check)["containers"][0]["image"] == pod_spec(jobs[name])["containers"][0]["image"]
     for name in ("Precompile", "Training"):
         job = jobs[name]
         assert "initContainers" not in pod_spec(job) and "priorityClassName" not in pod_spec(job)
@@ -150,7 +161,8 @@ def test_a_users_job_composes_into_the_stack_as_the_readme_shows(tmp_path):
     )
     stack.jobs.add("LlamaSft", job)
     release = stack.jobs.releases[job.ref]
-    assert release.wait_for == [stack.seed_jobs.training.ref], "created once the seed run has completed"
+    assert release.wait_for == [stack.seed_jobs.training.ref, job.fabric_check.ref], "after the seed run and its check"
+    assert stack.jobs.releases[job.fabric_check.ref].wait_for == [stack.seed_jobs.training.ref]
     template = app.synth().get_stack_by_name("TrainiumEks").template
     etcd = [k for k in template["Resources"] if k.startswith("JobsEtcdtraining")]
     assert etcd, "a job that rendezvouses through etcd brings the etcd server of its namespace"

@@ -47,7 +47,10 @@ def test_staging_then_the_baseline_then_the_recipe_each_waiting_for_the_one_befo
     sequence = RecordingSequence()
     jobs = composer_resnet.add_composer_jobs(sequence, image=IMAGE, node_group=P4D)
     assert sequence.added == [("Staging", jobs.staging), ("Baseline", jobs.baseline), ("Recipe", jobs.recipe)]
-    assert jobs.baseline.wait_for == (jobs.staging.ref,) and jobs.recipe.wait_for == (jobs.baseline.ref,)
+    baseline_check, recipe_check = jobs.baseline.fabric_check, jobs.recipe.fabric_check
+    assert jobs.baseline.wait_for == (jobs.staging.ref, baseline_check.ref), "two p4d nodes: its fabric check too"
+    assert jobs.recipe.wait_for == (jobs.baseline.ref, recipe_check.ref)
+    assert (baseline_check.wait_for, recipe_check.wait_for) == ((jobs.staging.ref,), (jobs.baseline.ref,))
     for job in (jobs.baseline, jobs.recipe):
         assert job.workload.launcher is Launcher.COMPOSER and job.workload.node_group == P4D
         argv = volcano_launch(job.manifests()[0], tmp_path, node_index=1)["argv"]

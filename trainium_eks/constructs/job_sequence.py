@@ -14,6 +14,7 @@ from trainium_eks.core.validation import Problems, check_cluster, check_instance
 from trainium_eks.manifests.access.job_release_access import JobReleaseAccessChart, JobReleaseCreatorChart
 from trainium_eks.manifests.addons.etcd import EtcdChart
 from trainium_eks.manifests.jobs.adopted_job import AdoptedJobChart
+from trainium_eks.manifests.jobs.fabric_check import FabricProgramChart
 from trainium_eks.manifests.jobs.job_chart import JobChart
 from trainium_eks.manifests.jobs.job_release import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, JobReleaseChart
 
@@ -30,6 +31,18 @@ class JobSequence(Construct):
       device, CPU or memory that the jobs it waits for need, whatever order the objects arrive in and however often
       those jobs restart; nothing waits inside a training pod. The release Jobs' service account and Roles
       (:mod:`~trainium_eks.manifests.access.job_release_access`) are applied once per namespace and held kind.
+    - **A multi-node job on EFA nodes is checked first**: a job chart that has a fabric check (``VolcanoJobChart``,
+      ``TrainJobChart`` or ``PyTorchJobChart`` on more than one node of an EFA type, ``fabric_check=True`` by default:
+      its :attr:`~trainium_eks.manifests.jobs.distributed_job_chart.DistributedJobChart.fabric_check`) has it added
+      first, as ``<id>-FabricCheck``: a Volcano Job that runs a collective benchmark (nccom-test on Neuron,
+      nccl-tests on NVIDIA) across the job's nodes with the job's devices, EFA interfaces and environment
+      (:class:`~trainium_eks.manifests.jobs.fabric_check.FabricCheckChart`). The check waits for what the job waits
+      for (so it is applied, or held by a release, like the job would be), and the job waits for the check too: the
+      job's release creates it only once the check has completed. The checks of a namespace mount the fabric
+      program from one ConfigMap (:class:`~trainium_eks.manifests.jobs.fabric_check.FabricProgramChart`), applied
+      once, before them. A check below its floor fails (Volcano ``TerminateJob``), the job's release fails naming
+      it, and the job, and every job held after it, is never created. A single-node job, or one on a type without
+      EFA, has no check.
     - **A job that rendezvouses through etcd** (``VolcanoJobChart(rendezvous="etcd")``) gets the etcd server
       (:class:`~trainium_eks.manifests.addons.etcd.EtcdChart`) of its namespace, applied once, before it; with the
       default c10d rendezvous no etcd runs.
@@ -82,8 +95,11 @@ class JobSequence(Construct):
         """What the sequence applies per job: the job itself, or the release Job of a held job."""
         self.releases: Dict[str, JobReleaseChart] = {}
         """Held job's reference (``vcjob/<name>``) -> its release chart."""
+        self.fabric_checks: Dict[str, JobChart] = {}
+        """Checked job's reference -> its fabric check (a ``FabricCheckChart``), applied before it."""
         self._access: Dict[Tuple[str, str], AppliedChart] = {}
         self._etcd: Dict[str, AppliedChart] = {}
+        self._fabric_programs: Dict[str, AppliedChart] = {}
 
     def add_prerequisites(self, *constructs: IConstruct) -> None:
         """What every job added from now on comes after, besides :attr:`prerequisites` (a controller installed after
@@ -107,7 +123,8 @@ class JobSequence(Construct):
         ``chart`` is a job chart of the library (``VolcanoJobChart``, ``TrainJobChart``, ``DatasetStagingChart``...,
         which say what they wait for themselves), or a ``cdk8s.Chart`` of yours holding one job, which is adopted
         (:class:`~trainium_eks.manifests.jobs.adopted_job.AdoptedJobChart`: named after the hash of its spec) and
-        waits for ``wait_for``."""
+        waits for ``wait_for``. A job chart with a fabric check (``chart.fabric_check``) has the check added first,
+        as ``<id_>-FabricCheck``: the job's own wait for it holds the job until the check has completed."""
         problems = Problems(f"{self.node.path}/{id_}")
         if check_instance(problems, "chart", chart, cdk8s.Chart, "a job chart (VolcanoJobChart, ...) or a cdk8s.Chart"):
             if isinstance(chart, JobChart) and wait_for:
@@ -115,10 +132,19 @@ class JobSequence(Construct):
         problems.raise_if_any()
         if not isinstance(chart, JobChart):
             chart = AdoptedJobChart(chart, wait_for=wait_for, resolve=self.resolve)
+        check = getattr(chart, "fabric_check", None)
+        if check is not None:
+            others = tuple(ref for ref in chart.wait_for if ref != check.ref)
+            if check.ref not in chart.wait_for or check.wait_for != others:
+                raise ValueError(f"{chart.ref}: its fabric check {check.ref} waits for {check.wait_for}, not {others}")
+            self.add(f"{id_}-FabricCheck", check)
+            self.fabric_checks[chart.ref] = check
         namespace = chart.namespace_name
         after = list(self.prerequisites)
         if getattr(chart, "needs_etcd", False):
             after += self._etcd_server(namespace).of_kind("Service")
+        if getattr(chart, "needs_fabric_program", False):
+            after.append(self._fabric_program(namespace))
         if not chart.wait_for:
             applied = AppliedChart(self, id_, cluster=self.cluster, chart=chart, after=after)
         else:
@@ -145,6 +171,18 @@ class JobSequence(Construct):
                 self, id_, cluster=self.cluster, chart=chart, after=self.access_prerequisites
             )
         return self._access[(namespace, kind)]
+
+    def _fabric_program(self, namespace: str) -> AppliedChart:
+        """The fabric program's ConfigMap of ``namespace``, which every fabric check there mounts; applied once."""
+        if namespace not in self._fabric_programs:
+            self._fabric_programs[namespace] = AppliedChart(
+                self,
+                f"FabricProgram-{namespace}",
+                cluster=self.cluster,
+                chart=FabricProgramChart(namespace=namespace),
+                after=self.access_prerequisites,
+            )
+        return self._fabric_programs[namespace]
 
     def _etcd_server(self, namespace: str) -> AppliedChart:
         """The etcd server of ``namespace``, applied once."""

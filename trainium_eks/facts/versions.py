@@ -426,3 +426,23 @@ NVIDIA_DEVICE_PLUGIN = ImagePin(
     checked="2026-12-01",
 )
 """Image of :class:`~trainium_eks.manifests.addons.nvidia_device_plugin.NvidiaDevicePluginChart` (GPU node groups)."""
+
+
+NCCL_TESTS = ImagePin(
+    repository="public.ecr.aws/hpc-cloud/nccl-tests",
+    tag="cuda12.8.1-efa1.43.2-ofiv1.16.3-ncclv2.27.7-1-testsv2.16.9",
+    source="aws-samples/awsome-distributed-training commit 0877e0e3 (2025-08-30, 'efa1.43.2-ofiv1.16.3-ncclv2.27.7-"
+    "1-testsv2.16.9', #836): micro-benchmarks/nccl-tests/buildspec.yaml builds nccl-tests.Dockerfile with CUDA 12.8.1, "
+    "EFA installer 1.43.2, aws-ofi-nccl v1.16.3, NCCL v2.27.7-1, nccl-tests v2.16.9 and pushes it to "
+    "public.ecr.aws/hpc-cloud/nccl-tests under the tag cuda<CUDA>-efa<EFA>-ofi<OFI>-nccl<NCCL>-tests<TESTS> (the "
+    "repository's README: 'a prebuild image on a public ECR repository'; still the buildspec at 7217859, 2026-02-21). "
+    "That Dockerfile (nvcr.io/nvidia/cuda:12.8.1-devel-ubuntu22.04) holds /opt/nccl-tests/build/all_reduce_perf built "
+    "with MPI=1 against the EFA installer's Open MPI (/opt/amazon/openmpi, first on PATH), libfabric and fi_info in "
+    "/opt/amazon/efa, aws-ofi-nccl in /opt/aws-ofi-nccl/install (on LD_LIBRARY_PATH), openssh-server with "
+    "/var/run/sshd and StrictModes no, Python 3; GPU code for sm_80 to sm_100 (A100, A10G, L4, L40S, H100). CUDA 12.8 "
+    "rather than the 13.x tags: 13 needs NVIDIA driver 580. The tag's presence on the registry was not checked offline "
+    "(third-party EKS and Slurm recipes pin the same tag)",
+    checked="2026-12-01",
+)
+"""Image of the fabric acceptance job on NVIDIA EFA types (:mod:`trainium_eks.manifests.jobs.fabric_check`): the
+training images of the library do not hold nccl-tests, Open MPI or sshd."""

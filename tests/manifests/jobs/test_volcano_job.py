@@ -174,7 +174,7 @@ def test_a_job_that_waits_holds_nothing_in_its_own_pods():
     """No init container waits inside the job (it would hold the pod's devices); no priority class pretends to order
     the jobs: the job sequence holds the job until the jobs it waits for have completed."""
     chart, manifest = job(wait_for=["vcjob/bert-compile-0123456789"])
-    assert chart.wait_for == ("vcjob/bert-compile-0123456789",)
+    assert chart.wait_for == ("vcjob/bert-compile-0123456789", chart.fabric_check.ref), "and its fabric check"
     assert "initContainers" not in pod(manifest) and "priorityClassName" not in pod(manifest)
     assert "priorityClassName" not in manifest["spec"]
 

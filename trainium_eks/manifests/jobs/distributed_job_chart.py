@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Callable, Dict, Mapping, Optional
 
-from trainium_eks.core.validation import Problems
+from trainium_eks.core.validation import Problems, check_bool
 from trainium_eks.manifests.jobs.distributed_workload import DistributedWorkload, NodeContract
+from trainium_eks.manifests.jobs.fabric_check import FabricCheckChart, fabric_check_applies
+from trainium_eks.manifests.jobs.fabric_floor import DEFAULT_FABRIC_FLOOR_FRACTION, check_fabric_floor
 from trainium_eks.manifests.jobs.job_chart import JobChart, check_wait_for
 
 PET_CONTRACT = NodeContract(
@@ -33,19 +35,73 @@ PET_CONTRACT = NodeContract(
 
 class DistributedJobChart(JobChart):
     """A job chart whose pods run a :class:`DistributedWorkload` (``VolcanoJobChart``, ``TrainJobChart``,
-    ``PyTorchJobChart``): it takes ``wait_for`` out of the workload props, checks it and every workload prop into the
-    subclass's ``problems`` (and raises once, listing all of them), then names the job.
+    ``PyTorchJobChart``): it takes ``wait_for`` and the fabric check's settings out of the workload props, checks them
+    and every workload prop into the subclass's ``problems`` (and raises once, listing all of them), then names the
+    job.
+
+    **Fabric check.** A job on more than one node of an EFA type (Neuron or NVIDIA) that requests EFA interfaces gets
+    a :class:`~trainium_eks.manifests.jobs.fabric_check.FabricCheckChart` (:attr:`fabric_check`): a collective
+    benchmark across the same number of nodes of the node group, with the job's devices, EFA interfaces, environment
+    and placement, that waits for what the job waits for; the job waits for it too (it is added to :attr:`wait_for`
+    before the job is named, so the job's name covers it), and
+    :class:`~trainium_eks.constructs.job_sequence.JobSequence` applies the check before the job. The job is then held
+    by its release until the check has completed; a check below the floor fails, its release Job fails, and the job
+    is never created. A single-node job, a job on a type without EFA and a job that requests no EFA interface never
+    get one. The settings live on the job chart, not on the sequence: the job's name depends on whether it waits for a
+    check.
 
     :param problems: The subclass's collector, holding the problems of its own props.
     :param name: Base name of the job. Required.
     :param namespace: The job's namespace. Required.
-    :param workload: The workload props (``image``, ``node_group``, ``script``, ``wait_for``...).
+    :param workload: The workload props (``image``, ``node_group``, ``script``, ``wait_for``...), and:
+
+        - ``fabric_check``: whether the job gets its fabric check (when it applies). Default: true.
+        - ``fabric_floor_fraction``: the share of the node's EFA link rate the check's all-reduce bus bandwidth must
+          reach, above 0 and at most 1 (:mod:`~trainium_eks.manifests.jobs.fabric_floor`). Default: 0.25.
+    :param queue: The Volcano queue of the fabric check (the job's own queue). Default: ``training``.
     """
 
-    def __init__(self, problems: Problems, *, name: str, namespace: str, workload: Dict[str, Any]) -> None:
+    def __init__(
+        self,
+        problems: Problems,
+        *,
+        name: str,
+        namespace: str,
+        workload: Dict[str, Any],
+        queue: Optional[str] = None,
+    ) -> None:
         wait_for = workload.pop("wait_for", ())
+        fabric_check = workload.pop("fabric_check", True)
+        fabric_floor = workload.pop("fabric_floor_fraction", DEFAULT_FABRIC_FLOOR_FRACTION)
         check_wait_for(problems, wait_for)
+        check_bool(problems, "fabric_check", fabric_check)
+        check_fabric_floor(problems, "fabric_floor_fraction", fabric_floor)
         self.workload = DistributedWorkload.from_props(problems, name=name, namespace=namespace, **workload)
         super().__init__(name, namespace=namespace, wait_for=wait_for)
         self.nodes = self.workload.nodes
         self.processes_per_node = self.workload.processes_per_node
+        self.fabric_check: Optional[FabricCheckChart] = None
+        """The job's fabric check, applied before it by ``JobSequence.add`` (None: the job gets none)."""
+        self._fabric = fabric_check is True and fabric_check_applies(self.workload)
+        self._fabric_floor = fabric_floor
+        self._fabric_queue = queue
+
+    def add_job(self, manifest: Mapping[str, Any], resolve: Optional[Callable[[Any], Any]]) -> None:
+        """Name the job and add it (:meth:`JobChart.add_job`); with a fabric check, first make the check (named after
+        its own spec and ``manifest``, the job's spec less the wait), add it to the waits, then label the check with
+        the job's name."""
+        if not self._fabric:
+            super().add_job(manifest, resolve)
+            return
+        check = FabricCheckChart(
+            workload=self.workload,
+            queue=self._fabric_queue,
+            floor_fraction=self._fabric_floor,
+            wait_for=self.wait_for,
+            gated_spec=manifest,
+            resolve=resolve,
+        )
+        self.wait_for = self.wait_for + (check.ref,)
+        super().add_job(manifest, resolve)
+        check.label_for(self.job_name)
+        self.fabric_check = check

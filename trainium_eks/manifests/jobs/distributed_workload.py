@@ -51,6 +51,21 @@ DEFAULT_RESOURCE_FRACTION = 0.5
 MASTER_PORT = 29500
 """Port of the rendezvous store on node 0 (torchrun's c10d default, the Kubeflow operators' default)."""
 
+UVERBS_DIR = "/dev/infiniband"
+"""Where a pod sees the EFA devices the EFA device plugin gave it, one ``uverbs<N>`` per interface (EKS user guide,
+node-efa.html; the plugin's DaemonSet mounts ``/dev/infiniband/``: aws/eks-charts ``aws-efa-k8s-device-plugin``)."""
+
+FI_INFO = "/opt/amazon/efa/bin/fi_info"
+"""libfabric's ``fi_info`` as the EFA installer puts it in the images: not on the Neuron DLC's ``PATH``
+(aws-neuron/deep-learning-containers 2.29.1 ``pytorch/training/2.9.0/Dockerfile.neuronx`` adds only
+``/opt/aws/neuron/bin`` and ``/home/.openmpi/bin``), so it is called by its path."""
+
+EFA_SELF_CHECK_EXIT = 78
+"""Exit status of a container whose EFA self-check failed (:func:`efa_self_check`): ``EX_CONFIG`` of BSD's
+``sysexits.h`` ("something was found in an unconfigured or misconfigured state"), distinct from torchrun's and the
+launchers' statuses (1), the shell's (126, 127), ``timeout``'s (124), signals (128 + n) and the fabric program's (2 to
+5, :mod:`~trainium_eks.manifests.jobs.fabric_program`)."""
+
 CACHE_SET = re.compile(r"[A-Za-z0-9_-]+")
 ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
 
@@ -107,7 +122,20 @@ class DistributedWorkload:
     - requests and limits of Neuron devices, EFA interfaces and GPUs, CPU and memory requests of
       ``resource_fraction`` of the node (so the pods are not the first evicted);
     - a memory-backed ``/dev/shm``, the claims at their mount paths, the node selector on the instance type and
-      tolerations of the node group's taints, the service account.
+      tolerations of the node group's taints, the service account;
+    - when the pod requests EFA interfaces, an EFA self-check before anything else runs (:func:`efa_self_check`): the
+      container sees as many ``/dev/infiniband/uverbs*`` devices as it requested and libfabric lists the ``efa``
+      provider (``/opt/amazon/efa/bin/fi_info -p efa``), or it exits at once with :data:`EFA_SELF_CHECK_EXIT` (78) and a
+      message saying which. What that exit then does is the job's failure policy, the same as for any failed worker:
+      a Volcano job's ``PodFailed -> RestartJob`` restarts the whole job, which fails once ``max_retries`` attempts
+      have (volcano-sh/volcano v1.15.1 ``pkg/controllers/job/job_controller_util.go`` ``applyPolicies``: the task's
+      policies, first match); a TrainJob's pod fails its child Job (``backoffLimit: 0``), and the JobSet restarts
+      whole until ``failurePolicy.maxRestarts`` (kubernetes-sigs/jobset v0.12.0 ``pkg/controllers/failure_policy.go``);
+      a PyTorchJob's container (``restartPolicy: OnFailure``) is restarted in place by the kubelet until the restarts
+      exceed ``runPolicy.backoffLimit`` (kubeflow/trainer v1.9.4 ``pkg/controller.v1/common/job.go``
+      ``PastBackoffLimit``). Each attempt fails within seconds of starting, before torchrun, so a retry costs only a
+      pod start; a job that fails this way fails its release chain like any failed job (the jobs held after it are
+      never created).
 
     :param name: Base name of the job, a DNS label of at most 28 characters. Required.
     :param image: Container image. Required.
@@ -346,8 +374,10 @@ class DistributedWorkload:
         }
 
     def launch_script(self, contract: NodeContract) -> str:
-        """The bash script a worker runs: per-node environment, then ``exec`` of the launcher."""
-        lines = list(contract.setup)
+        """The bash script a worker runs: the EFA self-check when the pod requests EFA interfaces
+        (:func:`efa_self_check`), per-node environment, then ``exec`` of the launcher."""
+        lines = efa_self_check(self.efa_interfaces) if self.efa_interfaces else []
+        lines += list(contract.setup)
         if self.accelerator is Accelerator.NEURON:
             flags = f"--cache_dir={self.cache_root}/{self.cache_set}_{contract.node_index}"
             lines.append(f'export NEURON_CC_FLAGS="{flags}"')
@@ -376,6 +406,44 @@ class DistributedWorkload:
             shell = " ".join(_quote(w) for w in words)
         lines.append("exec " + shell)
         return "\n".join(lines)
+
+
+def efa_self_check(expected: int) -> List[str]:
+    """Bash lines that check the container's own EFA before anything else runs, and exit at once with
+    :data:`EFA_SELF_CHECK_EXIT` and a message on stderr saying which check failed:
+
+    1. the pod sees ``expected`` EFA devices (``/dev/infiniband/uverbs*``, :data:`UVERBS_DIR`), as many as it
+       requested of ``vpc.amazonaws.com/efa`` (the EFA device plugin mounts one per interface it allocated);
+    2. ``/opt/amazon/efa/bin/fi_info`` (:data:`FI_INFO`) exists, and ``fi_info -p efa`` lists the ``efa`` provider
+       (a ``provider: efa`` line; without a usable EFA device libfabric answers ``fi_getinfo: -61 (No data
+       available)`` and exits non-zero). The EFA installer puts libfabric in ``/opt/amazon/efa``, off the Neuron DLC's
+       ``PATH``.
+
+    No ``$(`` in the lines: the kubelet would read it as a reference to an environment variable (Kubernetes
+    ``third_party/forked/golang/expansion/expand.go``)."""
+    check = "EFA self-check failed:"
+    return [
+        f"efa_expected={expected}",
+        "shopt -s nullglob",
+        f"efa_devices=({UVERBS_DIR}/uverbs*)",
+        "shopt -u nullglob",
+        'if [ "${#efa_devices[@]}" -ne "${efa_expected}" ]; then',
+        f'  echo "{check} this pod requested ${{efa_expected}} EFA devices (vpc.amazonaws.com/efa) and sees'
+        f" ${{#efa_devices[@]}} ({UVERBS_DIR}/uverbs*): is the EFA device plugin running on this node, with as many"
+        f' EFA interfaces attached?" >&2',
+        f"  exit {EFA_SELF_CHECK_EXIT}",
+        "fi",
+        f"if [ ! -x {FI_INFO} ]; then",
+        f'  echo "{check} {FI_INFO} is missing: the image has no EFA libfabric (the EFA installer puts it in'
+        f' /opt/amazon/efa)" >&2',
+        f"  exit {EFA_SELF_CHECK_EXIT}",
+        "fi",
+        f"if ! {FI_INFO} -p efa 2>&1 | grep -q 'provider: efa'; then",
+        f'  echo "{check} {FI_INFO} -p efa lists no efa provider (libfabric finds no usable EFA device); it says:" >&2',
+        f"  {FI_INFO} -p efa >&2 2>&1",
+        f"  exit {EFA_SELF_CHECK_EXIT}",
+        "fi",
+    ]
 
 
 _SHELL_EXPANSION = re.compile(r"^[A-Za-z0-9_.:/-]*\$\{[A-Z0-9_]+\}[A-Za-z0-9_.:/-]*$")

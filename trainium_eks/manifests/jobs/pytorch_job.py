@@ -36,6 +36,11 @@ class PyTorchJobChart(DistributedJobChart):
     :param min_nodes: With a value, an elastic job (``elasticPolicy``) that runs on ``min_nodes`` to ``nodes`` nodes.
         Default: none (a fixed-size job).
     :param wait_for: Jobs to wait for: the job is held until they have completed. Default: none.
+    :param fabric_check: On more than one EFA node, run a collective benchmark across the job's nodes first, as a
+        Volcano Job in ``queue`` (the library's default queue when ``queue`` is None: the check needs Volcano even when
+        the operator gangs without it), and hold the PyTorchJob until it passed (:attr:`fabric_check`;
+        :class:`~trainium_eks.manifests.jobs.distributed_job_chart.DistributedJobChart`). Default: true.
+    :param fabric_floor_fraction: The share of the EFA link rate the check must reach. Default: 0.25.
     :param resolve: Turns CDK tokens into their CloudFormation form before hashing. Default: none.
     :param workload: The other props, documented on
         :class:`~trainium_eks.manifests.jobs.distributed_workload.DistributedWorkload`.
@@ -58,7 +63,7 @@ class PyTorchJobChart(DistributedJobChart):
             check_dns_label(problems, "queue", queue)
         if min_nodes is not None:
             check_integer(problems, "min_nodes", min_nodes, minimum=1, maximum=workload.get("nodes") or 450)
-        super().__init__(problems, name=name, namespace=namespace, workload=workload)
+        super().__init__(problems, name=name, namespace=namespace, workload=workload, queue=queue)
 
         pod = {**self.workload.pod_spec(CONTAINER, PET_CONTRACT), "restartPolicy": "OnFailure"}
         template = {

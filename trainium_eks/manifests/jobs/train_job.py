@@ -53,6 +53,11 @@ class TrainJobChart(DistributedJobChart):
     :param namespace: Default: ``training``.
     :param queue: Volcano queue, or None. Default: ``training``.
     :param wait_for: Jobs to wait for (their charts or references). Default: none.
+    :param fabric_check: On more than one EFA node, run a collective benchmark across the job's nodes first, as a
+        Volcano Job in ``queue`` (the library's default queue when ``queue`` is None), and hold the TrainJob until it
+        passed (:attr:`fabric_check`; :class:`~trainium_eks.manifests.jobs.distributed_job_chart.DistributedJobChart`).
+        Default: true.
+    :param fabric_floor_fraction: The share of the EFA link rate the check must reach. Default: 0.25.
     :param resolve: Turns CDK tokens into their CloudFormation form before hashing. Default: none.
     :param workload: The other props (``image``, ``node_group``, ``script``, ``args``, ``nodes``,
         ``processes_per_node``, ``launcher``, ``env``, ``volumes``...), documented on
@@ -82,7 +87,7 @@ class TrainJobChart(DistributedJobChart):
                 f"{RUNTIME_ATTEMPTS} or unset: a TrainJob runs as often as its runtime says "
                 "(TrainingRuntimeChart(max_restarts=max_retries - 1) under another name)",
             )
-        super().__init__(problems, name=name, namespace=namespace, workload=workload)
+        super().__init__(problems, name=name, namespace=namespace, workload=workload, queue=queue)
         self.queue = queue
 
         metadata: Dict[str, Any] = {

@@ -64,6 +64,11 @@ class VolcanoJobChart(DistributedJobChart):
         none (values are hashed as they are).
     :param wait_for: The jobs to wait for (their charts, or ``job/<name>``, ``vcjob/<name>``...): the job is held until
         they have completed (:class:`~trainium_eks.constructs.job_sequence.JobSequence`). Default: none.
+    :param fabric_check: On more than one EFA node, run a collective benchmark across the job's nodes first and hold
+        the job until it passed (:attr:`fabric_check`, a
+        :class:`~trainium_eks.manifests.jobs.fabric_check.FabricCheckChart` in ``queue``; see
+        :class:`~trainium_eks.manifests.jobs.distributed_job_chart.DistributedJobChart`). Default: true.
+    :param fabric_floor_fraction: The share of the EFA link rate the check must reach. Default: 0.25.
     :param workload: The job's other props (``image``, ``node_group``, ``script``, ``args``, ``nodes``,
         ``processes_per_node``, ``launcher``, ``cache_set``, ``precompile``, ``volumes``, ``env``, ...),
         as documented on
@@ -85,7 +90,7 @@ class VolcanoJobChart(DistributedJobChart):
         problems = Problems(f"training job {name!r}")
         chosen = coerce_enum(problems, "rendezvous", rendezvous, Rendezvous)
         check_dns_label(problems, "queue", queue)
-        super().__init__(problems, name=name, namespace=namespace, workload=workload)
+        super().__init__(problems, name=name, namespace=namespace, workload=workload, queue=queue)
         self.rendezvous: Rendezvous = chosen
 
         task = {

@@ -1,0 +1,510 @@
+"""FabricCheckChart: a collective benchmark across a job's nodes, as a Volcano Job, before the job itself runs.
+
+Every multi-node job chart of the library on EFA nodes (``VolcanoJobChart``, ``TrainJobChart``, ``PyTorchJobChart``
+with ``nodes > 1`` and EFA interfaces requested) makes one (:attr:`DistributedJobChart.fabric_check
+<trainium_eks.manifests.jobs.distributed_job_chart.DistributedJobChart.fabric_check>`), and
+:class:`~trainium_eks.constructs.job_sequence.JobSequence` applies it first: the check waits for what the job waits
+for, the job waits for the check too, so its release creates it only once the check has completed (a check that
+failed fails the release, and the job is never created). The check itself is always a Volcano Job, whatever the
+operator of the job it guards.
+
+Sources read at the pinned tags (``trainium_eks.facts.versions``):
+
+- **Volcano v1.15.1 plugins** (``pkg/controllers/job/plugins``). ``ssh``: at job creation it makes the Secret
+  ``<job>-ssh`` (a fresh 2048-bit RSA key: ``id_rsa``, ``id_rsa.pub``, ``authorized_keys`` = the public key, and
+  ``config`` with ``StrictHostKeyChecking no``, ``UserKnownHostsFile /dev/null`` and one ``Host <job>-<task>-<i>`` /
+  ``HostName <job>-<task>-<i>.<job>`` / ``Port 22`` per pod); each pod gets it as the volume ``<job>-ssh``, mounted
+  (``subPath .ssh``, mode 0600) at ``--ssh-key-file-path``, default ``/root/.ssh`` (``ssh/ssh.go``, ``ssh/const.go``):
+  so the container runs as root and starts its own ``sshd``. ``svc``: the headless Service ``<job>`` (with
+  ``--publish-not-ready-addresses``), ``hostname``/``subdomain`` of each pod, the ConfigMap ``<job>-svc`` mounted at
+  ``/etc/volcano`` and the variables ``VC_NODE_HOSTS`` (``<job>-node-0.<job>,<job>-node-1.<job>,...``) and
+  ``VC_NODE_NUM``, and a NetworkPolicy admitting only the job's own pods (``svc/svc.go``, ``svc/const.go``). ``env``:
+  ``VC_TASK_INDEX``, the pod's index (``env/env.go``). The webhook only checks that the plugins exist
+  (``pkg/webhooks/admission/jobs/validate/admit_job.go`` ``validateJobCreate``); the pod volumes ``<job>-ssh`` and
+  ``<job>-svc`` must be DNS labels, which the job's base name of at most 28 characters keeps them.
+- **Volcano policies** (``pkg/controllers/job/job_controller_util.go`` ``applyPolicies``): a failed pod's event
+  ``PodFailed`` carries its first container's exit code (``job_controller_handler.go`` ``updatePod``), and the
+  first of the task's policies that matches the event or the exit code decides. The webhook refuses a policy with
+  both, exit code 0 and a repeated exit code (``validate/util.go`` ``validatePolicies``). ``TerminateJob`` ends the
+  job ``Terminated``, which the release program reads as failed.
+- **nccom-test** (aws-neuronx-tools; Neuron SDK ``tools/neuron-sys-tools/nccom-test.rst`` at 81ce03a): multi-node
+  runs go through MPI with passwordless ssh to every host, ``--hosts`` listing them and ``NEURON_RT_ROOT_COMM_ID`` set
+  to the first host's IP address and a free port; the invoking host "should usually be one of the provided hosts".
+  The invocation is aws-k8s-tester's (aws/aws-k8s-tester 9c7b987 ``test/cases/neuron/manifests/
+  multi-node-test-neuron.yaml``): the hosts' IP addresses from ``getent hosts``, ``CCOM_SOCKET_IFNAME=eth0``,
+  ``NEURON_RT_ROOT_COMM_ID=<host 0>:63182``, ``nccom-test -r <cores x nodes> -N <nodes> -b 8 -e 2G -f 2 -n 5 -w 5
+  -d fp32 allr --hosts ...``; here with ``--non-interactive`` and ``--report-to-json-file`` (both in the guide), and
+  launched on node 0 instead of a separate launcher pod.
+- **The Neuron DLC** (aws-neuron/deep-learning-containers tag 2.29.1, 12641304, ``pytorch/training/2.9.0/
+  Dockerfile.neuronx``, the base of ``images/bert-pretrain``): Open MPI 4.1.5 built with
+  ``--enable-orterun-prefix-by-default``, ``openmpi-bin`` and ``openssh-server`` with ``/var/run/sshd``,
+  ``StrictHostKeyChecking no`` and ``StrictModes no``; aws-neuronx-tools 2.29.22 (``nccom-test``, on ``PATH`` in
+  ``/opt/aws/neuron/bin``); the EFA installer's libfabric in ``/opt/amazon/efa`` (``fi_info`` off ``PATH``). It runs
+  as root. So the Trainium check runs in the job's own image.
+- **nccl-tests** on NVIDIA EFA types: the training images of the library have no nccl-tests, MPI or sshd, so the
+  check runs the published image :data:`~trainium_eks.facts.versions.NCCL_TESTS` (its source there), as
+  aws-k8s-tester's ``test/cases/nvidia/manifests/mpi-job-nccl-test-multi-node.yaml`` runs it: ``mpirun
+  --allow-run-as-root --tag-output -np <gpus x nodes> -bind-to none -map-by slot -x ... --mca pml ^cm,ucx --mca btl
+  tcp,self --mca btl_tcp_if_exclude lo,docker0,veth_def_agent all_reduce_perf -b 8 -e 2G -f 2 -c 1 -n 10``, with
+  ``NCCL_DEBUG=INFO`` so that the log says which network carried the traffic.
+- **Open MPI as root**: ``OMPI_ALLOW_RUN_AS_ROOT=1`` with ``OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1`` (Open MPI 4.0.2 and
+  later, open-mpi/ompi PR #6911) lets nccom-test's own ``mpirun`` run as root.
+
+What the pods do (:func:`fabric_script`): every pod first runs the EFA self-check of the training containers
+(:func:`~trainium_eks.manifests.jobs.distributed_workload.efa_self_check`), writes its environment to
+``/etc/environment`` (ssh sessions get it through ``pam_env``, so the ranks MPI starts over ssh see the job's
+variables and ``PATH``), and starts ``sshd``. Node 0 waits (at most :data:`PEER_WAIT_SECONDS`) until it can ssh to
+every peer, then runs the fabric program (:mod:`~trainium_eks.manifests.jobs.fabric_program`, from the namespace's
+ConfigMap :data:`PROGRAM_CONFIG_MAP`, :class:`FabricProgramChart`) around the benchmark under ``timeout``
+:data:`BENCHMARK_TIMEOUT_SECONDS`; the program prints the result line
+(:data:`~trainium_eks.core.conventions.FABRIC_RESULT_MARKER`) and exits 0 above the floor. Node 0 then writes its exit
+status to :data:`DONE_FILE` on every peer over ssh and exits with it; each peer exits with the status node 0 wrote
+(0 when node 0 passed), or 1 when none came within :data:`REPORT_WAIT_SECONDS`. The pods' ``activeDeadlineSeconds``
+(:data:`POD_DEADLINE_SECONDS`, image pulls included) bounds a pod that hangs all the same: Volcano has no deadline of a
+whole job.
+
+**Failures and retries.** A retry reruns the benchmark on the same nodes (a ``RestartJob`` recreates the pods; the
+nodes stay), so it helps only with what passes: a peer slow to start, a benchmark that could not bootstrap. Hence
+``maxRetry`` :data:`MAX_RETRY` (two attempts) with ``PodFailed``/``PodEvicted`` -> ``RestartJob``, and a verdict that
+another run on the same nodes would repeat ends the job at once: exit 3 (below the floor), 4 (the transport is not
+EFA) and 78 (a pod's EFA self-check) -> ``TerminateJob``. The job then ends ``Terminated`` (or ``Failed`` after its
+attempts), the release of the job it guards fails, and so does every release after it; the guarded job is never
+created and holds nothing. To try again, replace the nodes (or fix what the message says) and deploy a change that
+renames the job or its check: CloudFormation then creates the new ones and deletes the failed ones (a deploy without a
+change applies nothing again).
+
+The job and its pods carry :data:`~trainium_eks.core.conventions.FABRIC_CHECK_LABEL` with the guarded job's name, so
+``python -m trainium_eks fabric`` finds them. The job's name is ``<base>-fabric-<hash>``: ``<base>`` is the
+guarded job's base name (cut to fit 28 characters with ``-fabric``), the hash covers the check's spec and the guarded
+job's own spec (less the wait for the check), so a changed job gets a fresh check, on the nodes it will run on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from trainium_eks.core.conventions import FABRIC_CHECK_LABEL, FABRIC_RESULT_MARKER
+from trainium_eks.core.validation import ConfigurationError, Problems, check_dns_label, check_label_value
+from trainium_eks.facts import versions
+from trainium_eks.facts.catalog import Accelerator
+from trainium_eks.manifests.addons.volcano_queue import DEFAULT_QUEUE
+from trainium_eks.manifests.chart import LibraryChart
+from trainium_eks.manifests.jobs import fabric_program, job_naming
+from trainium_eks.manifests.jobs.distributed_workload import EFA_SELF_CHECK_EXIT, DistributedWorkload, efa_self_check
+from trainium_eks.manifests.jobs.fabric_floor import (
+    DEFAULT_FABRIC_FLOOR_FRACTION,
+    check_fabric_floor,
+    fabric_floor_gbps,
+)
+from trainium_eks.manifests.jobs.job_chart import JobChart, check_wait_for
+from trainium_eks.manifests.jobs.job_release import (
+    _program_without_its_docstring,
+    held_annotations,
+    kubelet_literal,
+)
+
+VOLCANO_JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
+TASK = "node"
+"""The check's one task: pods ``<job>-node-<i>``, as the training job's (``VC_NODE_HOSTS`` names them)."""
+CONTAINER = "fabric"
+
+FABRIC_PROGRAM_SOURCE = _program_without_its_docstring((Path(__file__).parent / "fabric_program.py").read_text())
+"""The fabric program (:mod:`~trainium_eks.manifests.jobs.fabric_program`) without its module docstring: what node 0
+runs (the check's name depends on the code, not on the docstring)."""
+
+PROGRAM_DIGEST = hashlib.sha256(FABRIC_PROGRAM_SOURCE.encode()).hexdigest()[:10]
+PROGRAM_CONFIG_MAP = f"trainium-eks-fabric-program-{PROGRAM_DIGEST}"
+"""The ConfigMap that holds :data:`FABRIC_PROGRAM_SOURCE` (:class:`FabricProgramChart`), named after its digest: the
+checks' names cover the program through it, and a changed program is a new ConfigMap, never one changed in place."""
+PROGRAM_FILE = "fabric_program.py"
+PROGRAM_MOUNT = "/opt/trainium-eks/fabric"
+PROGRAM_PATH = f"{PROGRAM_MOUNT}/{PROGRAM_FILE}"
+"""Where the check's pods read the program: ``python3 <PROGRAM_PATH> <arguments>``, the same as ``python3 -c
+<source>`` (``__name__`` is ``__main__``, ``sys.argv[1:]`` the arguments). Once per namespace in a ConfigMap rather
+than in every check: a check held by a release Job travels inside that Job's ``HELD_JOB`` as JSON, and the template
+carries that Job as a JSON string, so text embedded in the check is escaped three times over (24 KB of program took
+31 KB of template per check)."""
+
+NAME_SUFFIX = "-fabric"
+GATED_PLACEHOLDER = "__GATED_JOB_NAME__"
+"""Stands for the guarded job's name in the check's spec while the check is named (the guarded job's name depends on
+the check's, through its wait)."""
+
+MAX_RETRY = 2
+"""Attempts of a check: one restart after a failure another attempt may not repeat."""
+TERMINAL_EXIT_CODES: Tuple[int, ...] = (fabric_program.BELOW_FLOOR, fabric_program.NOT_EFA, EFA_SELF_CHECK_EXIT)
+"""Exit statuses that end the check at once (``TerminateJob``): below the floor (3), not EFA (4), a pod's EFA
+self-check (78). Another attempt on the same nodes would say the same."""
+
+PEER_WAIT_SECONDS = 900
+"""How long node 0 waits to reach every peer's sshd (their image pulls, DNS of the headless Service)."""
+BENCHMARK_TIMEOUT_SECONDS = 1800
+"""How long the benchmark may run (``timeout``; exit 124, a benchmark failure)."""
+REPORT_WAIT_SECONDS = PEER_WAIT_SECONDS + BENCHMARK_TIMEOUT_SECONDS + 300
+"""How long a peer waits for node 0's verdict before it fails."""
+POD_DEADLINE_SECONDS = 2 * 3600
+"""``activeDeadlineSeconds`` of each pod: a bound on a hung pod, image pulls and all waits included."""
+SSHD = "/usr/sbin/sshd"
+SSHD_RUN_DIR = "/run/sshd"
+"""sshd's privilege separation directory (the DLC makes ``/var/run/sshd``, the same on Ubuntu)."""
+ENVIRONMENT_FILE = "/etc/environment"
+"""Read by ``pam_env`` for every ssh session (Ubuntu's sshd runs with ``UsePAM yes``)."""
+DONE_FILE = "/tmp/trainium-eks-fabric-done"
+"""Where node 0 writes its exit status on each peer."""
+NEURON_ROOT_COMM_PORT = 63182
+"""Port of ``NEURON_RT_ROOT_COMM_ID`` on node 0 (aws-k8s-tester's)."""
+NCCOM_REPORT = "/tmp/nccom-test-results.json"
+NCCL_TESTS_BINARY = "/opt/nccl-tests/build/all_reduce_perf"
+MAX_BYTES = "2G"
+
+ENVIRONMENT_PREFIXES = ("FI_", "NCCL_", "NEURON_", "CCOM_", "OMPI_", "XLA_")
+ENVIRONMENT_NAMES = ("PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "OPAL_PREFIX", "PMIX_MCA_gds")
+"""What each pod writes to ``/etc/environment`` (those set), for the processes MPI starts over ssh."""
+
+
+def fabric_check_applies(workload: DistributedWorkload) -> bool:
+    """Whether a job of ``workload`` gets a fabric check: more than one node, EFA interfaces requested on a node
+    group that has them, and Neuron or NVIDIA devices (a benchmark to run: nccom-test or nccl-tests)."""
+    return (
+        workload.nodes > 1
+        and workload.node_group.efa_interfaces > 0
+        and workload.efa_interfaces > 0
+        and workload.accelerator in (Accelerator.NEURON, Accelerator.NVIDIA)
+    )
+
+
+def fabric_base_name(base: str) -> str:
+    """The check's base name for a job of base name ``base``: ``<base>-fabric``, ``base`` cut to keep 28 characters
+    (:data:`~trainium_eks.manifests.jobs.job_naming.BASE_NAME`)."""
+    return base[: 28 - len(NAME_SUFFIX)].rstrip("-") + NAME_SUFFIX
+
+
+class FabricCheckChart(JobChart):
+    """The fabric acceptance job of a multi-node job on EFA nodes: a Volcano Job on the job's nodes, with the job's
+    devices, EFA interfaces, environment, placement and tolerations (the module docstring says what runs and why).
+
+    - ``schedulerName: volcano``, the job's queue, one task ``node`` of one replica per node, ``minAvailable`` = nodes
+      (the gang of the job itself), ``maxRetry`` :data:`MAX_RETRY`, plugins ``ssh`` (defaults: keys at
+      ``/root/.ssh``), ``svc`` (``--publish-not-ready-addresses``) and ``env``;
+    - policies, in order: exit 3, 4 and 78 -> ``TerminateJob``, ``PodEvicted`` and ``PodFailed`` -> ``RestartJob``;
+    - pods: the job's image on Neuron nodes, :data:`~trainium_eks.facts.versions.NCCL_TESTS` on NVIDIA nodes; the
+      job's requests and limits (Neuron devices, EFA interfaces, GPUs, CPU and memory), environment, node selector and
+      tolerations; a memory-backed ``/dev/shm``; the program's ConfigMap at :data:`PROGRAM_MOUNT`
+      (:class:`FabricProgramChart`); no service account token; ``restartPolicy: Never``; ``activeDeadlineSeconds``
+      :data:`POD_DEADLINE_SECONDS`;
+    - :data:`~trainium_eks.core.conventions.FABRIC_CHECK_LABEL` = the guarded job's name on the job and its pods.
+
+    The job charts build it (``fabric_check=True``, the default); build one yourself to check a node group with a
+    workload of your own, with ``gated_job`` the label's value.
+
+    :param workload: The guarded job's workload (a job chart's ``workload``). Required.
+    :param queue: Volcano queue. Default: ``training``.
+    :param floor_fraction: The share of the node's EFA link rate the all-reduce bus bandwidth must reach
+        (:mod:`~trainium_eks.manifests.jobs.fabric_floor`). Default: 0.25.
+    :param wait_for: The jobs the check waits for (those the guarded job waits for). Default: none.
+    :param gated_job: The guarded job's name (the label's value). Default: none: the job chart gives it with
+        :meth:`label_for` once it is named.
+    :param gated_spec: The guarded job's spec as hashed, less its wait for the check: what the check's name covers
+        besides its own spec. Default: none.
+    :param resolve: Turns CDK tokens into their CloudFormation form before hashing. Default: none.
+    """
+
+    ref_kind = "vcjob"
+    needs_fabric_program = True
+    """Its pods mount the namespace's :class:`FabricProgramChart` (``JobSequence`` applies it first)."""
+
+    def __init__(
+        self,
+        *,
+        workload: DistributedWorkload,
+        queue: Optional[str] = DEFAULT_QUEUE,
+        floor_fraction: Any = DEFAULT_FABRIC_FLOOR_FRACTION,
+        wait_for: Sequence[Any] = (),
+        gated_job: Optional[str] = None,
+        gated_spec: Any = None,
+        resolve: Optional[Callable[[Any], Any]] = None,
+    ) -> None:
+        problems = Problems("fabric check")
+        if not isinstance(workload, DistributedWorkload):
+            raise ConfigurationError("fabric check", [f"workload={workload!r}: a DistributedWorkload"])
+        queue = DEFAULT_QUEUE if queue is None else queue
+        check_dns_label(problems, "queue", queue)
+        check_fabric_floor(problems, "fabric_floor_fraction", floor_fraction)
+        check_wait_for(problems, wait_for)
+        if gated_job is not None:
+            check_label_value(problems, "gated_job", gated_job)
+        if not fabric_check_applies(workload):
+            problems.add(
+                "workload",
+                f"{workload.nodes} x {workload.node_group.instance_type}, {workload.efa_interfaces} EFA",
+                "a job on more than one node of a Neuron or NVIDIA type with EFA, requesting EFA interfaces",
+            )
+        problems.raise_if_any()
+        super().__init__(fabric_base_name(workload.name), namespace=workload.namespace, wait_for=wait_for)
+        self.workload = workload
+        self.queue = queue
+        self.floor_fraction = float(floor_fraction)
+        instance = workload.node_group.instance
+        self.benchmark = "nccom" if workload.accelerator is Accelerator.NEURON else "nccl"
+        """``nccom`` (nccom-test) on Neuron nodes, ``nccl`` (nccl-tests) on NVIDIA nodes."""
+        share = workload.efa_interfaces / instance.efa_interfaces
+        self.link_gbps = float(instance.efa_link_gbps) * share
+        """The link rate the pods can reach: the node's EFA link rate, times the share of its EFA interfaces the job
+        requests (each network card carries its part: trn1.32xlarge 8 x 100 Gbps, p5 32 x 100)."""
+        self.floor_gbps = fabric_floor_gbps(instance, self.floor_fraction) * share
+        """The floor in Gbps: ``floor_fraction`` of :attr:`link_gbps`
+        (:func:`~trainium_eks.manifests.jobs.fabric_floor.fabric_floor_gbps`)."""
+        self.image = workload.image if self.benchmark == "nccom" else versions.NCCL_TESTS.image
+        self.gated_job: Optional[str] = None
+        """The guarded job's name, once known."""
+        self._template = self._render()
+        if self.wait_for:
+            metadata = self._template["metadata"]
+            metadata["annotations"] = {**(metadata.get("annotations") or {}), **held_annotations(self.wait_for)}
+        self.job_name = job_naming.hashed_name(self.component, {"check": self._template, "job": gated_spec}, resolve)
+        self.ref = f"{self.ref_kind}/{self.job_name}"
+        if gated_job is not None:
+            self.label_for(gated_job)
+
+    def label_for(self, gated_job: str) -> None:
+        """Add the job, labelled with the guarded job's name ``gated_job`` (once)."""
+        if self.gated_job is not None:
+            raise ValueError(f"{self.job_name} already checks the fabric of {self.gated_job}")
+        problems = Problems(f"fabric check {self.job_name}")
+        check_label_value(problems, "gated_job", gated_job)
+        problems.raise_if_any()
+        self.gated_job = gated_job
+        text = json.dumps(self._template).replace(GATED_PLACEHOLDER, gated_job)
+        self.add_object(job_naming.with_name(json.loads(text), self.job_name))
+
+    def _render(self) -> Dict[str, Any]:
+        workload = self.workload
+        labels = {
+            **self.selector_labels(),
+            "app.kubernetes.io/instance": job_naming.PLACEHOLDER,
+            FABRIC_CHECK_LABEL: GATED_PLACEHOLDER,
+        }
+        pod = {
+            "restartPolicy": "Never",
+            "automountServiceAccountToken": False,
+            "activeDeadlineSeconds": POD_DEADLINE_SECONDS,
+            **workload.node_group.pod_placement(),
+            "containers": [
+                {
+                    "name": CONTAINER,
+                    "image": self.image,
+                    "command": ["bash", "-c", kubelet_literal(self.script())],
+                    "env": workload.environment(),
+                    "ports": [{"name": "ssh", "containerPort": 22}],
+                    "resources": workload.resources(),
+                    "volumeMounts": [
+                        {"name": "dshm", "mountPath": "/dev/shm"},
+                        {"name": "fabric-program", "mountPath": PROGRAM_MOUNT, "readOnly": True},
+                    ],
+                }
+            ],
+            "volumes": [
+                {"name": "dshm", "emptyDir": {"medium": "Memory"}},
+                {"name": "fabric-program", "configMap": {"name": PROGRAM_CONFIG_MAP}},
+            ],
+        }
+        policies: List[Dict[str, Any]] = [{"exitCode": code, "action": "TerminateJob"} for code in TERMINAL_EXIT_CODES]
+        policies += [{"event": "PodEvicted", "action": "RestartJob"}, {"event": "PodFailed", "action": "RestartJob"}]
+        task = {
+            "name": TASK,
+            "replicas": workload.nodes,
+            "minAvailable": workload.nodes,
+            "maxRetry": MAX_RETRY,
+            "policies": policies,
+            "template": {
+                "metadata": {"labels": labels, "annotations": {"sidecar.istio.io/inject": "false"}},
+                "spec": pod,
+            },
+        }
+        return {
+            "apiVersion": VOLCANO_JOB_API_VERSION,
+            "kind": "Job",
+            "metadata": {"name": job_naming.PLACEHOLDER, "namespace": workload.namespace, "labels": dict(labels)},
+            "spec": {
+                "schedulerName": "volcano",
+                "queue": self.queue,
+                "minAvailable": workload.nodes,
+                "maxRetry": MAX_RETRY,
+                "plugins": {"ssh": [], "svc": ["--publish-not-ready-addresses"], "env": []},
+                "tasks": [task],
+            },
+        }
+
+    def benchmark_words(self) -> List[str]:
+        """The benchmark's command line up to where the hosts go (the script appends them): ``timeout``, then
+        nccom-test ending ``allr --hosts`` (the IP addresses follow) or mpirun ending ``--host`` then, after the
+        host list, the rest (:meth:`nccl_tail`)."""
+        workload = self.workload
+        timeout = ["timeout", "--kill-after=60", str(BENCHMARK_TIMEOUT_SECONDS)]
+        if self.benchmark == "nccom":
+            instance = workload.node_group.instance
+            ranks_per_node = workload.neuron_devices * (instance.neuron_cores // max(1, instance.neuron_devices))
+            return timeout + [
+                "nccom-test",
+                "-r",
+                str(ranks_per_node * workload.nodes),
+                "-N",
+                str(workload.nodes),
+                "-b",
+                "8",
+                "-e",
+                MAX_BYTES,
+                "-f",
+                "2",
+                "-n",
+                "5",
+                "-w",
+                "5",
+                "-d",
+                "fp32",
+                "--non-interactive",
+                "--report-to-json-file",
+                NCCOM_REPORT,
+                "allr",
+                "--hosts",
+            ]
+        gpus = workload.node_group.gpus
+        words = timeout + ["mpirun", "--allow-run-as-root", "--tag-output", "-np", str(gpus * workload.nodes)]
+        words += ["-bind-to", "none", "-map-by", "slot"]
+        for name in self.forwarded_variables():
+            words += ["-x", name]
+        words += ["--mca", "pml", "^cm,ucx", "--mca", "btl", "tcp,self"]
+        words += ["--mca", "btl_tcp_if_exclude", "lo,docker0,veth_def_agent", "--host"]
+        return words
+
+    @staticmethod
+    def nccl_tail() -> List[str]:
+        """What follows mpirun's host list: nccl-tests' all-reduce, 8 B to 2 GiB by factors of 2, checked, 10
+        iterations (aws-k8s-tester's)."""
+        return [NCCL_TESTS_BINARY, "-b", "8", "-e", MAX_BYTES, "-f", "2", "-g", "1", "-c", "1", "-n", "10"]
+
+    def forwarded_variables(self) -> List[str]:
+        """The variables mpirun passes to every rank (``-x``): the job's environment, ``NCCL_DEBUG`` (the transport
+        lines) and the image's paths and preload."""
+        names = [entry["name"] for entry in self.workload.environment()]
+        return names + ["NCCL_DEBUG", "PATH", "LD_LIBRARY_PATH", "LD_PRELOAD"]
+
+    def program_words(self) -> List[str]:
+        """The fabric program's arguments up to the hosts (:func:`~trainium_eks.manifests.jobs.fabric_program.
+        program_arguments` with the library's result marker)."""
+        return fabric_program.program_arguments(
+            benchmark=self.benchmark,
+            floor_gbps=self.floor_gbps,
+            link_gbps=self.link_gbps,
+            efa_devices=self.workload.efa_interfaces,
+            benchmark_argv=self.benchmark_words(),
+            marker=FABRIC_RESULT_MARKER,
+        )
+
+    def script(self) -> str:
+        """The bash script of every pod (:func:`fabric_script`)."""
+        return fabric_script(self)
+
+
+class FabricProgramChart(LibraryChart):
+    """The ConfigMap :data:`PROGRAM_CONFIG_MAP` holding the fabric program (key :data:`PROGRAM_FILE`), which every
+    check of the namespace mounts at :data:`PROGRAM_MOUNT`. :class:`~trainium_eks.constructs.job_sequence.JobSequence`
+    applies it once per namespace, before the checks (and their releases); apply it yourself with a check of your own.
+
+    :param namespace: The checks' namespace. Required.
+    """
+
+    def __init__(self, *, namespace: str) -> None:
+        problems = Problems("fabric program chart")
+        check_dns_label(problems, "namespace", namespace)
+        problems.raise_if_any()
+        super().__init__("fabric-program", namespace=namespace)
+        self.add_object(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": self.metadata(PROGRAM_CONFIG_MAP),
+                "data": {PROGRAM_FILE: FABRIC_PROGRAM_SOURCE},
+            }
+        )
+
+
+def _quoted(words: Sequence[str]) -> str:
+    return " ".join(shlex.quote(word) for word in words)
+
+
+def fabric_script(chart: FabricCheckChart) -> str:
+    """The script of the check's pods: the EFA self-check, ``/etc/environment``, ``sshd``; then node 0 waits for its
+    peers, runs the fabric program around the benchmark and tells the peers its exit status, which they exit with."""
+    workload = chart.workload
+    names = " ".join(ENVIRONMENT_NAMES) + " " + " ".join(f"${{!{prefix}@}}" for prefix in ENVIRONMENT_PREFIXES)
+    ssh = "ssh -o BatchMode=yes -o ConnectTimeout=10"
+    lines = efa_self_check(workload.efa_interfaces)
+    lines += [
+        f"for name in {names}; do",
+        '  if [ -n "${!name+set}" ]; then printf \'%s="%s"\\n\' "$name" "${!name}"; fi',
+        f"done > {ENVIRONMENT_FILE}",
+        f"mkdir -p {SSHD_RUN_DIR} && ssh-keygen -A > /dev/null",
+        f'{SSHD} || {{ echo "fabric check: sshd did not start on $(hostname)" >&2; exit 1; }}',
+        'IFS=, read -r -a hosts <<< "${VC_NODE_HOSTS}"',
+        f'if [ "${{#hosts[@]}}" -ne {workload.nodes} ]; then',
+        f'  echo "fabric check: VC_NODE_HOSTS names ${{#hosts[@]}} hosts, not {workload.nodes}" >&2; exit 1',
+        "fi",
+        'if [ "${VC_TASK_INDEX}" != 0 ]; then',
+        f"  deadline=$((SECONDS + {REPORT_WAIT_SECONDS}))",
+        f"  until [ -s {DONE_FILE} ]; do",
+        '    if [ "${SECONDS}" -ge "${deadline}" ]; then',
+        f'      echo "fabric check: node 0 gave no verdict within {REPORT_WAIT_SECONDS} s" >&2; exit 1',
+        "    fi",
+        "    sleep 5",
+        "  done",
+        f"  read -r code < {DONE_FILE}",
+        '  echo "fabric check: node 0 finished with exit status ${code}"',
+        '  exit "${code}"',
+        "fi",
+        f"deadline=$((SECONDS + {PEER_WAIT_SECONDS}))",
+        'for host in "${hosts[@]:1}"; do',
+        f'  until {ssh} "${{host}}" true 2> /dev/null; do',
+        '    if [ "${SECONDS}" -ge "${deadline}" ]; then',
+        f'      echo "fabric check: cannot ssh to ${{host}} after {PEER_WAIT_SECONDS} s (its sshd, or the DNS of'
+        " the job's Service)\" >&2",
+        "      exit 1",
+        "    fi",
+        "    sleep 5",
+        "  done",
+        "done",
+    ]
+    program = f"python3 {PROGRAM_PATH} {_quoted(chart.program_words())}"
+    if chart.benchmark == "nccom":
+        lines += [
+            "ips=()",
+            'for host in "${hosts[@]}"; do',
+            '  ip="$(getent hosts "${host}" | awk \'{print $1; exit}\')"',
+            '  if [ -z "${ip}" ]; then echo "fabric check: ${host} does not resolve" >&2; exit 1; fi',
+            '  ips+=("${ip}")',
+            "done",
+            f'export NEURON_RT_ROOT_COMM_ID="${{ips[0]}}:{NEURON_ROOT_COMM_PORT}"',
+            "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+            f'{program} "${{ips[@]}}"',
+        ]
+    else:
+        gpus = workload.node_group.gpus
+        lines += [
+            'slots=""',
+            f'for host in "${{hosts[@]}}"; do slots="${{slots:+${{slots}},}}${{host}}:{gpus}"; done',
+            "export NCCL_DEBUG=INFO",
+            f'{program} "${{slots}}" {_quoted(chart.nccl_tail())}',
+        ]
+    lines += [
+        "code=$?",
+        'for host in "${hosts[@]:1}"; do',
+        f'  {ssh} "${{host}}" "echo ${{code}} > {DONE_FILE}" || echo "fabric check: could not tell ${{host}} the'
+        ' verdict" >&2',
+        "done",
+        'exit "${code}"',
+    ]
+    return "\n".join(lines)
