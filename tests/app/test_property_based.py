@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import app as default_app
 from tests.support.apps import TRAINIUM_EKS, build_default_app, build_default_stack, new_app
-from trainium_eks.constructs.cluster import ADMIN_PRINCIPAL_ARN, TrainingCluster
+from trainium_eks.constructs.cluster import ADMIN_PRINCIPAL_ARN, TrainingCluster, public_endpoint_cidr_problem
 from trainium_eks.constructs.cluster_addons import ClusterAddons
 from trainium_eks.constructs.efs_storage import EfsStorage
 from trainium_eks.constructs.hybrid_workflow import HybridTrainingWorkflow
@@ -28,6 +28,7 @@ from trainium_eks.constructs.karpenter_controller import KarpenterController
 from trainium_eks.constructs.kubeflow_trainer import KubeflowTrainer
 from trainium_eks.constructs.lustre_storage import LustreStorage
 from trainium_eks.constructs.network import TrainingNetwork
+from trainium_eks.constructs.preflight import Preflight
 from trainium_eks.constructs.training_dashboard import TrainingDashboard
 from trainium_eks.constructs.training_node_group import TrainingNodeGroup
 from trainium_eks.constructs.training_node_pool import TrainingNodePool
@@ -100,6 +101,22 @@ NEAR_VALID: Dict[str, st.SearchStrategy] = {
     "provisioning": st.sampled_from(["karpenter", "node-group", "Karpenter", "nodegroup", ""]),
     "idleMinutes": st.integers(-2, 1500) | st.integers(-2, 1500).map(str) | st.just(""),
     "preflight": st.sampled_from([True, False, "true", "false", "True", "no", ""]),
+    "publicEndpointCidrs": st.sampled_from(
+        [
+            "",
+            "203.0.113.0/24",
+            "198.51.100.7/32,203.0.113.0/24",
+            "0.0.0.0/0",
+            "203.0.113.5/24",
+            "203.0.113.0/33",
+            "10.0.0.0/8, 192.0.2.0/24",
+            "198.51.100.7",
+            "2001:db8::/32",
+            "203.0.113.0/24,203.0.113.0/24",
+            ",",
+        ]
+    )
+    | st.lists(st.sampled_from(["203.0.113.0/24", "192.0.2.1/32", "192.0.2.1/24", " 192.0.2.0/24"]), max_size=3),
 }
 
 STACK_OF_KEY = {key: stack for stack, keys in STACK_KEYS.items() for key in keys.values()}
@@ -151,8 +168,15 @@ def check_accepted_settings(stacks: Dict[str, Any], key: str, value: Any) -> Non
             nodes = stack.accelerated_nodes
             assert 1 <= nodes.idle_timeout.to_minutes() <= 24 * 60
         if key == "preflight":
-            assert value in (True, False, "true", "false")
-            assert (stack.preflight is not None) is (value in (True, "true"))
+            assert value in (None, True, False, "true", "false"), "unset (null) is the default"
+            assert (stack.preflight is not None) is (value in (None, True, "true"))
+        if key == "publicEndpointCidrs":
+            cidrs = stack.cluster.public_endpoint_cidrs
+            assert all(public_endpoint_cidr_problem(cidr) is None for cidr in cidrs)
+            assert len(set(cidrs)) == len(cidrs)
+            config = stack.cluster.cluster.node.default_child.resources_vpc_config
+            assert bool(config.endpoint_public_access) is bool(cidrs)
+            assert list(config.public_access_cidrs or []) == cidrs
         if key == "provisioning":
             assert stack.props.provisioning.value == (value or "karpenter"), "unset (null) is the default"
         if key == "lustreStorageGiB":
@@ -299,6 +323,7 @@ def construct_factories(case: str) -> Dict[str, Callable[..., Any]]:
         "TrainingImageRepository": lambda **p: TrainingImageRepository(s.stack, s.next_id("Images"), **p),
         "TrainingCluster": lambda **p: TrainingCluster(s.stack, s.next_id("Eks"), **{"vpc": s.network.vpc, **p}),
         "JobSequence": lambda **p: JobSequence(s.stack, s.next_id("Jobs"), **{"cluster": s.cluster, **p}),
+        "Preflight": lambda **p: Preflight(s.stack, s.next_id("Preflight"), **p),
         "EfsStorage": lambda **p: EfsStorage(s.stack, s.next_id("Efs"), **{"vpc": s.network.vpc, **p}),
         "KubeflowTrainer": lambda **p: KubeflowTrainer(s.stack, s.next_id("Trainer"), **{"cluster": s.cluster, **p}),
         "HybridTrainingWorkflow": lambda **p: HybridTrainingWorkflow(
@@ -411,6 +436,7 @@ PROPS = {
     ],
     "TrainingPodIdentity": ["namespace", "service_account", "data_bucket", "cluster"],
     "TrainingDashboard": ["cluster_name", "period"],
+    "Preflight": ["timeout", "log_retention"],
     "TrainingImageRepository": ["repository_name", "image_directory", "build_args", "existing_repository"],
     "TrainingCluster": [
         "kubernetes_version",
@@ -421,6 +447,7 @@ PROPS = {
         "container_insights",
         "subnets",
         "endpoint_access",
+        "public_endpoint_cidrs",
         "cluster_logging",
         "secrets_key",
         "node_role",

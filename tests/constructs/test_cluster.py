@@ -5,11 +5,14 @@ import json
 import aws_cdk as cdk
 import pytest
 from aws_cdk import assertions
+from aws_cdk import aws_eks_v2 as eks
 
-from tests.support.apps import default_template, new_app, only, resources_of
-from trainium_eks.constructs.cluster import TrainingCluster
+from tests.support.apps import default_template, new_app, only, resources_of, stack_template
+from trainium_eks.constructs.cluster import VPC_CNI_SERVICE_ACCOUNT, TrainingCluster
 from trainium_eks.constructs.network import TrainingNetwork
+from trainium_eks.core.validation import ConfigurationError
 from trainium_eks.facts import versions
+from trainium_eks.stacks.app_context import STACKS
 
 
 def test_cluster_version_logging_and_secrets_encryption(template):
@@ -194,3 +197,98 @@ def test_dashboard_graphs_neuron_and_efa_metrics_per_node_of_this_cluster(templa
 def test_vpc_cni_enforces_network_policies(template):
     cni = addons(template)["vpc-cni"]
     assert json.loads(cni["Properties"]["ConfigurationValues"]) == {"enableNetworkPolicy": "true"}
+
+
+# --- Issue 17: a pod cannot become its node ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_aws_node_gets_the_cni_policy_from_its_own_role_bound_by_the_vpc_cni_add_on(name):
+    template = stack_template(name)
+    vpc_cni = addons(template)["vpc-cni"]
+    (association,) = vpc_cni["Properties"]["PodIdentityAssociations"]
+    assert association["ServiceAccount"] == VPC_CNI_SERVICE_ACCOUNT == "aws-node"
+    role = resources_of(template, "AWS::IAM::Role")[association["RoleArn"]["Fn::GetAtt"][0]]["Properties"]
+    assert [json.dumps(arn) for arn in role["ManagedPolicyArns"]] == [
+        json.dumps({"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":iam::aws:policy/AmazonEKS_CNI_Policy"]]})
+    ]
+    (statement,) = role["AssumeRolePolicyDocument"]["Statement"]
+    tags = statement["Condition"]["StringEquals"]
+    assert (tags["aws:RequestTag/kubernetes-namespace"], tags["aws:RequestTag/kubernetes-service-account"]) == (
+        "kube-system",
+        "aws-node",
+    )
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_the_cni_add_on_and_the_pod_identity_agent_exist_before_any_node_joins(name):
+    """aws-node takes its credentials from the Pod Identity agent; both add-ons (and the association) come before the
+    system nodes, before every node group (after vpc-cni) and before Karpenter (after both), and the node role drops
+    the CNI policy only after the add-on has its association."""
+    resources = stack_template(name).to_json()["Resources"]
+    by_type = {}
+    for logical_id, resource in resources.items():
+        by_type.setdefault(resource["Type"], {})[logical_id] = resource
+    addon_ids = {r["Properties"]["AddonName"]: k for k, r in by_type["AWS::EKS::Addon"].items()}
+    system = next(k for k in by_type["AWS::EKS::Nodegroup"] if k.startswith("ClusterSystemNodegroup"))
+    assert {addon_ids["vpc-cni"], addon_ids["eks-pod-identity-agent"]} <= set(resources[system]["DependsOn"])
+    node_role = next(k for k in by_type["AWS::IAM::Role"] if k.startswith("ClusterNodeRole"))
+    assert addon_ids["vpc-cni"] in resources[node_role]["DependsOn"]
+    assert addon_ids["vpc-cni"] not in json.dumps(resources[addon_ids["vpc-cni"]].get("DependsOn", []))
+
+
+def test_the_endpoint_is_private_unless_cidr_blocks_are_admitted():
+    cluster, stack = build_cluster()
+    config = only(assertions.Template.from_stack(stack), "AWS::EKS::Cluster")["Properties"]["ResourcesVpcConfig"]
+    assert (config["EndpointPublicAccess"], config["EndpointPrivateAccess"]) == (False, True)
+    assert "PublicAccessCidrs" not in config and cluster.public_endpoint_cidrs == []
+    cluster, stack = build_cluster(public_endpoint_cidrs=["203.0.113.0/24", "198.51.100.7/32"])
+    config = only(assertions.Template.from_stack(stack), "AWS::EKS::Cluster")["Properties"]["ResourcesVpcConfig"]
+    assert (config["EndpointPublicAccess"], config["EndpointPrivateAccess"]) == (True, True)
+    assert config["PublicAccessCidrs"] == ["203.0.113.0/24", "198.51.100.7/32"]
+
+
+def test_the_kubectl_provider_runs_in_the_private_subnets_so_a_private_endpoint_works():
+    """aws-eks-v2 places the kubectl handler in the cluster's private subnets whenever private access is on
+    (aws-cdk-lib 2.275.0 aws-eks-v2/lib/cluster.js: ``kubectlSubnets=privateSubnets`` under
+    ``endpointAccess._config.privateAccess``)."""
+    _, stack = build_cluster()
+    template = assertions.Template.from_stack(stack)
+    handlers = [
+        r["Properties"]
+        for k, r in resources_of(template, "AWS::Lambda::Function").items()
+        if k.startswith("ClusterKubectlProviderHandler")
+    ]
+    assert handlers and all(h["VpcConfig"]["SubnetIds"] for h in handlers)
+
+
+@pytest.mark.parametrize(
+    "cidrs, reason",
+    [
+        (["203.0.113.5/24"], "host bits set (the block is 203.0.113.0/24)"),
+        (["203.0.113.0/33"], "not a prefix length of 0 to 32"),
+        (["198.51.100.7"], "not an IPv4 CIDR block"),
+        (["2001:db8::/32"], "not an IPv4 address"),
+        (["203.0.113.0/24", "203.0.113.0/24"], "repeated: 203.0.113.0/24"),
+        ("203.0.113.0/24", "a list of IPv4 CIDR blocks"),
+    ],
+)
+def test_a_bad_public_endpoint_cidr_is_refused_with_one_clear_message(cidrs, reason):
+    with pytest.raises(ConfigurationError) as error:
+        build_cluster(public_endpoint_cidrs=cidrs)
+    (problem,) = [p for p in error.value.problems if p.startswith("public_endpoint_cidrs=")]
+    assert reason in problem and "such as 203.0.113.0/24" in problem
+
+
+def test_endpoint_access_and_public_endpoint_cidrs_are_one_or_the_other():
+    with pytest.raises(ConfigurationError, match="public_endpoint_cidrs=.*none with endpoint_access"):
+        build_cluster(endpoint_access=eks.EndpointAccess.PUBLIC, public_endpoint_cidrs=["203.0.113.0/24"])
+
+
+def test_a_private_endpoint_in_a_vpc_without_private_subnets_is_refused_naming_the_setting():
+    stack = cdk.Stack(new_app(), "S", env=cdk.Environment(region="us-west-2"))
+    vpc = cdk.aws_ec2.Vpc.from_vpc_attributes(stack, "Vpc", vpc_id="vpc-0123456789abcdef0", availability_zones=["a"])
+    with pytest.raises(ConfigurationError, match="vpc='vpc-0123456789abcdef0': a VPC with private subnets"):
+        TrainingCluster(stack, "Cluster", vpc=vpc)
+    with pytest.raises(ConfigurationError, match="a VPC with private subnets"):
+        TrainingCluster(stack, "Restricted", vpc=vpc, public_endpoint_cidrs=["203.0.113.0/24"])

@@ -33,11 +33,14 @@ from tests.support.k8s_validation import validate_objects
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.efs_storage import EfsStorage
 from trainium_eks.constructs.hybrid_workflow import (
+    SAGEMAKER_ENI_ACTIONS,
     SAGEMAKER_VPC_ACTIONS,
+    SAGEMAKER_VPC_DESCRIBE_ACTIONS,
     HybridTrainingWorkflow,
     sagemaker_types_for,
 )
 from trainium_eks.constructs.image_repository import TrainingImageRepository
+from trainium_eks.constructs.logged_state_machine import MAX_STATE_MACHINE_NAME, state_machine_name
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.core.cfn_text import cfn_text
 from trainium_eks.core.validation import ConfigurationError
@@ -534,10 +537,14 @@ def test_state_machine_role_has_exactly_its_statements(built):
     ]
     assert sorted(statements, key=json.dumps) == sorted(expected, key=json.dumps)
     role = template.to_json()["Resources"][stack.get_logical_id(workflow.role.node.default_child)]
+    machines = "arn:aws:states:us-west-2:123456789012:stateMachine"
     assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"] == [
         {
             "Action": "sts:AssumeRole",
-            "Condition": {"StringEquals": {"aws:SourceAccount": "123456789012"}},
+            "Condition": {
+                "StringEquals": {"aws:SourceAccount": "123456789012"},
+                "ArnEquals": {"aws:SourceArn": [f"{machines}:{workflow_name}", f"{machines}:{cleanup_name}"]},
+            },
             "Effect": "Allow",
             "Principal": {"Service": "states.amazonaws.com"},
         }
@@ -545,11 +552,34 @@ def test_state_machine_role_has_exactly_its_statements(built):
     assert "ManagedPolicyArns" not in role["Properties"]
 
 
+def test_the_state_machines_have_the_names_the_role_trusts_without_a_reference_to_them(built):
+    """The trust names both state machines (the workflow's and the cleanup's, which share the role) by ARN, built from
+    the stack's name: a Ref to a state machine from its own role would be a circular dependency."""
+    stack, workflow, template = built
+    names = {
+        machine["Properties"]["StateMachineName"]
+        for machine in resources_of(template, "AWS::StepFunctions::StateMachine").values()
+    }
+    assert names == {workflow_name, cleanup_name}
+    assert workflow.state_machine.node.default_child.state_machine_name == workflow_name
+    assert all(len(name) <= MAX_STATE_MACHINE_NAME for name in names)
+    assert state_machine_name(stack, "Hybrid/Workflow") == workflow_name
+    role = template.to_json()["Resources"][stack.get_logical_id(workflow.role.node.default_child)]
+    assert "Ref" not in json.dumps(role["Properties"]["AssumeRolePolicyDocument"])
+
+
+workflow_name = "Hybrid-Workflow-1cda1a45"
+cleanup_name = "Hybrid-Cleanup-3550419a"
+
+
 def test_sagemaker_job_role_has_exactly_its_statements(built):
     stack, workflow, template = built
     statements = [normalized(s) for s in statements_of(template, stack, workflow.sagemaker_role)]
     repository = logical_id(stack, stack.node.find_child("Repository"))
     bucket = logical_id(stack, workflow.output_bucket)
+    vpc = stack.get_logical_id(stack.node.find_child("Network").cfn_vpc)
+    vpc_arn = {"Fn::Join": ["", ["arn:aws:ec2:us-west-2:123456789012:vpc/", {"Ref": vpc}]]}
+    assert sorted(SAGEMAKER_VPC_ACTIONS) == sorted(SAGEMAKER_ENI_ACTIONS + SAGEMAKER_VPC_DESCRIBE_ACTIONS)
     expected = [
         {
             "Sid": None,
@@ -572,7 +602,13 @@ def test_sagemaker_job_role_has_exactly_its_statements(built):
         },
         {
             "Sid": "TrainingNetworkInterfaces",
-            "Action": sorted(SAGEMAKER_VPC_ACTIONS),
+            "Action": sorted(SAGEMAKER_ENI_ACTIONS),
+            "Resource": ["*"],
+            "Condition": {"ArnEquals": {"ec2:Vpc": vpc_arn}},
+        },
+        {
+            "Sid": "TrainingNetworkDescriptions",
+            "Action": sorted(SAGEMAKER_VPC_DESCRIBE_ACTIONS),
             "Resource": ["*"],
             "Condition": None,
         },
@@ -585,9 +621,17 @@ def test_sagemaker_job_role_has_exactly_its_statements(built):
     ]
     assert sorted(statements, key=json.dumps) == sorted(expected, key=json.dumps)
     role = template.to_json()["Resources"][stack.get_logical_id(workflow.sagemaker_role.node.default_child)]
-    assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {
-        "Service": "sagemaker.amazonaws.com"
-    }
+    assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"] == [
+        {
+            "Action": "sts:AssumeRole",
+            "Condition": {
+                "StringEquals": {"aws:SourceAccount": "123456789012"},
+                "ArnLike": {"aws:SourceArn": "arn:aws:sagemaker:us-west-2:123456789012:*"},
+            },
+            "Effect": "Allow",
+            "Principal": {"Service": "sagemaker.amazonaws.com"},
+        }
+    ]
 
 
 def test_access_entry_names_the_group_and_the_role_chart_allows_trainjobs_only(built, tmp_path):

@@ -7,17 +7,19 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import assertions
 
-from tests.support.apps import new_app, resources_of
+from tests.support.apps import new_app, resources_of, stack_template
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.karpenter_controller import (
     INTERRUPTION_EVENTS,
     KARPENTER_NAMESPACE,
     KARPENTER_SERVICE_ACCOUNT,
     KarpenterController,
+    controller_env,
 )
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.core.conventions import SYSTEM_NODE_LABELS
 from trainium_eks.facts import versions
+from trainium_eks.stacks.app_context import STACKS
 
 REFERENCE_SIDS = {
     "AllowScopedEC2InstanceAccessActions",
@@ -164,3 +166,15 @@ def test_release_waits_within_the_handlers_limit(built):
     assert release["Properties"]["Wait"] is True
     minutes = int(release["Properties"]["Timeout"].rstrip("s")) / 60
     assert minutes <= 11
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_the_controller_gets_its_region_from_the_chart_not_from_imds(name):
+    """The nodes' hop limit of 1 keeps IMDS from the controller's pods (not on the host network); Karpenter exits when
+    it finds no region (v1.14.1 pkg/operator/operator.go), so the chart's controller.env sets AWS_REGION."""
+    template = stack_template(name)
+    _, release = releases(template)["karpenter"]
+    values = json.dumps(release["Properties"]["Values"])
+    assert '\\"env\\":[{\\"name\\":\\"AWS_REGION\\",\\"value\\":\\"us-west-2\\"}]' in values
+    assert controller_env("us-west-2") == [{"name": "AWS_REGION", "value": "us-west-2"}]
+    assert '\\"hostNetwork\\"' not in values

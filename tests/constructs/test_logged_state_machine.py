@@ -10,7 +10,11 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from tests.support.apps import new_app, only
-from trainium_eks.constructs.logged_state_machine import logged_state_machine
+from trainium_eks.constructs.logged_state_machine import (
+    MAX_STATE_MACHINE_NAME,
+    logged_state_machine,
+    state_machine_name,
+)
 from trainium_eks.core.cfn_text import cfn_text
 
 
@@ -57,3 +61,12 @@ def test_the_machine_runs_as_the_role_in_jsonata_logging_every_event_with_its_da
     assert definition["Comment"] == "A test machine"
     assert definition["StartAt"] == "Start"
     assert definition["States"]["Start"]["Output"] == "{% {'ok': true} %}"
+
+
+def test_state_machine_names_are_known_at_synth_unique_per_path_and_within_the_limit():
+    app = cdk.App()
+    short = cdk.Stack(app, "Kubeflow")
+    assert state_machine_name(short, "Kubeflow/HybridWorkflow") != state_machine_name(short, "Kubeflow/Other/Hybrid")
+    assert state_machine_name(short, "Kubeflow/HybridWorkflow").startswith("Kubeflow-HybridWorkflow-")
+    long = cdk.Stack(app, "S" * 120)
+    assert len(state_machine_name(long, "x/HybridWorkflow")) == MAX_STATE_MACHINE_NAME

@@ -4,8 +4,9 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import assertions
 
-from tests.support.apps import default_template, new_app, only, resources_of
-from trainium_eks.constructs.network import TrainingNetwork, default_availability_zone_ids
+from tests.support.apps import default_template, new_app, only, resources_of, stack_template
+from trainium_eks.constructs.network import FLOW_LOG_PRINCIPAL, TrainingNetwork, default_availability_zone_ids
+from trainium_eks.stacks.app_context import STACKS
 
 
 def subnets(template):
@@ -119,3 +120,25 @@ def test_three_azs_split_the_private_quarter():
 def test_inconsistent_network_settings_are_refused(props, message):
     with pytest.raises(ValueError, match=message):
         build(**props)
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_the_flow_log_role_trusts_vpc_flow_logs_of_this_account_only(name):
+    template = stack_template(name)
+    (role,) = [
+        r["Properties"]
+        for r in resources_of(template, "AWS::IAM::Role").values()
+        if r["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": FLOW_LOG_PRINCIPAL}
+    ]
+    (statement,) = role["AssumeRolePolicyDocument"]["Statement"]
+    assert statement["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+        "ArnLike": {
+            "aws:SourceArn": {
+                "Fn::Join": [
+                    "",
+                    ["arn:aws:ec2:us-west-2:", {"Ref": "AWS::AccountId"}, ":vpc-flow-log/*"],
+                ]
+            }
+        },
+    }

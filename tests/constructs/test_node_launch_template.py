@@ -1,11 +1,14 @@
 """NodeLaunchTemplate: the launch template's defaults, its interfaces or groups, placement and capacity, and spec."""
 
+import json
+
 import aws_cdk as cdk
+import pytest
 from aws_cdk import assertions
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from tests.support.apps import new_app, only
+from tests.support.apps import new_app, only, resources_of, stack_template
 from tests.support.clusters import ENV
 from trainium_eks.constructs.node_capacity import NodeCapacity
 from trainium_eks.constructs.node_launch_template import (
@@ -13,6 +16,8 @@ from trainium_eks.constructs.node_launch_template import (
     ROOT_DEVICE_NAME,
     NodeLaunchTemplate,
 )
+from trainium_eks.core.conventions import IMDS_HOP_LIMIT
+from trainium_eks.stacks.app_context import STACKS
 
 NODE_SG = "sg-0123456789abcdef0"
 
@@ -40,7 +45,7 @@ def test_defaults_a_100_gib_encrypted_root_imdsv2_groups_on_the_primary_interfac
     assert data["MetadataOptions"] == {
         "HttpEndpoint": "enabled",
         "HttpTokens": "required",
-        "HttpPutResponseHopLimit": 2,
+        "HttpPutResponseHopLimit": 1,
     }
     assert data["SecurityGroupIds"] == [NODE_SG]
     for absent in ("NetworkInterfaces", "Placement", "CapacityReservationSpecification", "InstanceMarketOptions"):
@@ -92,3 +97,20 @@ def test_the_spec_follows_the_latest_version_of_the_template():
     logical_id = stack.get_logical_id(launch_template.launch_template)
     assert stack.resolve(launch_template.spec.id) == {"Ref": logical_id}
     assert stack.resolve(launch_template.spec.version) == {"Fn::GetAtt": [logical_id, "LatestVersionNumber"]}
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_every_node_of_every_stack_keeps_imds_credentials_from_pods_with_hop_limit_1(name):
+    """Launch templates (system nodes, node groups) and Karpenter's EC2NodeClasses (in the applied manifests)."""
+    template = stack_template(name)
+    templates = resources_of(template, "AWS::EC2::LaunchTemplate")
+    assert templates
+    for logical_id, launch_template in templates.items():
+        options = launch_template["Properties"]["LaunchTemplateData"]["MetadataOptions"]
+        assert (options["HttpTokens"], options["HttpPutResponseHopLimit"]) == ("required", IMDS_HOP_LIMIT), logical_id
+    manifests = json.dumps(template.to_json())
+    assert '\\"kind\\":\\"EC2NodeClass\\"' in manifests, "the default provisioning is Karpenter"
+    assert manifests.count('\\"httpPutResponseHopLimit\\":') == manifests.count(
+        f'\\"httpPutResponseHopLimit\\":{IMDS_HOP_LIMIT}'
+    ), "every EC2NodeClass"
+    assert IMDS_HOP_LIMIT == 1

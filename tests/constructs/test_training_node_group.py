@@ -72,7 +72,7 @@ def test_launch_template_requires_imdsv2_and_encrypts_a_500_gib_gp3_root(templat
     assert data["MetadataOptions"] == {
         "HttpEndpoint": "enabled",
         "HttpTokens": "required",
-        "HttpPutResponseHopLimit": 2,
+        "HttpPutResponseHopLimit": 1,
     }
     assert data["BlockDeviceMappings"] == [
         {

@@ -2,9 +2,10 @@
 
 import pytest
 
-from tests.support.apps import CDK_JSON_CONTEXT, REPO
+from tests.support.apps import CDK_JSON_CONTEXT, REPO, build_default_stack, resources_of, stack_template
 from trainium_eks.constructs.lustre_storage import DEFAULT_STORAGE_CAPACITY_GIB
 from trainium_eks.constructs.training_node_group import DEFAULT_INSTANCE_TYPE, DEFAULT_NODE_COUNT
+from trainium_eks.core.validation import ConfigurationError
 from trainium_eks.facts import versions
 from trainium_eks.facts.regions import NODE_AZ_ID_BY_REGION
 from trainium_eks.stacks import composer_training_stack as composer_stack
@@ -64,3 +65,47 @@ def test_readme_states_the_kubeflow_trainer_chart_and_the_stack_defaults():
     assert f"`{versions.KUBEFLOW_TRAINER.repository}` {versions.KUBEFLOW_TRAINER.version}" in README
     assert f"{kubeflow_stack.DEFAULT_CPU_NODE_COUNT} × {kubeflow_stack.DEFAULT_CPU_INSTANCE_TYPE}" in README
     assert f"{composer_stack.DEFAULT_NODE_COUNT} × {composer_stack.DEFAULT_INSTANCE_TYPE}" in README
+
+
+# --- Issue 17: each stack's endpoint is private unless something in it needs a public one ------------------------
+
+
+def endpoint_of(template):
+    (cluster,) = resources_of(template, "AWS::EKS::Cluster").values()
+    config = cluster["Properties"]["ResourcesVpcConfig"]
+    return config["EndpointPublicAccess"], config["EndpointPrivateAccess"], config.get("PublicAccessCidrs")
+
+
+def warnings_of(stack, code):
+    return [entry.data for entry in stack.node.metadata if entry.type == "aws:cdk:warning" and code in str(entry.data)]
+
+
+@pytest.mark.parametrize("name", ["TrainiumEks", "ComposerTraining"])
+def test_a_stack_that_needs_no_public_endpoint_is_private_by_default(name):
+    assert endpoint_of(stack_template(name)) == (False, True, None)
+
+
+def test_the_hybrid_workflow_stack_is_public_to_all_by_default_and_says_why():
+    assert endpoint_of(stack_template("KubeflowTraining")) == (True, True, ["0.0.0.0/0"])
+    _, stack = build_default_stack("KubeflowTraining")
+    (warning,) = warnings_of(stack, "trainium-eks:publicEndpointOpen")
+    assert "publicEndpointCidrs" in warning and "eks:call" in warning and "connect-eks.html" in warning
+
+
+@pytest.mark.parametrize("name", ["TrainiumEks", "KubeflowTraining", "ComposerTraining"])
+def test_public_endpoint_cidrs_restrict_the_public_endpoint_of_every_stack(name):
+    template = stack_template(name, publicEndpointCidrs="203.0.113.0/24, 198.51.100.7/32")
+    assert endpoint_of(template) == (True, True, ["203.0.113.0/24", "198.51.100.7/32"])
+
+
+def test_an_explicit_open_endpoint_is_a_choice_without_the_warning():
+    _, stack = build_default_stack("KubeflowTraining", publicEndpointCidrs="0.0.0.0/0")
+    assert warnings_of(stack, "trainium-eks:publicEndpointOpen") == []
+
+
+def test_a_bad_public_endpoint_cidr_of_the_context_is_one_clear_message():
+    with pytest.raises(ConfigurationError) as error:
+        build_default_stack("TrainiumEks", publicEndpointCidrs="203.0.113.0/24,10.0.0.1/8,my-laptop")
+    (problem,) = [p for p in error.value.problems if p.startswith("publicEndpointCidrs=")]
+    assert "'10.0.0.1/8': host bits set (the block is 10.0.0.0/8)" in problem
+    assert "'my-laptop': not an IPv4 CIDR block" in problem and "checkip.amazonaws.com" in problem

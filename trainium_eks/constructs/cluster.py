@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 from typing import Dict, List, Mapping, Optional, Sequence
 
-from aws_cdk import Annotations, CfnCondition, RemovalPolicy, Stack
+from aws_cdk import Annotations, CfnCondition, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -52,6 +53,10 @@ DEFAULT_CLUSTER_LOGGING = (
 CLOUDWATCH_AGENT_SERVICE_ACCOUNT = "cloudwatch-agent"
 """Service account of the CloudWatch agent (namespace amazon-cloudwatch), bound to its role by Pod Identity."""
 
+CLOUDWATCH_AGENT_NAMESPACE = "amazon-cloudwatch"
+"""Namespace of the amazon-cloudwatch-observability add-on (CloudWatch user guide,
+install-CloudWatch-Observability-EKS-addon.html)."""
+
 CLOUDWATCH_AGENT_POLICY = "CloudWatchAgentServerPolicy"
 
 EFS_CSI_CONTROLLER_SERVICE_ACCOUNT = "efs-csi-controller-sa"
@@ -61,6 +66,22 @@ EFS_CSI_DRIVER_POLICY = "service-role/AmazonEFSCSIDriverPolicy"
 
 FSX_CSI_CONTROLLER_SERVICE_ACCOUNT = "fsx-csi-controller-sa"
 """Service account of the FSx CSI controller in kube-system, bound to its role by EKS Pod Identity."""
+
+VPC_CNI_SERVICE_ACCOUNT = "aws-node"
+"""Service account of the VPC CNI's DaemonSet (kube-system/aws-node), bound by the vpc-cni add-on's Pod Identity
+association to a role with ``AmazonEKS_CNI_Policy``. Source: Amazon EKS user guide, cni-iam-role.html ("Creates and is
+configured to use a Kubernetes service account named aws-node"; "The Amazon VPC CNI plugin also supports Amazon EKS Pod
+Identities") and add-ons-iam.html ("Pod Identity Support Reference": Amazon VPC CNI, from v1.15.5-eksbuild.1, below
+the library's minimum)."""
+
+VPC_CNI_POLICY = "AmazonEKS_CNI_Policy"
+"""The VPC CNI's permissions for an IPv4 cluster (cni-iam-role.html); the library's clusters are IPv4."""
+
+PUBLIC_ENDPOINT_CIDRS_HELP = (
+    "IPv4 CIDR blocks, separated by commas, such as 203.0.113.0/24 or your own address as 198.51.100.7/32 "
+    "(`curl https://checkip.amazonaws.com`), host bits zero; 0.0.0.0/0 admits every address"
+)
+"""What the public endpoint's CIDR setting takes (the form of ``publicAccessCidrs`` in EKS's ``VpcConfigRequest``)."""
 
 ADMIN_PRINCIPAL_ARN = re.compile(
     r"arn:(?P<partition>aws|aws-cn|aws-us-gov):iam::[0-9]{12}:(role|user)/[\w+=,.@/-]{1,512}"
@@ -86,8 +107,11 @@ class TrainingCluster(Construct):
     - A small on-demand system node group (:data:`DEFAULT_SYSTEM_NODE_COUNT` x
       :data:`DEFAULT_SYSTEM_INSTANCE_TYPE`, AL2023, IMDSv2, encrypted gp3 root volume, node auto repair) in the
       private subnets, labelled ``trainium-eks/node-role=system``, for CoreDNS and the add-ons.
+    - The API endpoint private only unless ``public_endpoint_cidrs`` admits CIDR blocks to a public one.
     - Managed add-ons at the versions of :mod:`trainium_eks.facts.versions`: vpc-cni (a version that supports EFA-only
-      interfaces), coredns, kube-proxy, eks-pod-identity-agent, aws-fsx-csi-driver (its controller role bound by
+      interfaces; ``kube-system/aws-node`` bound by Pod Identity to a role with ``AmazonEKS_CNI_Policy``, which the
+      node role does not carry; the add-on and the Pod Identity agent exist before the system nodes join), coredns,
+      kube-proxy, eks-pod-identity-agent, aws-fsx-csi-driver (its controller role bound by
       Pod Identity, allowed only to describe file systems until a file system grants more) and
       eks-node-monitoring-agent (node health for auto repair) and, unless disabled, amazon-cloudwatch-observability
       (Container Insights: Neuron and EFA metrics, container logs; its agent's role bound by Pod Identity).
@@ -100,8 +124,13 @@ class TrainingCluster(Construct):
     :param admin_role_arn: An IAM role (with its path) or user given cluster-admin through an access entry
         (``AmazonEKSClusterAdminPolicy``, cluster scope). Default: none, and a synth warning: only the CDK
         bootstrap's CloudFormation execution role, which creates the cluster, is then cluster admin.
-    :param endpoint_access: Who can reach the Kubernetes API. Default: public and private
-        (``eks.EndpointAccess.PUBLIC_AND_PRIVATE``); restrict with ``.only_from(cidr)``.
+    :param endpoint_access: Who can reach the Kubernetes API (an ``eks.EndpointAccess``); give it or
+        ``public_endpoint_cidrs``, not both. Default: from ``public_endpoint_cidrs``.
+    :param public_endpoint_cidrs: IPv4 CIDR blocks admitted to a public API endpoint: with any, the endpoint is public
+        and private, the public one restricted to them (``EndpointAccess.PUBLIC_AND_PRIVATE.only_from``); without, the
+        endpoint is private only (reachable from the VPC: nodes, the kubectl provider, which aws-cdk-lib places in the
+        private subnets whenever private access is on, and whatever the user connects to the VPC). Default: none
+        (private).
     :param system_instance_type: Default: :data:`DEFAULT_SYSTEM_INSTANCE_TYPE`.
     :param system_node_count: Default: :data:`DEFAULT_SYSTEM_NODE_COUNT`.
     :param node_role: Role of the system nodes. Default: a new :class:`NodeRole`.
@@ -126,7 +155,8 @@ class TrainingCluster(Construct):
         subnets: Optional[Sequence[ec2.ISubnet]] = None,
         kubernetes_version: str = versions.DEFAULT_KUBERNETES_VERSION,
         admin_role_arn: Optional[str] = None,
-        endpoint_access: eks.EndpointAccess = eks.EndpointAccess.PUBLIC_AND_PRIVATE,
+        endpoint_access: Optional[eks.EndpointAccess] = None,
+        public_endpoint_cidrs: Optional[Sequence[str]] = None,
         system_instance_type: str = DEFAULT_SYSTEM_INSTANCE_TYPE,
         system_node_count: int = DEFAULT_SYSTEM_NODE_COUNT,
         node_role: Optional[iam.IRole] = None,
@@ -147,13 +177,21 @@ class TrainingCluster(Construct):
             system_instance_type=system_instance_type,
             system_node_count=system_node_count,
             addon_versions=addon_versions,
+            public_endpoint_cidrs=public_endpoint_cidrs,
         )
         check_implements(problems, "vpc", vpc, ec2.IVpc, "an ec2.IVpc")
         if subnets is not None and (
             not isinstance(subnets, (list, tuple)) or not all(implements(s, ec2.ISubnet) for s in subnets)
         ):
             problems.add("subnets", subnets, "a list of ec2.ISubnet in at least two AZs")
-        check_instance(problems, "endpoint_access", endpoint_access, eks.EndpointAccess, "an eks.EndpointAccess")
+        if endpoint_access is not None:
+            check_instance(problems, "endpoint_access", endpoint_access, eks.EndpointAccess, "an eks.EndpointAccess")
+            if public_endpoint_cidrs:
+                problems.add(
+                    "public_endpoint_cidrs",
+                    list(public_endpoint_cidrs),
+                    "none with endpoint_access (give one of them: endpoint_access decides on its own)",
+                )
         if node_role is not None:
             check_implements(problems, "node_role", node_role, iam.IRole, "an iam.IRole")
         if secrets_key is not None:
@@ -167,6 +205,27 @@ class TrainingCluster(Construct):
         problems.raise_if_any()
         self.kubernetes_version = kubernetes_version
         self._addon_versions = dict(addon_versions or {})
+        self.public_endpoint_cidrs: List[str] = list(public_endpoint_cidrs or [])
+        """The CIDR blocks admitted to the public endpoint; empty when it is private only (or ``endpoint_access``
+        decided)."""
+        chosen_here = endpoint_access is None
+        if endpoint_access is None:
+            endpoint_access = (
+                eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*self.public_endpoint_cidrs)
+                if self.public_endpoint_cidrs
+                else eks.EndpointAccess.PRIVATE
+            )
+        self.endpoint_access = endpoint_access
+        control_plane_subnets = list(subnets) if subnets else list(vpc.private_subnets)
+        if chosen_here and not control_plane_subnets:
+            problems.add(
+                "vpc",
+                vpc.vpc_id,
+                "a VPC with private subnets (or pass subnets): a private endpoint, and a public one restricted to "
+                "public_endpoint_cidrs, are reached through them, and aws-eks-v2 refuses either without any; for a "
+                "VPC without private subnets pass endpoint_access=eks.EndpointAccess.PUBLIC_AND_PRIVATE",
+            )
+            problems.raise_if_any()
 
         self.secrets_key = secrets_key or kms.Key(
             self,
@@ -175,7 +234,6 @@ class TrainingCluster(Construct):
             enable_key_rotation=True,
             removal_policy=RemovalPolicy.RETAIN,
         )
-        control_plane_subnets = list(subnets) if subnets else list(vpc.private_subnets)
         self.cluster = eks.Cluster(
             self,
             "Cluster",
@@ -213,6 +271,7 @@ class TrainingCluster(Construct):
                 ],
             )
 
+        own_node_role = node_role is None
         self.node_role: iam.IRole = node_role or NodeRole(self, "NodeRole").role
         self.system_instance_type = system_instance_type
         self.system_node_count = system_node_count
@@ -257,7 +316,12 @@ class TrainingCluster(Construct):
         )
 
         self.fsx_csi_driver_role = PodIdentityRole(
-            self, "FsxCsiDriverRole", description="FSx CSI driver controller (kube-system/fsx-csi-controller-sa)"
+            self,
+            "FsxCsiDriverRole",
+            cluster=self.cluster,
+            namespace="kube-system",
+            service_account=FSX_CSI_CONTROLLER_SERVICE_ACCOUNT,
+            description="FSx CSI driver controller (kube-system/fsx-csi-controller-sa)",
         ).role
         self.fsx_csi_driver_role.add_to_principal_policy(
             iam.PolicyStatement(actions=["fsx:DescribeFileSystems"], resources=["*"])
@@ -270,8 +334,16 @@ class TrainingCluster(Construct):
             "Resource::*",
         )
         self.addons: Dict[str, eks.CfnAddon] = {}
-        for name in ("vpc-cni", "kube-proxy", "eks-pod-identity-agent", "eks-node-monitoring-agent"):
+        self.vpc_cni_role = self._add_vpc_cni()
+        for name in ("kube-proxy", "eks-pod-identity-agent", "eks-node-monitoring-agent"):
             self._addon(name)
+        # aws-node takes its credentials from the Pod Identity agent (host network, so it runs before the CNI does):
+        # both add-ons, and the association, exist before any node joins, as eksctl orders them (pkg/actions/addon/
+        # tasks.go: the agent first; known_addons.go: vpc-cni and the agent CreateBeforeNodeGroup). On an update, the
+        # node role drops the CNI policy only after the add-on has moved aws-node to its own role.
+        self.system_nodegroup.node.add_dependency(self.addons["vpc-cni"], self.addons["eks-pod-identity-agent"])
+        if own_node_role:
+            self.node_role.node.add_dependency(self.addons["vpc-cni"])
         self._addon("coredns").node.add_dependency(self.system_nodegroup)
         fsx_csi_driver = self._addon(
             "aws-fsx-csi-driver",
@@ -308,10 +380,45 @@ class TrainingCluster(Construct):
             CostLine("System nodes", system_nodes, self.system_nodes_usd_per_hour, idle=True),
         ]
 
+    def _add_vpc_cni(self) -> iam.IRole:
+        """The vpc-cni add-on, ``kube-system/aws-node`` bound by the add-on's Pod Identity association to a role of its
+        own with :data:`VPC_CNI_POLICY` (the node role does not carry it: create-node-role.html recommends exactly
+        that)."""
+        role = PodIdentityRole(
+            self,
+            "VpcCniRole",
+            cluster=self.cluster,
+            namespace="kube-system",
+            service_account=VPC_CNI_SERVICE_ACCOUNT,
+            description="Amazon VPC CNI (kube-system/aws-node): network interfaces and IP addresses of the nodes",
+        ).role
+        role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(VPC_CNI_POLICY))
+        acknowledge(
+            role,
+            "AwsSolutions-IAM4",
+            "The VPC CNI needs AmazonEKS_CNI_Policy for an IPv4 cluster (EKS user guide, cni-iam-role.html), which AWS "
+            "keeps current with the CNI; only kube-system/aws-node of this cluster can assume the role.",
+            *managed_policy_findings([VPC_CNI_POLICY]),
+        )
+        self._addon(
+            "vpc-cni",
+            pod_identity_associations=[
+                eks.CfnAddon.PodIdentityAssociationProperty(
+                    role_arn=role.role_arn, service_account=VPC_CNI_SERVICE_ACCOUNT
+                )
+            ],
+        )
+        return role
+
     def _add_efs_csi_driver(self) -> None:
         """The Amazon EFS CSI driver add-on (static volumes and access points), its controller bound by Pod Identity."""
         role = PodIdentityRole(
-            self, "EfsCsiDriverRole", description="EFS CSI driver controller (kube-system/efs-csi-controller-sa)"
+            self,
+            "EfsCsiDriverRole",
+            cluster=self.cluster,
+            namespace="kube-system",
+            service_account=EFS_CSI_CONTROLLER_SERVICE_ACCOUNT,
+            description="EFS CSI driver controller (kube-system/efs-csi-controller-sa)",
         ).role
         role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(EFS_CSI_DRIVER_POLICY))
         acknowledge(
@@ -335,7 +442,12 @@ class TrainingCluster(Construct):
         """CloudWatch Container Insights with enhanced observability: NeuronCore utilisation, Neuron device memory
         and EFA traffic per node, pod and container, and container logs, through the managed add-on."""
         role = PodIdentityRole(
-            self, "CloudWatchAgentRole", description="CloudWatch agent (amazon-cloudwatch/cloudwatch-agent)"
+            self,
+            "CloudWatchAgentRole",
+            cluster=self.cluster,
+            namespace=CLOUDWATCH_AGENT_NAMESPACE,
+            service_account=CLOUDWATCH_AGENT_SERVICE_ACCOUNT,
+            description="CloudWatch agent (amazon-cloudwatch/cloudwatch-agent)",
         ).role
         role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(CLOUDWATCH_AGENT_POLICY))
         acknowledge(
@@ -434,8 +546,11 @@ def check_cluster_settings(
     system_instance_type: str = DEFAULT_SYSTEM_INSTANCE_TYPE,
     system_node_count: int = DEFAULT_SYSTEM_NODE_COUNT,
     addon_versions: Optional[Mapping[str, str]] = None,
+    public_endpoint_cidrs: Optional[Sequence[str]] = None,
 ) -> None:
     """Record every problem of the cluster settings in ``problems``."""
+    if public_endpoint_cidrs is not None:
+        check_public_endpoint_cidrs(problems, "public_endpoint_cidrs", public_endpoint_cidrs)
     if addon_versions is not None and check_string_map(problems, "addon_versions", addon_versions):
         for name, version in addon_versions.items():
             reason = versions.check_addon_version(name, version)
@@ -466,6 +581,42 @@ def check_cluster_settings(
     if not isinstance(system_instance_type, str) or system_instance_type not in INSTANCE_CATALOG:
         problems.add("system_instance_type", system_instance_type, f"one of {', '.join(INSTANCE_CATALOG)}")
     check_integer(problems, "system_node_count", system_node_count, minimum=1, maximum=MAX_NODES_PER_MANAGED_NODE_GROUP)
+
+
+def public_endpoint_cidr_problem(cidr: object) -> Optional[str]:
+    """Why ``cidr`` is not a CIDR block EKS admits to a public endpoint, or None when it is one."""
+    if not isinstance(cidr, str) or not cidr or cidr != cidr.strip() or "/" not in cidr:
+        return "not an IPv4 CIDR block (address/prefix length)"
+    try:
+        ipaddress.IPv4Network(cidr, strict=True)
+    except ipaddress.AddressValueError:
+        return "not an IPv4 address before the '/'"
+    except ipaddress.NetmaskValueError:
+        return "not a prefix length of 0 to 32 after the '/'"
+    except ValueError:
+        return f"host bits set (the block is {ipaddress.IPv4Network(cidr, strict=False)})"
+    return None
+
+
+def check_public_endpoint_cidrs(problems: Problems, setting: str, value: object) -> bool:
+    """``value`` is a list of IPv4 CIDR blocks without repeats (tokens pass); one problem names every bad one."""
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        problems.add(setting, value, f"a list of {PUBLIC_ENDPOINT_CIDRS_HELP}")
+        return False
+    bad = [
+        f"{cidr!r}: {reason}"
+        for cidr in value
+        if not (isinstance(cidr, str) and Token.is_unresolved(cidr))
+        for reason in [public_endpoint_cidr_problem(cidr)]
+        if reason
+    ]
+    repeated = sorted({cidr for cidr in value if isinstance(cidr, str) and list(value).count(cidr) > 1})
+    if repeated:
+        bad.append(f"repeated: {', '.join(repeated)}")
+    if bad:
+        problems.add(setting, ",".join(map(str, value)), f"{PUBLIC_ENDPOINT_CIDRS_HELP} ({'; '.join(bad)})")
+        return False
+    return True
 
 
 def _json_or_none(configuration: Optional[Mapping]) -> Optional[str]:

@@ -19,13 +19,15 @@ from constructs import Construct, IConstruct
 from trainium_eks.constructs.applied_chart import AppliedChart
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.efs_storage import EfsStorage
-from trainium_eks.constructs.logged_state_machine import logged_state_machine
+from trainium_eks.constructs.logged_state_machine import logged_state_machine, state_machine_arn
 from trainium_eks.constructs.private.sagemaker_training import (
     MAX_SAGEMAKER_RUNTIME_SECONDS,
+    SAGEMAKER_ENI_ACTIONS,
     SAGEMAKER_EVENTS_RULE,
     SAGEMAKER_LOG_GROUP,
     SAGEMAKER_METRICS_NAMESPACE,
     SAGEMAKER_VPC_ACTIONS,
+    SAGEMAKER_VPC_DESCRIBE_ACTIONS,
     TRAINING_CHANNEL,
     sagemaker_types_for,
     training_job_request,
@@ -113,6 +115,9 @@ the file system's root, so pods that read ``/data/cifar10`` read ``/cifar10`` on
 DEFAULT_OUTPUT_PREFIX = "sagemaker"
 
 
+CLEANUP_ID = "Cleanup"
+"""Construct id of the :class:`WorkflowRunCleanup`, whose state machine shares the workflow's role."""
+
 _OUTPUT_PREFIX = re.compile(r"[A-Za-z0-9!_.*'()-]+(/[A-Za-z0-9!_.*'()-]+)*")
 
 
@@ -167,9 +172,14 @@ class HybridTrainingWorkflow(Construct):
     (sagemaker-iam.html) scoped to jobs named ``<base>-*``, ``iam:PassRole`` of the job role to SageMaker only, and
     in the cluster one EKS access entry with the Kubernetes group ``kubernetes_group`` and no access policy, bound by
     :class:`~trainium_eks.manifests.access.workflow_access.WorkflowAccessChart` to create, get and delete TrainJobs in
-    ``namespace``. The job's role may pull the image, write its logs and metrics, place network interfaces and put
-    objects under the output prefix. The state machine logs every event to a log group (one year; CloudWatch Logs
-    encrypts it) and traces with X-Ray.
+    ``namespace``. The job's role may pull the image, write its logs and metrics, place network interfaces in the
+    stack's VPC (``ec2:Vpc``) and put objects under the output prefix. Trust: the state machine's role only by the two
+    state machines that use it (the workflow's and the cleanup's, ``aws:SourceArn`` by the names
+    :func:`~trainium_eks.constructs.logged_state_machine.state_machine_name` gives them, no reference to them) of the
+    stack's account; the job's role only by SageMaker of the stack's account and region (``aws:SourceAccount``,
+    ``aws:SourceArn`` like ``arn:...:sagemaker:<region>:<account>:*``: SageMaker developer guide,
+    security-confused-deputy-prevention.html). The state machine logs every event to a log group (one year;
+    CloudWatch Logs encrypts it) and traces with X-Ray.
 
     **No run outlives its execution**: a TrainJob carries ``activeDeadlineSeconds`` of ``max_runtime`` (the Trainer
     then fails it and deletes its JobSet: kubeflow/trainer v2.3.0 ``pkg/controller/trainjob_controller.go``
@@ -370,12 +380,21 @@ class HybridTrainingWorkflow(Construct):
         )
         efs.allow_clients(self.sagemaker_security_group)
 
-        self.sagemaker_role = self._new_sagemaker_role(image_repository)
+        self.sagemaker_role = self._new_sagemaker_role(image_repository, vpc)
         self.role = iam.Role(
             self,
             "Role",
             assumed_by=iam.ServicePrincipal(
-                "states.amazonaws.com", conditions={"StringEquals": {"aws:SourceAccount": stack.account}}
+                "states.amazonaws.com",
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                    "ArnEquals": {
+                        "aws:SourceArn": [
+                            state_machine_arn(stack, self.node.path),
+                            state_machine_arn(stack, f"{self.node.path}/{CLEANUP_ID}"),
+                        ]
+                    },
+                },
             ),
             description="Hybrid training workflow: SageMaker training jobs and TrainJobs of the cluster",
         )
@@ -431,7 +450,7 @@ class HybridTrainingWorkflow(Construct):
         )
         self.cleanup = WorkflowRunCleanup(
             self,
-            "Cleanup",
+            CLEANUP_ID,
             workflow=self.state_machine,
             role=self.role,
             cluster=eks_cluster,
@@ -465,13 +484,17 @@ class HybridTrainingWorkflow(Construct):
             )
         return bucket
 
-    def _new_sagemaker_role(self, repository: Union[ecr.IRepository, ecr_assets.DockerImageAsset]) -> iam.Role:
+    def _new_sagemaker_role(
+        self, repository: Union[ecr.IRepository, ecr_assets.DockerImageAsset], vpc: ec2.IVpc
+    ) -> iam.Role:
         stack = Stack.of(self)
         self._output_objects_arn = self.output_bucket.arn_for_objects(f"{self.output_prefix}/*")
         role = iam.Role(
             self,
             "SageMakerRole",
-            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            assumed_by=iam.ServicePrincipal(
+                "sagemaker.amazonaws.com", conditions=sagemaker_trust_conditions(stack.account, self._sagemaker_arns())
+            ),
             description="Training jobs of the hybrid workflow: pull the image, write logs, metrics and the model",
         )
         image_repository = repository.repository if isinstance(repository, ecr_assets.DockerImageAsset) else repository
@@ -503,7 +526,17 @@ class HybridTrainingWorkflow(Construct):
             )
         )
         role.add_to_policy(
-            iam.PolicyStatement(sid="TrainingNetworkInterfaces", actions=list(SAGEMAKER_VPC_ACTIONS), resources=["*"])
+            iam.PolicyStatement(
+                sid="TrainingNetworkInterfaces",
+                actions=list(SAGEMAKER_ENI_ACTIONS),
+                resources=["*"],
+                conditions={"ArnEquals": {"ec2:Vpc": self._vpc_arn(vpc)}},
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="TrainingNetworkDescriptions", actions=list(SAGEMAKER_VPC_DESCRIBE_ACTIONS), resources=["*"]
+            )
         )
         role.add_to_policy(
             iam.PolicyStatement(
@@ -513,6 +546,13 @@ class HybridTrainingWorkflow(Construct):
             )
         )
         return role
+
+    def _sagemaker_arns(self) -> str:
+        """``arn:<partition>:sagemaker:<region>:<account>:*``: the SageMaker resources of this account and region."""
+        return Stack.of(self).format_arn(service="sagemaker", resource="*", arn_format=ArnFormat.NO_RESOURCE_NAME)
+
+    def _vpc_arn(self, vpc: ec2.IVpc) -> str:
+        return Stack.of(self).format_arn(service="ec2", resource="vpc", resource_name=vpc.vpc_id)
 
     def _grant_sagemaker_jobs(self) -> None:
         stack = Stack.of(self)
@@ -565,10 +605,11 @@ class HybridTrainingWorkflow(Construct):
         acknowledge(
             self.sagemaker_role,
             "AwsSolutions-IAM5",
-            "ecr:GetAuthorizationToken, cloudwatch:PutMetricData (limited to SageMaker's training namespace) and the "
-            "network-interface actions SageMaker needs to place a job in the VPC have no resource-level permissions; "
-            "the SageMaker developer guide (sagemaker-roles.html) lists them for '*' and warns that resource filters "
-            "or conditions on the network-interface actions make the job's validation fail.",
+            "ecr:GetAuthorizationToken, cloudwatch:PutMetricData (limited to SageMaker's training namespace by "
+            "cloudwatch:namespace) and the ec2:Describe* calls SageMaker makes to place a job in the VPC have no "
+            "resource-level permissions (Service Authorization Reference, Amazon EC2); the network-interface actions "
+            "have, with generated interface ids, so they are on '*' limited by the ec2:Vpc condition to the stack's "
+            "VPC (the condition key of the network-interface, subnet and security-group resource types).",
             "Resource::*",
         )
         acknowledge(
@@ -585,6 +626,14 @@ class HybridTrainingWorkflow(Construct):
             "names are decided per run, the prefix is fixed.",
             _resource_finding(stack, self._output_objects_arn),
         )
+
+
+def sagemaker_trust_conditions(account: str, source_arn: str) -> dict:
+    """The confused-deputy conditions of a role SageMaker assumes: ``aws:SourceAccount`` the stack's account and
+    ``aws:SourceArn`` like ``source_arn``. Source: SageMaker developer guide, "Cross-service confused deputy prevention"
+    (security-confused-deputy-prevention.html: both global keys in the trust policy, with wildcards for the parts of
+    the ARN that are not known, the account ID in both the same)."""
+    return {"StringEquals": {"aws:SourceAccount": account}, "ArnLike": {"aws:SourceArn": source_arn}}
 
 
 def _resource_finding(stack: Stack, arn: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Sequence
 
-from aws_cdk import Aws, Duration
+from aws_cdk import Aws, Duration, Stack
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -54,8 +54,8 @@ class KarpenterController(Construct):
     - the CRDs from the ``karpenter-crd`` chart (:data:`~trainium_eks.facts.versions.KARPENTER_CRD`; no pods, so it
       is installed as soon as the cluster exists, beside the system nodes), then the controller chart with
       ``--skip-crds``, so that a new pin upgrades the CRDs too; two replicas (the chart's
-      hostname anti-affinity puts them on the two system nodes), ``settings.clusterName`` and
-      ``settings.interruptionQueue``;
+      hostname anti-affinity puts them on the two system nodes), ``settings.clusterName``,
+      ``settings.interruptionQueue`` and ``AWS_REGION`` (:func:`controller_env`: IMDS is out of its pods' reach);
     - the controller's role through EKS Pod Identity (``kube-system/karpenter``), with the statements of the
       reference's six policies (node lifecycle, IAM integration, EKS integration, interruption, zonal shift, resource
       discovery). The reference scopes by the tag key ``kubernetes.io/cluster/<name>``; here the cluster name is a
@@ -64,7 +64,8 @@ class KarpenterController(Construct):
       interface and instance profile it creates (the reference requires it on creation);
     - the interruption queue (SQS-managed encryption, TLS only, 5 minutes retention) and the five EventBridge rules
       of :data:`INTERRUPTION_EVENTS`, each allowed to send to it;
-    - the node role (:class:`NodeRole`, the managed node groups' policies) with an EKS access entry of type
+    - the node role (:class:`NodeRole`, the managed node groups' policies: no CNI policy, no SSM; aws-node has its own
+      role) with an EKS access entry of type
       ``EC2_LINUX``, which lets the kubelets of Karpenter's nodes join (a managed node group's role gets its entry
       from EKS; this role is the nodes' own, so that the two entries never collide).
 
@@ -124,6 +125,9 @@ class KarpenterController(Construct):
         self.role = PodIdentityRole(
             self,
             "ControllerRole",
+            cluster=cluster,
+            namespace=KARPENTER_NAMESPACE,
+            service_account=KARPENTER_SERVICE_ACCOUNT,
             description=f"Karpenter controller ({KARPENTER_NAMESPACE}/{KARPENTER_SERVICE_ACCOUNT})",
         ).role
         for statement in controller_statements(
@@ -201,7 +205,7 @@ class KarpenterController(Construct):
                 },
                 "serviceAccount": {"name": KARPENTER_SERVICE_ACCOUNT},
                 "nodeSelector": {"kubernetes.io/os": "linux", **SYSTEM_NODE_LABELS},
-                "controller": {"resources": CONTROLLER_RESOURCES},
+                "controller": {"resources": CONTROLLER_RESOURCES, "env": controller_env(Stack.of(self).region)},
             },
         )
         self.release.node.add_dependency(self.crds, self.association, self.node_access, *after)
@@ -209,6 +213,16 @@ class KarpenterController(Construct):
             self.release.node.add_dependency(rule)
         self.ready: List[IConstruct] = [self.release]
         """What a NodePool's objects are applied after: the controller, running (Helm waited for it)."""
+
+
+def controller_env(region: str) -> List[Dict[str, str]]:
+    """The controller's ``AWS_REGION``: Karpenter reads the region from IMDS when the SDK finds none
+    (aws/karpenter-provider-aws v1.14.1 ``pkg/operator/operator.go``, ``NewOperator``: "retrieving region from IMDS",
+    and it exits when that fails), and its pods (``hostNetwork: false``, charts/karpenter/values.yaml) cannot reach
+    IMDS with the nodes' hop limit of 1 (:data:`~trainium_eks.core.conventions.IMDS_HOP_LIMIT`); the chart's
+    ``controller.env`` sets it (values.yaml shows ``AWS_REGION`` as its example). The cluster endpoint is found with
+    ``eks:DescribeCluster`` through Pod Identity, not IMDS."""
+    return [{"name": "AWS_REGION", "value": region}]
 
 
 def controller_statements(

@@ -163,13 +163,14 @@ class TrainingNetwork(Construct):
         flow_log_group = logs.LogGroup(
             self, "FlowLogGroup", retention=flow_log_retention, removal_policy=RemovalPolicy.RETAIN
         )
-        ec2.FlowLog(
+        flow_log = ec2.FlowLog(
             self,
             "FlowLog",
             resource_type=ec2.FlowLogResourceType.from_vpc(self.vpc),
             destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_log_group),
             traffic_type=ec2.FlowLogTrafficType.ALL,
         )
+        _confine_flow_log_role(flow_log)
         region = stack_region(self)
         self.nat_gateway_count = len(az_ids)
         self.usd_per_hour: Optional[float] = priced(
@@ -279,3 +280,26 @@ def _validate_cidr(problems: Problems, cidr: Any, availability_zone_ids: Any) ->
             availability_zone_ids,
             f"at most {2 ** (22 - network.prefixlen)} AZs fit in {cidr}",
         )
+
+
+FLOW_LOG_PRINCIPAL = "vpc-flow-logs.amazonaws.com"
+
+
+def flow_log_trust_conditions(stack: Stack) -> dict:
+    """The confused-deputy conditions of the role VPC Flow Logs assumes to write to CloudWatch Logs: the stack's
+    account as ``aws:SourceAccount`` and its flow logs (``vpc-flow-log/*`` of its account and region) as
+    ``aws:SourceArn``. Source: Amazon VPC user guide, "IAM role for publishing flow logs to CloudWatch Logs"
+    (flow-logs-iam-role.html), whose trust policy example carries both keys."""
+    return {
+        "StringEquals": {"aws:SourceAccount": stack.account},
+        "ArnLike": {"aws:SourceArn": stack.format_arn(service="ec2", resource="vpc-flow-log", resource_name="*")},
+    }
+
+
+def _confine_flow_log_role(flow_log: ec2.FlowLog) -> None:
+    """Add :func:`flow_log_trust_conditions` to the role aws-cdk-lib creates for ``flow_log`` (``IAMRole``, the trust
+    policy's one statement), in place, so that the role keeps its logical ID."""
+    role = flow_log.node.find_child("IAMRole").node.default_child
+    role.add_property_override(
+        "AssumeRolePolicyDocument.Statement.0.Condition", flow_log_trust_conditions(Stack.of(flow_log))
+    )

@@ -10,7 +10,7 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from trainium_eks.constructs.node_capacity import NodeCapacity
-from trainium_eks.core.conventions import ROOT_DEVICE_NAME
+from trainium_eks.core.conventions import IMDS_HOP_LIMIT, ROOT_DEVICE_NAME
 
 DEFAULT_ROOT_VOLUME_GIB = 100
 """Root volume size of a node, in GiB, unless the node group says otherwise."""
@@ -21,7 +21,8 @@ class NodeLaunchTemplate(Construct):
 
     - the instance type (set here, not on the node group: ``aws_eks_v2`` refuses Trainium instance types for the
       Neuron AMI type on the node group, and capacity blocks need it here);
-    - IMDSv2 required with a hop limit of 2 (pods get credentials from EKS Pod Identity, not from the node);
+    - IMDSv2 required with a hop limit of :data:`~trainium_eks.core.conventions.IMDS_HOP_LIMIT` (1): pods outside the
+      host network cannot reach the node role's credentials and get theirs from EKS Pod Identity;
     - an encrypted gp3 root volume on :data:`ROOT_DEVICE_NAME`, deleted with the instance;
     - either explicit network interfaces (EFA layouts) or the security groups of the primary interface;
     - optionally a placement group and a capacity reservation;
@@ -55,7 +56,7 @@ class NodeLaunchTemplate(Construct):
             launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
                 instance_type=instance_type,
                 metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
-                    http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=2
+                    http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=IMDS_HOP_LIMIT
                 ),
                 block_device_mappings=[
                     ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(

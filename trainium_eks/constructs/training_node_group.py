@@ -78,7 +78,7 @@ class TrainingNodeGroup(Construct):
 
     - a launch template (:class:`NodeLaunchTemplate`) carrying the instance type and, for EFA-capable types, one
       network interface per network card in the chosen :class:`EfaLayout` (trn1.32xlarge 8, trn1n.32xlarge and
-      trn2.48xlarge 16); IMDSv2 with hop limit 2; an encrypted gp3 root volume;
+      trn2.48xlarge 16); IMDSv2 with hop limit 1 (``IMDS_HOP_LIMIT``); an encrypted gp3 root volume;
     - a cluster placement group (EFA-capable types, on-demand capacity);
     - a node security group with self-referencing all-traffic ingress **and** egress (EFA traffic is dropped
       silently without both), all egress, and all traffic to and from the cluster security group (the

@@ -66,7 +66,8 @@ class TrainingNodePool(Construct):
     the catalog's instance type, the node security group (EFA self traffic, the cluster security group), a cluster
     placement group for EFA types on demand, one EFA device on every network card in the :class:`EfaLayout`
     (:func:`~trainium_eks.constructs.efa_layout.karpenter_network_interfaces`: 8 on trn1.32xlarge, 16 on
-    trn1n.32xlarge and trn2.48xlarge), the accelerator's labels and taint, IMDSv2 with hop limit 2, an encrypted gp3
+    trn1n.32xlarge and trn2.48xlarge), the accelerator's labels and taint, IMDSv2 with hop limit 1
+    (``IMDS_HOP_LIMIT``), an encrypted gp3
     root volume sized per accelerator, the AL2023 AMI of the accelerator at a pinned release
     (:data:`~trainium_eks.facts.versions.EKS_AMI_RELEASE`), the AZ by ID and the capacity (:class:`NodeCapacity`: a
     Capacity Block or an ODCR becomes ``capacityReservationSelectorTerms`` with ``karpenter.sh/capacity-type:

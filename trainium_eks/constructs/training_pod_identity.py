@@ -22,7 +22,9 @@ class TrainingPodIdentity(Construct):
     """The IAM role of training pods and its EKS Pod Identity association with their service account.
 
     The role may list the data bucket, read its objects and write objects (checkpoints, logs), and nothing else; it
-    cannot delete objects. Without a data bucket it has no permissions at all, ready for the caller's grants.
+    cannot delete objects. Only ``namespace/service_account`` of ``cluster`` can assume it
+    (:class:`~trainium_eks.constructs.pod_identity_role.PodIdentityRole`). Without a data bucket it has no permissions
+    at all, ready for the caller's grants.
 
     :param cluster: Required.
     :param data_bucket: Default: none.
@@ -50,7 +52,14 @@ class TrainingPodIdentity(Construct):
         problems.raise_if_any()
         self.namespace = namespace
         self.service_account = service_account
-        self.role = PodIdentityRole(self, "Role", description=f"Training pods ({namespace}/{service_account})").role
+        self.role = PodIdentityRole(
+            self,
+            "Role",
+            cluster=cluster,
+            namespace=namespace,
+            service_account=service_account,
+            description=f"Training pods ({namespace}/{service_account})",
+        ).role
         if data_bucket is not None:
             objects = data_bucket.arn_for_objects("*")
             self.role.add_to_principal_policy(

@@ -67,6 +67,18 @@ ROOT_DEVICE_NAME = "/dev/xvda"
 """Root device of the EKS-optimized Amazon Linux 2023 AMIs: where a node group's launch template and a Karpenter
 EC2NodeClass put the root volume."""
 
+IMDS_HOP_LIMIT = 1
+"""``HttpPutResponseHopLimit`` of every node (a managed node group's launch template and a Karpenter EC2NodeClass): the
+IMDSv2 token response does not survive the extra hop into a pod's network namespace, so only processes on the host
+network (kubelet, aws-node, kube-proxy, the EKS Pod Identity agent, the CSI node plugins, the CloudWatch agent) reach
+the node role's credentials; pods get theirs from EKS Pod Identity (169.254.170.23, served by the agent on the host
+network: its credentials URL is not the instance metadata service). Sources: Amazon EKS user guide, al2023.html ("the
+default hop count for managed node groups is set to 1. This means that containers won't have access to the node's
+credentials using IMDS") and pod-identities (the agent "uses the hostNetwork of the node"); Karpenter v1.14.1
+website/content/en/docs/concepts/nodeclasses.md (``httpPutResponseHopLimit: 1`` "to disable IMDS access from
+containers not on the host network"). The add-ons that would otherwise read IMDS from a pod network are given what
+they need instead (:mod:`trainium_eks.constructs.cluster`, :mod:`trainium_eks.constructs.karpenter_controller`)."""
+
 ACCELERATOR_TAINTS: Mapping[Accelerator, Taint] = {
     Accelerator.NEURON: Taint(NEURON_DEVICE_RESOURCE, "true", "NoSchedule"),
     Accelerator.NVIDIA: Taint(GPU_RESOURCE, "true", "NoSchedule"),

@@ -16,7 +16,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 from aws_cdk import Duration, Environment
 from constructs import Node
 
-from trainium_eks.constructs.cluster import ADMIN_PRINCIPAL_ARN
+from trainium_eks.constructs.cluster import ADMIN_PRINCIPAL_ARN, check_public_endpoint_cidrs
 from trainium_eks.constructs.node_provisioning import NodeProvisioning
 from trainium_eks.constructs.training_node_group import DEFAULT_INSTANCE_TYPE as TRAINIUM_INSTANCE_TYPE
 from trainium_eks.core.validation import Problems, bucket_name_problem, is_integer
@@ -37,6 +37,7 @@ SHARED_KEYS: Mapping[str, str] = {
     "provisioning": "provisioning",
     "idle_timeout": "idleMinutes",
     "preflight": "preflight",
+    "public_endpoint_cidrs": "publicEndpointCidrs",
 }
 """Settings of every stack: prop -> context key."""
 
@@ -97,6 +98,7 @@ _OPTIONAL_KEYS = (
     "adminRoleArn",
     "kubeflowAcceleratedType",
     "idleMinutes",
+    "publicEndpointCidrs",
     *AZ_KEYS.values(),
 )
 """Keys where an empty string means "not set"."""
@@ -234,6 +236,8 @@ def _parse(problems: Problems, key: str, value: Any, region: Optional[str]) -> A
             return value in (True, "true")
         problems.add(key, value, "true or false")
         return None
+    if key == "publicEndpointCidrs":
+        return _public_endpoint_cidrs(problems, key, value)
     if key == "provisioning":
         choices = [mode.value for mode in NodeProvisioning]
         if value not in choices:
@@ -265,6 +269,22 @@ def _parse(problems: Problems, key: str, value: Any, region: Optional[str]) -> A
             problems.add(key, value, f"an ARN of partition {partition_of(region)}, the partition of region {region}")
             return None
     return value
+
+
+def _public_endpoint_cidrs(problems: Problems, key: str, value: Any) -> Optional[Tuple[str, ...]]:
+    """The CIDR blocks of ``publicEndpointCidrs``: a string of blocks separated by commas (``-c``) or a JSON list of
+    strings (cdk.json); an empty list means not set. None, with one problem naming every bad block, otherwise."""
+    if isinstance(value, str):
+        cidrs: Any = [part.strip() for part in value.split(",")]
+    elif isinstance(value, list) and all(isinstance(item, str) for item in value):
+        cidrs = list(value)
+    else:
+        cidrs = value
+    if cidrs == []:
+        return None
+    if not check_public_endpoint_cidrs(problems, key, cidrs):
+        return None
+    return tuple(cidrs)
 
 
 def _example(key: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 from aws_cdk import Duration
 from aws_cdk import aws_ec2 as ec2
@@ -52,6 +52,11 @@ class ClusterStackProps:
         Default: :data:`~trainium_eks.constructs.training_node_pool.DEFAULT_IDLE_TIMEOUT` (10 minutes).
     :param preflight: Check quotas, offerings, capacity and addresses first in the deploy
         (:class:`~trainium_eks.constructs.preflight.Preflight`, before every other resource). Default: true.
+    :param public_endpoint_cidrs: IPv4 CIDR blocks admitted to the cluster's public API endpoint (such as your own
+        address as ``198.51.100.7/32``). Without any, the endpoint is private only (kubectl works from inside the VPC:
+        the nodes, the kubectl provider, a VPN or a peered network), unless something in the stack needs a public one:
+        the hybrid workflow of ``KubeflowTrainingStack`` (Step Functions' ``eks:call`` reaches public endpoints only),
+        whose endpoint then admits every address, with a synth warning. Default: none.
     :param setting_names: Names of the settings in error messages (the default app passes its context keys).
         Default: the prop names.
     """
@@ -67,6 +72,7 @@ class ClusterStackProps:
     provisioning: NodeProvisioning = NodeProvisioning.KARPENTER
     idle_timeout: Optional[Duration] = None
     preflight: bool = True
+    public_endpoint_cidrs: Optional[Sequence[str]] = None
     setting_names: Optional[Mapping[str, str]] = None
 
     def check(self, problems: Problems, *, region: str) -> None:
@@ -74,7 +80,11 @@ class ClusterStackProps:
         ``seed_jobs``, the image's directory and build arguments, and ``vpc`` with ``node_subnet`` (both or
         neither). The AZ is checked with each node group, which knows what it must offer."""
         check_cluster_settings(
-            problems, kubernetes_version=self.kubernetes_version, admin_role_arn=self.admin_role_arn, region=region
+            problems,
+            kubernetes_version=self.kubernetes_version,
+            admin_role_arn=self.admin_role_arn,
+            region=region,
+            public_endpoint_cidrs=self.public_endpoint_cidrs,
         )
         check_bool(problems, "seed_jobs", self.seed_jobs)
         check_bool(problems, "preflight", self.preflight)

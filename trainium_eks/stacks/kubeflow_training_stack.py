@@ -33,6 +33,14 @@ ACCELERATED_NODE_TYPES = NodeTypes(
 )
 
 
+HYBRID_WORKFLOW_ENDPOINT_REASON = (
+    "the hybrid workflow's Kubernetes branch (Step Functions' eks:call, which supports only Kubernetes APIs with "
+    "public endpoint access, from AWS addresses that connect-eks.html does not list)"
+)
+"""Why the stack's API endpoint is public when it has the hybrid workflow. Source: Step Functions developer guide,
+connect-eks.html ("The Step Functions EKS integration supports only Kubernetes APIs with public endpoint access")."""
+
+
 class KubeflowTrainingStack(TrainingClusterStack):
     """Kubeflow training on EKS: the network and cluster of :class:`TrainingClusterStack`, CPU nodes (the seed's
     6 x m5.xlarge: a Karpenter :class:`TrainingNodePool` by default, a :class:`TrainingNodeGroup` with
@@ -53,7 +61,10 @@ class KubeflowTrainingStack(TrainingClusterStack):
     :param accelerated_node_count: Nodes of that group. Default: 1.
     :param hybrid_workflow: With ``image_directory``, the Step Functions workflow that runs the CIFAR-10 training on
         the cluster or on SageMaker, chosen per run (:class:`HybridTrainingWorkflow`; stack output
-        ``HybridStateMachineArn``, started by ``python -m trainium_eks run``). Default: true.
+        ``HybridStateMachineArn``, started by ``python -m trainium_eks run``). It needs the cluster's public API
+        endpoint: with the workflow, the endpoint is public and private, the public one open to every address unless
+        ``public_endpoint_cidrs`` restricts it (then the workflow's Kubernetes branch cannot connect; synth warns).
+        Without it, the endpoint is private unless ``public_endpoint_cidrs`` is set. Default: true.
     :param props: :class:`~trainium_eks.stacks.cluster_stack_props.ClusterStackProps` and ``Stack``'s (``env``, ...).
     """
 
@@ -97,7 +108,11 @@ class KubeflowTrainingStack(TrainingClusterStack):
         # The workflow needs the image: SageMaker runs the one the stack builds.
         with_workflow = hybrid_workflow and shared.image_directory is not None
         vpc, node_subnet = self.build_network()
-        self.build_cluster(vpc=vpc, efs_csi_driver=True)
+        self.build_cluster(
+            vpc=vpc,
+            efs_csi_driver=True,
+            public_endpoint_for=HYBRID_WORKFLOW_ENDPOINT_REASON if with_workflow else None,
+        )
         self.cpu_nodes = self.build_node_group(
             "CpuNodes",
             subnet=node_subnet,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from aws_cdk import CfnOutput, Duration, Stack
+from aws_cdk import Annotations, CfnOutput, Duration, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
@@ -16,8 +16,8 @@ from trainium_eks.constructs.image_repository import TrainingImageRepository
 from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.constructs.karpenter_controller import KarpenterController
 from trainium_eks.constructs.network import TrainingNetwork
-from trainium_eks.constructs.preflight import Preflight
 from trainium_eks.constructs.node_provisioning import NodeProvisioning
+from trainium_eks.constructs.preflight import Preflight
 from trainium_eks.constructs.training_dashboard import TrainingDashboard
 from trainium_eks.constructs.training_node_group import (
     TrainingNodeGroup,
@@ -60,6 +60,9 @@ TrainingNodes = Union[TrainingNodeGroup, TrainingNodePool]
 ``cost_line`` and ``add_shared_volume``."""
 
 
+OPEN_TO_ALL = "0.0.0.0/0"
+"""The CIDR block of every IPv4 address: a public endpoint's range when a stack needs one and none is set."""
+
 EXPECTED_EFS_GB = 1.0
 """What the cost figures assume an EFS volume of the app's stacks holds: CIFAR-10 (0.18 GB extracted) with checkpoints
 and outputs, rounded up. EFS bills what is stored, not a size."""
@@ -81,7 +84,8 @@ class TrainingClusterStack(Stack):
 
     The props of :class:`~trainium_eks.stacks.cluster_stack_props.ClusterStackProps` (``availability_zone_id``,
     ``kubernetes_version``, ``admin_role_arn``, ``vpc``, ``node_subnet``, ``image_directory``, ``image_build_args``,
-    ``seed_jobs``, ``provisioning``, ``idle_timeout``, ``preflight``, ``setting_names``) are every stack's, documented and checked
+    ``seed_jobs``, ``provisioning``, ``idle_timeout``, ``preflight``, ``public_endpoint_cidrs``, ``setting_names``) are
+    every stack's, documented and checked
     there once: :attr:`props` holds them and :attr:`setting_problems` their problems, to which a subclass adds its own
     before it raises them.
 
@@ -104,6 +108,7 @@ class TrainingClusterStack(Stack):
         provisioning: NodeProvisioning = NodeProvisioning.KARPENTER,
         idle_timeout: Optional[Duration] = None,
         preflight: bool = True,
+        public_endpoint_cidrs: Optional[Sequence[str]] = None,
         setting_names: Optional[Mapping[str, str]] = None,
         **stack_props: Any,
     ) -> None:
@@ -122,6 +127,7 @@ class TrainingClusterStack(Stack):
             provisioning=provisioning,
             idle_timeout=idle_timeout,
             preflight=preflight,
+            public_endpoint_cidrs=public_endpoint_cidrs,
             setting_names=setting_names,
         )
         self.setting_names = dict(setting_names or {})
@@ -178,8 +184,25 @@ class TrainingClusterStack(Stack):
         self.network = TrainingNetwork(self, "Network", node_az_id=self.props.availability_zone_id)
         return self.network.vpc, self.network.node_subnet
 
-    def build_cluster(self, *, vpc: ec2.IVpc, efs_csi_driver: bool = False) -> TrainingCluster:
-        """The :class:`TrainingCluster` (id ``Cluster``) of :attr:`props`' Kubernetes version and admin."""
+    def build_cluster(
+        self, *, vpc: ec2.IVpc, efs_csi_driver: bool = False, public_endpoint_for: Optional[str] = None
+    ) -> TrainingCluster:
+        """The :class:`TrainingCluster` (id ``Cluster``) of :attr:`props`' Kubernetes version and admin, its API
+        endpoint private unless :attr:`props`' ``public_endpoint_cidrs`` admits CIDR blocks to a public one. A stack in
+        which something needs a public endpoint names it in ``public_endpoint_for``: without CIDR blocks set, its public
+        endpoint then admits every address (:data:`OPEN_TO_ALL`), with the warning ``trainium-eks:publicEndpointOpen``
+        that says why and which setting restricts it."""
+        cidrs = list(self.props.public_endpoint_cidrs or [])
+        if public_endpoint_for and not cidrs:
+            cidrs = [OPEN_TO_ALL]
+            setting = self.setting_names.get("public_endpoint_cidrs", "public_endpoint_cidrs")
+            Annotations.of(self).add_warning_v2(
+                "trainium-eks:publicEndpointOpen",
+                f"The cluster's API endpoint is public to every address because {public_endpoint_for} needs a public "
+                f"endpoint and {setting} is not set. Requests still need IAM credentials of an access entry. Set "
+                f"{setting} to your CIDR blocks to restrict it, or to {OPEN_TO_ALL} to keep it open without this "
+                "warning.",
+            )
         self.cluster = TrainingCluster(
             self,
             "Cluster",
@@ -187,6 +210,7 @@ class TrainingClusterStack(Stack):
             kubernetes_version=self.props.kubernetes_version,
             admin_role_arn=self.props.admin_role_arn or None,
             efs_csi_driver=efs_csi_driver,
+            public_endpoint_cidrs=cidrs,
             setting_names=self.setting_names,
         )
         return self.cluster
@@ -298,7 +322,8 @@ class TrainingClusterStack(Stack):
             "UpdateKubeconfigCommand",
             value=f"aws eks update-kubeconfig --name {cluster_name} --region {self.region}",
             description="Run it with adminRoleArn's credentials: EKS makes only that role and the CloudFormation role "
-            "that created the cluster cluster-admin",
+            "that created the cluster cluster-admin. kubectl then reaches the API from inside the VPC, or from the "
+            "CIDR blocks of publicEndpointCidrs",
         )
         CfnOutput(self, "DashboardName", value=self.dashboard.dashboard.dashboard_name)
         CfnOutput(self, "ImageRepositoryUri", value=self.images.repository.repository_uri)

@@ -6,7 +6,7 @@ import pytest
 
 from tests.support.k8s_validation import validate_objects
 from trainium_eks.constructs.efa_layout import EfaLayout, karpenter_network_interfaces
-from trainium_eks.core.conventions import ACCELERATOR_TAINTS
+from trainium_eks.core.conventions import ACCELERATOR_TAINTS, IMDS_HOP_LIMIT
 from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import INSTANCE_CATALOG, Accelerator, instance_facts
 from trainium_eks.manifests.addons.karpenter_node_pool import KarpenterNodePoolChart, karpenter_duration
@@ -88,7 +88,7 @@ def test_node_class_pins_ami_subnet_groups_role_and_imdsv2():
     assert spec["securityGroupSelectorTerms"] == [{"id": "sg-0123456789abcdef0"}]
     assert spec["role"] == "TrainingNodes"
     assert spec["metadataOptions"]["httpTokens"] == "required"
-    assert spec["metadataOptions"]["httpPutResponseHopLimit"] == 2
+    assert spec["metadataOptions"]["httpPutResponseHopLimit"] == IMDS_HOP_LIMIT == 1
     (root,) = spec["blockDeviceMappings"]
     assert root["rootVolume"] is True
     assert root["ebs"] == {"volumeSize": "500Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}

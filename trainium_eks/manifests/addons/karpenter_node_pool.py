@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from trainium_eks.core.conventions import ROOT_DEVICE_NAME, Taint
+from trainium_eks.core.conventions import IMDS_HOP_LIMIT, ROOT_DEVICE_NAME, Taint
 from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import InstanceFacts
 from trainium_eks.manifests.chart import LibraryChart
@@ -26,7 +26,9 @@ class KarpenterNodePoolChart(LibraryChart):
 
     The EC2NodeClass: the AL2023 AMI alias pinned at :data:`~trainium_eks.facts.versions.EKS_AMI_RELEASE` (Karpenter
     picks the Neuron, NVIDIA or standard variant of that release by instance type), the one subnet and the node
-    security group by ID, the node role, IMDSv2 with hop limit 2, an encrypted gp3 root volume, the EFA interfaces
+    security group by ID, the node role, IMDSv2 with hop limit
+    :data:`~trainium_eks.core.conventions.IMDS_HOP_LIMIT` (Karpenter's own default), an encrypted gp3 root volume, the
+    EFA interfaces
     (``network_interfaces``), the placement group and the capacity reservations, and tags that name the pool.
 
     The NodePool: requirements that pin the instance type, the AZ ID (``topology.k8s.aws/zone-id``) and the capacity
@@ -86,7 +88,7 @@ class KarpenterNodePoolChart(LibraryChart):
             "metadataOptions": {
                 "httpEndpoint": "enabled",
                 "httpProtocolIPv6": "disabled",
-                "httpPutResponseHopLimit": 2,
+                "httpPutResponseHopLimit": IMDS_HOP_LIMIT,
                 "httpTokens": "required",
             },
             "blockDeviceMappings": [
