@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from aws_cdk import Annotations, CfnCondition, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
@@ -384,88 +384,78 @@ class TrainingCluster(Construct):
         """The vpc-cni add-on, ``kube-system/aws-node`` bound by the add-on's Pod Identity association to a role of its
         own with :data:`VPC_CNI_POLICY` (the node role does not carry it: create-node-role.html recommends exactly
         that)."""
-        role = PodIdentityRole(
-            self,
-            "VpcCniRole",
-            cluster=self.cluster,
+        return self._addon_with_pod_identity(
+            "vpc-cni",
+            role_id="VpcCniRole",
             namespace="kube-system",
             service_account=VPC_CNI_SERVICE_ACCOUNT,
             description="Amazon VPC CNI (kube-system/aws-node): network interfaces and IP addresses of the nodes",
-        ).role
-        role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(VPC_CNI_POLICY))
-        acknowledge(
-            role,
-            "AwsSolutions-IAM4",
-            "The VPC CNI needs AmazonEKS_CNI_Policy for an IPv4 cluster (EKS user guide, cni-iam-role.html), which AWS "
-            "keeps current with the CNI; only kube-system/aws-node of this cluster can assume the role.",
-            *managed_policy_findings([VPC_CNI_POLICY]),
-        )
-        self._addon(
-            "vpc-cni",
-            pod_identity_associations=[
-                eks.CfnAddon.PodIdentityAssociationProperty(
-                    role_arn=role.role_arn, service_account=VPC_CNI_SERVICE_ACCOUNT
-                )
-            ],
-        )
-        return role
+            policy=VPC_CNI_POLICY,
+            reason="The VPC CNI needs AmazonEKS_CNI_Policy for an IPv4 cluster (EKS user guide, cni-iam-role.html), "
+            "which AWS keeps current with the CNI; only kube-system/aws-node of this cluster can assume the role.",
+        )[1]
 
     def _add_efs_csi_driver(self) -> None:
         """The Amazon EFS CSI driver add-on (static volumes and access points), its controller bound by Pod Identity."""
-        role = PodIdentityRole(
-            self,
-            "EfsCsiDriverRole",
-            cluster=self.cluster,
+        addon, _ = self._addon_with_pod_identity(
+            "aws-efs-csi-driver",
+            role_id="EfsCsiDriverRole",
             namespace="kube-system",
             service_account=EFS_CSI_CONTROLLER_SERVICE_ACCOUNT,
             description="EFS CSI driver controller (kube-system/efs-csi-controller-sa)",
-        ).role
-        role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(EFS_CSI_DRIVER_POLICY))
-        acknowledge(
-            role,
-            "AwsSolutions-IAM4",
-            "The EFS CSI driver controller needs AmazonEFSCSIDriverPolicy (EKS user guide, "
+            policy=EFS_CSI_DRIVER_POLICY,
+            reason="The EFS CSI driver controller needs AmazonEFSCSIDriverPolicy (EKS user guide, "
             "add-ons-aws-efs-csi-driver.html): describe file systems and mount targets, create and delete the access "
             "points of dynamically provisioned volumes (tagged by the driver).",
-            *managed_policy_findings([EFS_CSI_DRIVER_POLICY]),
         )
-        self._addon(
-            "aws-efs-csi-driver",
-            pod_identity_associations=[
-                eks.CfnAddon.PodIdentityAssociationProperty(
-                    role_arn=role.role_arn, service_account=EFS_CSI_CONTROLLER_SERVICE_ACCOUNT
-                )
-            ],
-        ).node.add_dependency(self.addons["eks-pod-identity-agent"], self.system_nodegroup)
+        addon.node.add_dependency(self.addons["eks-pod-identity-agent"], self.system_nodegroup)
 
     def _add_container_insights(self) -> None:
         """CloudWatch Container Insights with enhanced observability: NeuronCore utilisation, Neuron device memory
         and EFA traffic per node, pod and container, and container logs, through the managed add-on."""
-        role = PodIdentityRole(
-            self,
-            "CloudWatchAgentRole",
-            cluster=self.cluster,
+        addon, _ = self._addon_with_pod_identity(
+            "amazon-cloudwatch-observability",
+            role_id="CloudWatchAgentRole",
             namespace=CLOUDWATCH_AGENT_NAMESPACE,
             service_account=CLOUDWATCH_AGENT_SERVICE_ACCOUNT,
             description="CloudWatch agent (amazon-cloudwatch/cloudwatch-agent)",
-        ).role
-        role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(CLOUDWATCH_AGENT_POLICY))
-        acknowledge(
-            role,
-            "AwsSolutions-IAM4",
-            "The CloudWatch agent of Container Insights needs CloudWatchAgentServerPolicy (CloudWatch user guide, "
-            "install-CloudWatch-Observability-EKS-addon.html): put metrics and log events, describe EC2 tags and "
-            "volumes.",
-            *managed_policy_findings([CLOUDWATCH_AGENT_POLICY]),
+            policy=CLOUDWATCH_AGENT_POLICY,
+            reason="The CloudWatch agent of Container Insights needs CloudWatchAgentServerPolicy (CloudWatch user "
+            "guide, install-CloudWatch-Observability-EKS-addon.html): put metrics and log events, describe EC2 tags "
+            "and volumes.",
         )
-        self._addon(
-            "amazon-cloudwatch-observability",
+        addon.node.add_dependency(self.addons["eks-pod-identity-agent"], self.system_nodegroup)
+
+    def _addon_with_pod_identity(
+        self,
+        name: str,
+        *,
+        role_id: str,
+        namespace: str,
+        service_account: str,
+        description: str,
+        policy: str,
+        reason: str,
+    ) -> Tuple[eks.CfnAddon, iam.IRole]:
+        """The add-on ``name`` with a Pod Identity association of ``namespace/service_account`` to a role of its own
+        (id ``role_id``) holding the AWS managed ``policy``, acknowledged (AwsSolutions-IAM4) with ``reason``."""
+        role = PodIdentityRole(
+            self,
+            role_id,
+            cluster=self.cluster,
+            namespace=namespace,
+            service_account=service_account,
+            description=description,
+        ).role
+        role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(policy))
+        acknowledge(role, "AwsSolutions-IAM4", reason, *managed_policy_findings([policy]))
+        addon = self._addon(
+            name,
             pod_identity_associations=[
-                eks.CfnAddon.PodIdentityAssociationProperty(
-                    role_arn=role.role_arn, service_account=CLOUDWATCH_AGENT_SERVICE_ACCOUNT
-                )
+                eks.CfnAddon.PodIdentityAssociationProperty(role_arn=role.role_arn, service_account=service_account)
             ],
-        ).node.add_dependency(self.addons["eks-pod-identity-agent"], self.system_nodegroup)
+        )
+        return addon, role
 
     def _acknowledge_cluster_internals(self) -> None:
         """Acknowledge the findings on resources aws-cdk-lib creates inside ``eks.Cluster`` (not configurable)."""
