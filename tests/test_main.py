@@ -13,7 +13,8 @@ from tests.support.apps import REPO
 def test_an_unknown_command_is_named_in_one_line_with_the_commands(capsys):
     assert cli.main(["bogus"]) == 2
     err = capsys.readouterr().err
-    assert err == "error: unknown command 'bogus': one of admin-role, run, cost, preflight, fabric (python -m trainium_eks --help)\n"
+    commands = "admin-role, run, cost, preflight, fabric"
+    assert err == f"error: unknown command 'bogus': one of {commands} (python -m trainium_eks --help)\n"
 
 
 def test_help_is_plain_text(capsys):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import trainium_eks.__main__ as cli
-from tests.manifests.jobs.test_fabric_program import NCCL_HEALTHY, NCCL_SOCKET, NCCOM_HEALTHY, NCCOM_SLOW, verdict
+from tests.support.fabric_logs import NCCL_HEALTHY, NCCL_SOCKET, NCCOM_HEALTHY, NCCOM_SLOW, verdict
 from trainium_eks.commands import fabric
 from trainium_eks.core.conventions import FABRIC_CHECK_LABEL, FABRIC_RESULT_MARKER
 from trainium_eks.manifests.jobs.fabric_program import render, result_line

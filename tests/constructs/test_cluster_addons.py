@@ -213,7 +213,13 @@ def test_ordering_is_expressed_as_stack_dependencies(template):
     )
     queue_open = logical_id(template, "AddonsVolcanoQueueOpen")
     assert logical_id(template, "AddonsVolcanoQueueQueue") in depends_on(template, "AddonsVolcanoQueueOpen")
-    for job in ("JobsStaging", "JobsPrecompile", "JobsTraining"):
+    for job in (
+        "JobsStagingJob",
+        "JobsPrecompileFabricCheckJob",
+        "JobsPrecompileJob",
+        "JobsTrainingFabricCheckJob",
+        "JobsTrainingJob",
+    ):
         assert {namespace, account, claim, queue_open} <= depends_on(template, job)
 
 
@@ -285,7 +291,7 @@ def test_objects_embedded_in_the_template_validate(tmp_path):
     objects = [o for path in sorted(extracted.glob("*.yaml")) for o in yaml.safe_load_all(path.read_text()) if o]
     assert len(objects) >= 16
     held = [held_job(o) for o in objects if HELD_JOB_LABEL in (o["metadata"].get("labels") or {})]
-    assert len(held) == 2, "the held jobs travel inside their release Jobs: validate them as well"
+    assert len(held) == 4, "the held jobs (two and their fabric checks) travel inside their releases: validate them"
     validate_objects([with_shaped_ids(o) for o in objects] + held, tmp_path)
 
 

@@ -13,16 +13,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Dict, List
 
-import boto3
-import botocore.loaders
-import botocore.session
 import pytest
-from botocore.stub import Stubber
+
+from tests.support.preflight_aws import MixedSession
 
 SOURCE = Path(__file__).resolve().parents[2] / "lambda" / "preflight"
-
-_LOADER = botocore.loaders.create_loader()
-"""One loader of botocore's service models for every session of the tests (it caches what it reads)."""
 
 
 def _load(name: str) -> ModuleType:
@@ -56,42 +51,6 @@ def aws():
     mock.start()
     yield mock
     mock.stop()
-
-
-class MixedSession:
-    """A boto3 session whose clients are moto's, except those of :meth:`stub`, which are Stubber-backed. It records
-    every client asked for (service, region, config)."""
-
-    def __init__(self, region: str = "us-west-2") -> None:
-        self.region_name = region
-        core = botocore.session.Session()
-        core.register_component("data_loader", _LOADER)
-        self.session = boto3.session.Session(
-            region_name=region, aws_access_key_id="testing", aws_secret_access_key="testing", botocore_session=core
-        )
-        self.stubbed: Dict[str, Any] = {}
-        self.stubbers: Dict[str, Stubber] = {}
-        self.asked: List[tuple] = []
-
-    def stub(self, service: str) -> Stubber:
-        from preflight_checks import CLIENT_CONFIG
-
-        client = self.session.client(service, region_name=self.region_name, config=CLIENT_CONFIG)
-        stubber = Stubber(client)
-        stubber.activate()
-        self.stubbed[service] = client
-        self.stubbers[service] = stubber
-        return stubber
-
-    def client(self, service: str, region_name: Any = None, config: Any = None, **_: Any) -> Any:
-        self.asked.append((service, region_name, config))
-        if service in self.stubbed:
-            return self.stubbed[service]
-        return self.session.client(service, region_name=region_name or self.region_name, config=config)
-
-    def assert_no_pending_responses(self) -> None:
-        for stubber in self.stubbers.values():
-            stubber.assert_no_pending_responses()
 
 
 @pytest.fixture

@@ -14,50 +14,10 @@ import botocore.endpoint
 import pytest
 from botocore.awsrequest import AWSResponse
 
-TRN_DIMENSIONS = {"Class": "Trn/OnDemand", "Resource": "vCPU", "Service": "EC2", "Type": "Resource"}
-START = dt.datetime(2030, 1, 6, 11, 30, tzinfo=dt.timezone.utc)
-END = dt.datetime(2030, 1, 20, 11, 30, tzinfo=dt.timezone.utc)
-
-
-def _node(**overrides: Any) -> Dict[str, Any]:
-    node = {
-        "name": "AcceleratedNodes",
-        "instanceType": "trn1.32xlarge",
-        "count": 2,
-        "availabilityZoneId": "usw2-az4",
-        "subnetId": None,
-        "ipInterfaces": 1,
-        "efaInterfaces": 8,
-        "capacityReservationId": None,
-        "capacityType": "on-demand",
-    }
-    node.update(overrides)
-    return node
-
-
-def _plan(*nodes: Dict[str, Any], **overrides: Any) -> Dict[str, Any]:
-    plan = {
-        "version": 1,
-        "stack": "TrainiumEks",
-        "region": "us-west-2",
-        "kubernetesVersion": "1.36",
-        "nodes": list(nodes) or [_node()],
-        "fileSystems": [],
-    }
-    plan.update(overrides)
-    return plan
-
-
-def _quota(code: str, value: float, dimensions: Dict[str, str] | None = None, name: str = "quota") -> Dict[str, Any]:
-    quota: Dict[str, Any] = {"ServiceCode": "ec2", "QuotaCode": code, "QuotaName": name, "Value": value}
-    if dimensions is not None:
-        quota["UsageMetric"] = {
-            "MetricNamespace": "AWS/Usage",
-            "MetricName": "ResourceCount",
-            "MetricDimensions": dimensions,
-            "MetricStatisticRecommendation": "Maximum",
-        }
-    return {"Quota": quota}
+from tests.support.preflight_aws import END, START, TRN_DIMENSIONS, MixedSession
+from tests.support.preflight_aws import node as _node
+from tests.support.preflight_aws import plan as _plan
+from tests.support.preflight_aws import quota as _quota
 
 
 def _put_usage(region: str, dimensions: Dict[str, str], value: float) -> None:
@@ -587,8 +547,6 @@ def test_a_kubernetes_version_eks_does_not_offer_fails_naming_those_it_does(chec
 def test_lustre_storage_counts_the_accounts_file_systems_of_the_type(checks, aws):
     import boto3
 
-    from tests.preflight.conftest import MixedSession
-
     session = MixedSession("us-east-2")
     fsx = boto3.client("fsx", region_name="us-east-2", aws_access_key_id="t", aws_secret_access_key="t")
     for deployment_type, size in (("PERSISTENT_2", 2400), ("SCRATCH_2", 9600)):
@@ -618,8 +576,6 @@ def test_lustre_storage_counts_the_accounts_file_systems_of_the_type(checks, aws
 
 def test_efs_file_systems_fit_the_accounts_quota(checks, aws):
     import boto3
-
-    from tests.preflight.conftest import MixedSession
 
     session = MixedSession("eu-west-2")
     efs = boto3.client("efs", region_name="eu-west-2", aws_access_key_id="t", aws_secret_access_key="t")

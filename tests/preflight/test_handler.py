@@ -11,7 +11,10 @@ from typing import Any, Dict, List
 
 import pytest
 
-from tests.preflight.test_checks import _node, _plan, _quota
+from tests.support.preflight_aws import MixedSession
+from tests.support.preflight_aws import node as _node
+from tests.support.preflight_aws import plan as _plan
+from tests.support.preflight_aws import quota as _quota
 
 CREATED = dt.datetime(2030, 1, 1, tzinfo=dt.timezone.utc)
 STACK_ID = "arn:aws:cloudformation:us-west-2:123456789012:stack/TrainiumEks/0a1b2c3d-4e5f-6a7b-8c9d-0e1f2a3b4c5d"
@@ -139,8 +142,6 @@ def test_update_keeps_the_physical_id_and_passes_the_previous_plan(index, checks
     fake_checks.results = [checks.CheckResult("a", "pass", "ok")]
     old = _plan(_node(count=1))
     event = _event(url, "Update", OldResourceProperties={"Plan": json.dumps(old)})
-    from tests.preflight.conftest import MixedSession
-
     session = MixedSession()
     session.stub("cloudformation").add_response(
         "describe_stacks",
@@ -165,8 +166,6 @@ def test_an_update_while_the_stack_rolls_back_answers_success_without_checking(
     index, checks, fake_checks, response_url
 ):
     url, received = response_url
-    from tests.preflight.conftest import MixedSession
-
     session = MixedSession()
     session.stub("cloudformation").add_response(
         "describe_stacks",
@@ -189,8 +188,6 @@ def test_an_update_while_the_stack_rolls_back_answers_success_without_checking(
 def test_an_unreadable_stack_status_runs_the_checks(index, checks, fake_checks, response_url):
     url, received = response_url
     fake_checks.results = [checks.CheckResult("a", "fail", "no", "do")]
-    from tests.preflight.conftest import MixedSession
-
     session = MixedSession()
     session.stub("cloudformation").add_client_error("describe_stacks", "AccessDenied", "not allowed", 403)
     index.handler(_event(url, "Update"), Context(), session=session)
@@ -273,8 +270,6 @@ def test_a_request_without_a_response_url_does_not_raise(index, fake_checks):
 
 def test_the_handler_runs_the_real_checks(index, checks, aws, response_url):
     """End to end: moto's EC2, stubbed Service Quotas; the system nodes alone pass."""
-    from tests.preflight.conftest import MixedSession
-
     url, received = response_url
     plan = _plan(
         _node(name="SystemNodes", instanceType="m7i.xlarge", availabilityZoneId=None, efaInterfaces=0),

@@ -113,7 +113,8 @@ class Preflight(Construct):
     (``HANDLER_IAM_ACTIONS``), so that a rollback never fails on the checks of the plan it returns to.
 
     :param timeout: How long the function may run, 1 to 5 minutes. Default: 2 minutes.
-    :param log_retention: Retention of the function's log group. Default: one year.
+    :param log_retention: Retention of the function's log group, which outlives the stack (retained, as every log
+        group of the library: a deploy's record is not deleted with it). Default: one year.
     """
 
     def __init__(
@@ -135,20 +136,26 @@ class Preflight(Construct):
         checks = load_lambda_module(SOURCE, "preflight_checks")
         self.plan: Dict[str, Any] = plan_of(stack, checks.PLAN_VERSION)
         """The plan the checks read (JSON form), from the library's constructs in the stack."""
-        self.log_group = logs.LogGroup(self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY)
+        self.log_group = logs.LogGroup(self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.RETAIN)
+        # One inline policy: the function waits for its role only, not for a separate policy resource.
         self.role = iam.Role(
             self,
             "Role",
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description=f"The preflight checks of {stack.stack_name}: read-only calls",
+            inline_policies={
+                "Checks": iam.PolicyDocument(
+                    statements=[
+                        iam.PolicyStatement(
+                            actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                            resources=[self.log_group.log_group_arn],
+                        ),
+                        iam.PolicyStatement(actions=sorted(checks.IAM_ACTIONS), resources=["*"]),
+                        iam.PolicyStatement(actions=list(checks.HANDLER_IAM_ACTIONS), resources=[Aws.STACK_ID]),
+                    ]
+                )
+            },
         )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[self.log_group.log_group_arn]
-            )
-        )
-        self.role.add_to_policy(iam.PolicyStatement(actions=sorted(checks.IAM_ACTIONS), resources=["*"]))
-        self.role.add_to_policy(iam.PolicyStatement(actions=list(checks.HANDLER_IAM_ACTIONS), resources=[Aws.STACK_ID]))
         acknowledge(
             self.role,
             "AwsSolutions-IAM5",
@@ -176,7 +183,6 @@ class Preflight(Construct):
             resource_type=RESOURCE_TYPE,
             properties={"Plan": json.dumps(self.plan, sort_keys=True, separators=(",", ":"))},
         )
-        self.resource.node.add_dependency(self.role)
         _gate(stack, self)
 
 
