@@ -8,7 +8,9 @@ resource carries, and answers CloudFormation itself.
   ``ANSWER_SECONDS`` remain; what was not checked is ``unknown``. The table of results goes to the function's log.
   The answer is SUCCESS when no check failed (``Data``: the counts), FAILED with ``preflight_checks.failure_message``
   (each failed check and what to do) when one did. On an update the previous plan (``OldResourceProperties.Plan``)
-  tells the checks what the stack's running resources may already hold; while the stack rolls back
+  tells the checks what the stack's running resources may already hold, and so does the plan itself on a create in a
+  stack that exists (``UPDATE_IN_PROGRESS``: the preflight is new in a stack deployed without one); while the stack
+  rolls back
   (``cloudformation:DescribeStacks``: ``UPDATE_ROLLBACK_IN_PROGRESS``) the answer is SUCCESS at once, so a check
   cannot leave the stack in UPDATE_ROLLBACK_FAILED.
 - Delete: SUCCESS at once, without any AWS call.
@@ -105,11 +107,17 @@ def _respond_to(event: Mapping[str, Any], context: Any, session: Any) -> Dict[st
 
     session = session if session is not None else boto3.session.Session()
     previous: Optional[Mapping[str, Any]] = None
+    status = _stack_status(session, event)
     if request_type == "Update":
-        if _rolling_back(session, event):
+        if status == "UPDATE_ROLLBACK_IN_PROGRESS":
             print("the stack is rolling back: the checks are skipped")
             return _response(event, "SUCCESS", data={"Skipped": "rollback"})
         previous, _ = _plan_of(event.get("OldResourceProperties"))
+    elif status == "UPDATE_IN_PROGRESS":
+        # The preflight is new in a stack that exists (deployed before the stack had one): its instances, file
+        # systems and addresses may already be in the use AWS reports, as on an update.
+        print("the preflight is new in an existing stack: what the plan has may already be in use")
+        previous = plan
     results = _run_in_time(plan, session, previous, _remaining(context))
     print(preflight_checks.format_table(results))
     counts = {
@@ -177,16 +185,17 @@ def _plan_of(properties: Any) -> tuple:
     return plan, preflight_checks.check_plan(plan)
 
 
-def _rolling_back(session: Any, event: Mapping[str, Any]) -> bool:
-    """Whether the request's stack is rolling back an update (``cloudformation:DescribeStacks``); False when that
-    cannot be read (then the checks run)."""
+def _stack_status(session: Any, event: Mapping[str, Any]) -> Optional[str]:
+    """The request's stack's status (``cloudformation:DescribeStacks``): ``UPDATE_ROLLBACK_IN_PROGRESS`` while an
+    update rolls back, ``UPDATE_IN_PROGRESS`` for a stack that existed before this resource, ``CREATE_IN_PROGRESS``
+    for a new one; None when it cannot be read (then the checks run as for a new stack)."""
     try:
         client = session.client("cloudformation", config=preflight_checks.CLIENT_CONFIG)
         stacks = client.describe_stacks(StackName=event["StackId"]).get("Stacks", [])
     except Exception as error:  # noqa: BLE001 - without the status the checks run
         print(f"the stack's status could not be read ({type(error).__name__}: {error}): the checks run")
-        return False
-    return bool(stacks) and stacks[0].get("StackStatus") == "UPDATE_ROLLBACK_IN_PROGRESS"
+        return None
+    return stacks[0].get("StackStatus") if stacks else None
 
 
 def _physical_id(event: Mapping[str, Any]) -> str:

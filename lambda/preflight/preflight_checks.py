@@ -14,7 +14,7 @@ The plan (``PLAN_VERSION`` 1)::
                 "subnetId": "subnet-..." | null,      # null: the stack creates the subnet
                 "ipInterfaces": 1,                    # interfaces per node that take an IPv4 address
                 "efaInterfaces": 8,                   # EFA devices per node
-                "capacityReservationId": "cr-..." | null,
+                "capacityReservationId": "cr-..." | null,   # null: none, or one the stack makes (unchecked)
                 "capacityType": "on-demand" | "capacity-block" | "reservation",
                 "provisioning": "karpenter" | "node-group"}],   # optional: how the nodes are launched
      "fileSystems": [{"kind": "lustre", "storageGib": 1200, "deploymentType": "PERSISTENT_2",
@@ -214,8 +214,6 @@ def check_plan(plan: Any) -> List[str]:
             kind = node.get("capacityType")
             if kind not in ("on-demand", "capacity-block", "reservation"):
                 problems.append(f"{where}: capacityType {kind!r}: on-demand, capacity-block or reservation")
-            elif kind != "on-demand" and not node.get("capacityReservationId"):
-                problems.append(f"{where}: capacityType {kind!r} needs a capacityReservationId")
             if node.get("provisioning", "karpenter") not in ("karpenter", "node-group"):
                 problems.append(f"{where}: provisioning {node.get('provisioning')!r}: karpenter or node-group")
     if _expect(problems, plan, "fileSystems", "the plan", list):

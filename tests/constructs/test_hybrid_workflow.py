@@ -34,6 +34,7 @@ from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.efs_storage import EfsStorage
 from trainium_eks.constructs.hybrid_workflow import (
     SAGEMAKER_ENI_ACTIONS,
+    SAGEMAKER_ENI_PERMISSION_ACTIONS,
     SAGEMAKER_VPC_ACTIONS,
     SAGEMAKER_VPC_DESCRIBE_ACTIONS,
     HybridTrainingWorkflow,
@@ -579,7 +580,9 @@ def test_sagemaker_job_role_has_exactly_its_statements(built):
     bucket = logical_id(stack, workflow.output_bucket)
     vpc = stack.get_logical_id(stack.node.find_child("Network").cfn_vpc)
     vpc_arn = {"Fn::Join": ["", ["arn:aws:ec2:us-west-2:123456789012:vpc/", {"Ref": vpc}]]}
-    assert sorted(SAGEMAKER_VPC_ACTIONS) == sorted(SAGEMAKER_ENI_ACTIONS + SAGEMAKER_VPC_DESCRIBE_ACTIONS)
+    assert sorted(SAGEMAKER_VPC_ACTIONS) == sorted(
+        SAGEMAKER_ENI_ACTIONS + SAGEMAKER_ENI_PERMISSION_ACTIONS + SAGEMAKER_VPC_DESCRIBE_ACTIONS
+    )
     expected = [
         {
             "Sid": None,
@@ -608,7 +611,7 @@ def test_sagemaker_job_role_has_exactly_its_statements(built):
         },
         {
             "Sid": "TrainingNetworkDescriptions",
-            "Action": sorted(SAGEMAKER_VPC_DESCRIBE_ACTIONS),
+            "Action": sorted(SAGEMAKER_ENI_PERMISSION_ACTIONS + SAGEMAKER_VPC_DESCRIBE_ACTIONS),
             "Resource": ["*"],
             "Condition": None,
         },

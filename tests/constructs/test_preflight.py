@@ -185,3 +185,25 @@ def test_timeout_outside_one_to_five_minutes_is_refused():
     stack = cdk.Stack(app, "Lone", env=cdk.Environment(region="us-west-2"))
     with pytest.raises(ConfigurationError, match="timeout.*from 1 to 5 minutes"):
         Preflight(stack, "Preflight", timeout=cdk.Duration.minutes(10))
+
+
+def test_a_reservation_id_that_is_a_token_is_left_out_of_the_plan_so_that_it_refers_to_no_resource():
+    app = new_app()
+    reservations = cdk.Stack(app, "Reservations", env=cdk.Environment(region="us-west-2"))
+    reservation = ec2.CfnCapacityReservation(
+        reservations,
+        "Reservation",
+        availability_zone="us-west-2d",
+        instance_count=2,
+        instance_platform="Linux/UNIX",
+        instance_type="trn1.32xlarge",
+    )
+    seed = TrainiumEksStack(
+        app,
+        "SeedWithReservation",
+        env=cdk.Environment(region="us-west-2"),
+        capacity=NodeCapacity.capacity_reservation(reservation.ref),
+    )
+    nodes = _nodes(seed.preflight.plan)["AcceleratedNodes"]
+    assert (nodes["capacityType"], nodes["capacityReservationId"]) == ("reservation", None)
+    assert CHECKS.check_plan(seed.preflight.plan) == []

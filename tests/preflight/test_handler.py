@@ -162,6 +162,25 @@ def test_update_keeps_the_physical_id_and_passes_the_previous_plan(index, checks
     assert fake_checks.calls[0]["previous"] == old
 
 
+@pytest.mark.parametrize(("status", "counted"), [("UPDATE_IN_PROGRESS", True), ("CREATE_IN_PROGRESS", False)])
+def test_a_preflight_new_in_an_existing_stack_counts_its_plan_as_possibly_in_use(
+    index, checks, fake_checks, response_url, status, counted
+):
+    url, received = response_url
+    fake_checks.results = [checks.CheckResult("a", "pass", "ok")]
+    session = MixedSession()
+    session.stub("cloudformation").add_response(
+        "describe_stacks",
+        {"Stacks": [{"StackName": "TrainiumEks", "CreationTime": "2030-01-01T00:00:00Z", "StackStatus": status}]},
+        {"StackName": STACK_ID},
+    )
+    event = _event(url)
+    index.handler(event, Context(), session=session)
+    assert _only(received)["body"]["Status"] == "SUCCESS"
+    previous = fake_checks.calls[0]["previous"]
+    assert (previous == json.loads(event["ResourceProperties"]["Plan"])) if counted else previous is None
+
+
 def test_an_update_while_the_stack_rolls_back_answers_success_without_checking(
     index, checks, fake_checks, response_url
 ):

@@ -23,6 +23,7 @@ from trainium_eks.constructs.logged_state_machine import logged_state_machine, s
 from trainium_eks.constructs.private.sagemaker_training import (
     MAX_SAGEMAKER_RUNTIME_SECONDS,
     SAGEMAKER_ENI_ACTIONS,
+    SAGEMAKER_ENI_PERMISSION_ACTIONS,
     SAGEMAKER_EVENTS_RULE,
     SAGEMAKER_LOG_GROUP,
     SAGEMAKER_METRICS_NAMESPACE,
@@ -535,7 +536,9 @@ class HybridTrainingWorkflow(Construct):
         )
         role.add_to_policy(
             iam.PolicyStatement(
-                sid="TrainingNetworkDescriptions", actions=list(SAGEMAKER_VPC_DESCRIBE_ACTIONS), resources=["*"]
+                sid="TrainingNetworkDescriptions",
+                actions=list(SAGEMAKER_ENI_PERMISSION_ACTIONS + SAGEMAKER_VPC_DESCRIBE_ACTIONS),
+                resources=["*"],
             )
         )
         role.add_to_policy(
@@ -607,9 +610,11 @@ class HybridTrainingWorkflow(Construct):
             "AwsSolutions-IAM5",
             "ecr:GetAuthorizationToken, cloudwatch:PutMetricData (limited to SageMaker's training namespace by "
             "cloudwatch:namespace) and the ec2:Describe* calls SageMaker makes to place a job in the VPC have no "
-            "resource-level permissions (Service Authorization Reference, Amazon EC2); the network-interface actions "
-            "have, with generated interface ids, so they are on '*' limited by the ec2:Vpc condition to the stack's "
-            "VPC (the condition key of the network-interface, subnet and security-group resource types).",
+            "resource-level permissions (Service Authorization Reference, Amazon EC2); creating and deleting network "
+            "interfaces have, with generated interface ids, so they are on '*' limited by the ec2:Vpc condition to "
+            "the stack's VPC (the condition key of the network-interface, subnet and security-group resource types); "
+            "the interface-permission actions stay on '*' without it (not every resource type they authorize on is "
+            "known to carry ec2:Vpc, and a condition on a missing key would deny them).",
             "Resource::*",
         )
         acknowledge(

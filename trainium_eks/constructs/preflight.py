@@ -189,7 +189,8 @@ class Preflight(Construct):
 def plan_of(stack: Stack, version: int) -> Dict[str, Any]:
     """The plan of what ``stack`` launches, from the library's constructs in it: the cluster's Kubernetes version and
     system nodes, every training node pool and group, the file systems. Values the deploy decides (a subnet the
-    stack creates, a region-agnostic stack's region) are None."""
+    stack creates, a region-agnostic stack's region, a capacity reservation or AZ ID that is a token) are None, so that
+    the plan refers to no resource of the stack."""
     nodes: List[PlannedNodes] = []
     file_systems: List[Dict[str, Any]] = []
     kubernetes_version: Optional[str] = None
@@ -240,15 +241,21 @@ def _planned_training_nodes(nodes: Any) -> PlannedNodes:
     else:
         ip_interfaces = 1
     subnet_id = nodes.subnet.subnet_id
+    capacity = nodes.capacity
+    if capacity.reservation_id is not None and Token.is_unresolved(capacity.reservation_id):
+        # A reservation the stack itself makes: nothing to check before the deploy, and a reference to it would put
+        # it before the preflight, which comes first.
+        capacity = NodeCapacity(capacity.kind)
+    zone = nodes.availability_zone_id
     return PlannedNodes(
         name=nodes.node.id,
         instance=instance,
         count=count,
-        availability_zone_id=nodes.availability_zone_id,
+        availability_zone_id=None if zone is None or Token.is_unresolved(zone) else zone,
         subnet_id=None if Token.is_unresolved(subnet_id) else subnet_id,
         ip_interfaces=ip_interfaces,
         efa_interfaces=nodes.efa_interfaces,
-        capacity=nodes.capacity,
+        capacity=capacity,
         provisioning="karpenter" if isinstance(nodes, TrainingNodePool) else "node-group",
     )
 

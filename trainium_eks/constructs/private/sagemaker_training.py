@@ -26,16 +26,15 @@ SAGEMAKER_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 
 SAGEMAKER_METRICS_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 
-SAGEMAKER_ENI_ACTIONS = (
-    "ec2:CreateNetworkInterface",
-    "ec2:CreateNetworkInterfacePermission",
-    "ec2:DeleteNetworkInterface",
-    "ec2:DeleteNetworkInterfacePermission",
-)
-"""The network-interface actions of :data:`SAGEMAKER_VPC_ACTIONS`: they authorize on the interface (and, to create
-one, its subnet and security groups), all resource types with the ``ec2:Vpc`` condition key (Service Authorization
-Reference, Amazon EC2, resource types network-interface, subnet and security-group), so the job's role is limited to
-interfaces in the stack's VPC."""
+SAGEMAKER_ENI_ACTIONS = ("ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface")
+"""The network-interface actions that authorize on the interface (and, to create one, its subnet and security
+groups), resource types with the ``ec2:Vpc`` condition key (Service Authorization Reference, Amazon EC2), so the job's
+role is limited to interfaces in the stack's VPC."""
+
+SAGEMAKER_ENI_PERMISSION_ACTIONS = ("ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterfacePermission")
+"""The interface-permission actions of :data:`SAGEMAKER_VPC_ACTIONS`, on ``*`` without a condition: whether each
+of their resource types carries ``ec2:Vpc`` is not verified, and a condition on a key a request lacks denies it (the
+job would fail to start, or leave its interfaces behind)."""
 
 SAGEMAKER_VPC_DESCRIBE_ACTIONS = (
     "ec2:DescribeNetworkInterfaces",
@@ -47,10 +46,10 @@ SAGEMAKER_VPC_DESCRIBE_ACTIONS = (
 """The describe actions of :data:`SAGEMAKER_VPC_ACTIONS`: no resource-level permissions (Service Authorization
 Reference, Amazon EC2), so on ``*``."""
 
-SAGEMAKER_VPC_ACTIONS = SAGEMAKER_ENI_ACTIONS + SAGEMAKER_VPC_DESCRIBE_ACTIONS
+SAGEMAKER_VPC_ACTIONS = SAGEMAKER_ENI_ACTIONS + SAGEMAKER_ENI_PERMISSION_ACTIONS + SAGEMAKER_VPC_DESCRIBE_ACTIONS
 """What a training job's role needs to place the job in a VPC. Source: SageMaker developer guide, "CreateTrainingJob
 API: Execution Role Permissions" (sagemaker-roles.html), which lists these actions (on ``Resource: *``; the library
-adds the ``ec2:Vpc`` condition to the four that take one: :data:`SAGEMAKER_ENI_ACTIONS`)."""
+adds the ``ec2:Vpc`` condition to :data:`SAGEMAKER_ENI_ACTIONS`)."""
 
 
 def training_job_request(
