@@ -4,8 +4,9 @@
 #   make bench        synth benchmark against an empty app (figures for the README)
 #   make deploy-path  the modeled critical path of `cdk deploy` (../shared/tools/deploy_model.py)
 #   make rehearse     replay the README's changes through CloudFormation's rules and aws-eks-v2's own handler
-#   make audit        checkov on the Kubernetes objects the app applies (own venv)
+#   make audit        checkov on the Kubernetes objects the app applies (own venv), as the tests run it
 #   make cost         what each stack costs per hour, and the README's chart (docs/cost-per-hour.png)
+#   make pin-digests  the digest each image pin's registry serves now, against versions.py (needs registry access)
 #   make deploy STACK=KubeflowTraining   cdk deploy of one stack (needs AWS credentials); also diff, destroy
 #   ARGS="-c key=value ..." passes settings to synth, deploy, diff and destroy
 
@@ -21,12 +22,13 @@ export PATH := $(BIN):$(PATH)
 export AWS_EC2_METADATA_DISABLED := true
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-.PHONY: synth test test-fast bench audit clean install install-synth rehearse deploy-path cost deploy diff destroy
+.PHONY: synth test test-fast bench audit clean install install-synth rehearse deploy-path cost pin-digests deploy diff \
+	destroy
 
 # What synth needs (requirements.txt: aws-cdk-lib, cdk8s, the kubectl layers, Node.js, boto3), and everything else
 # (tests, validators, the training scripts' torch) only for the targets that use it.
 install-synth: $(VENV)/.synth-installed node_modules/.installed
-install: $(VENV)/.installed node_modules/.installed
+install: $(VENV)/.installed node_modules/.installed .venv-audit/.installed
 
 $(VENV)/.synth-installed: requirements.txt constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,6 +39,12 @@ $(VENV)/.synth-installed: requirements.txt constraints.txt
 $(VENV)/.installed: $(VENV)/.synth-installed requirements-dev.txt requirements-train.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
 		-r requirements-dev.txt -r requirements-train.txt -c constraints.txt
+	touch $@
+
+# checkov in its own venv: it pins packages that clash with the project's.
+.venv-audit/.installed: requirements-audit.txt
+	test -x .venv-audit/bin/python || $(PYTHON) -m venv .venv-audit
+	.venv-audit/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-audit.txt
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -71,11 +79,14 @@ rehearse: install
 cost: install
 	$(BIN)/python -m trainium_eks cost --chart docs/cost-per-hour.png $(ARGS)
 
+pin-digests: install-synth
+	$(BIN)/python scripts/pin_digests.py $(ARGS)
+
 deploy diff destroy: install-synth
 	test -n "$(STACK)" || (echo "name the stack: make $@ STACK=TrainiumEks|KubeflowTraining|ComposerTraining"; exit 2)
 	$(CDK) $@ $(STACK) $(ARGS)
 
-audit: synth
+audit: install synth
 	bash scripts/audit_manifests.sh
 
 clean:

@@ -1,7 +1,8 @@
 """What the containers of the scheduling rehearsal do while they run, and when they exit.
 
 - **Services** (the containers of Deployments and DaemonSets) run for ever.
-- **The release program** (:mod:`trainium_eks.manifests.jobs.job_release_program`, recognised by its source) reads the
+- **The release program** (:mod:`trainium_eks.manifests.jobs.job_release_program`, recognised by its path in the
+  program's ConfigMap) reads the
   status of the jobs it waits for with the program's own ``wait_states`` and ``decide``, creates the held job owned
   by its Job when they have all completed (through the webhooks of :mod:`.admission`), and exits 0; 3 when one failed or
   the API server refused the job; it leaves an existing held job alone.
@@ -29,6 +30,7 @@ from rehearsal.kubelet_expansion import expand
 from trainium_eks.core.conventions import FABRIC_CHECK_LABEL
 from trainium_eks.manifests.jobs.fabric_check import PROGRAM_MOUNT
 from trainium_eks.manifests.jobs.fabric_program import BELOW_FLOOR
+from trainium_eks.manifests.jobs.job_release import RELEASE_PROGRAM_PATH
 from trainium_eks.manifests.jobs.job_release_program import NEVER, decide, owned_manifest, ref_of, state, wait_states
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,8 +38,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 RENDEZVOUS_TIMEOUT_TICKS = 10
 WORK_TICKS = 3
-RELEASE_MARKER = "job release: created"
-"""Text of the release program's source that recognises its container."""
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ class Programs:
         if env["HELD_JOB"] not in self._held:
             self._held[env["HELD_JOB"]] = json.loads(expand(env["HELD_JOB"], {}))
         held = self._held[env["HELD_JOB"]]
-        namespace, waits = container["command"][3], [r for a in container["command"][5:] for r in a.split()]
+        namespace, waits = container["command"][2], [r for a in container["command"][4:] for r in a.split()]
         held_ref = ref_of(held)
         existing = cluster.workloads.get(f"{held_ref.split('/')[0]}/{namespace}/{held_ref.split('/')[1]}")
         if existing is not None:
@@ -165,7 +165,7 @@ def _is_fabric_check(container: Mapping[str, Any]) -> bool:
 
 def _is_release(container: Mapping[str, Any]) -> bool:
     command = container.get("command") or []
-    return len(command) > 2 and command[:2] == ["python3", "-c"] and RELEASE_MARKER in command[2]
+    return command[:2] == ["python3", RELEASE_PROGRAM_PATH]
 
 
 def _status(cluster: "SimulatedCluster", namespace: str, ref: str) -> Optional[Dict[str, Any]]:

@@ -40,6 +40,7 @@ from trainium_eks.facts.catalog import INSTANCE_CATALOG, Accelerator
 from trainium_eks.facts.regions import AZ_IDS_BY_REGION, partition_of
 from trainium_eks.manifests.access.job_release_access import JobReleaseAccessChart, JobReleaseCreatorChart
 from trainium_eks.manifests.access.training_namespace import TrainingNamespaceChart
+from trainium_eks.manifests.access.training_network_policy import TrainingNetworkPolicyChart
 from trainium_eks.manifests.access.workflow_access import WorkflowAccessChart
 from trainium_eks.manifests.addons.efa_device_plugin import EfaDevicePluginChart
 from trainium_eks.manifests.addons.etcd import EtcdChart
@@ -356,6 +357,7 @@ CHART_FACTORIES: Dict[str, Callable[..., Any]] = {
     "EtcdChart": lambda **p: EtcdChart(**p),
     "TensorBoardChart": lambda **p: TensorBoardChart(**p),
     "TrainingNamespaceChart": lambda **p: TrainingNamespaceChart(**p),
+    "TrainingNetworkPolicyChart": lambda **p: TrainingNetworkPolicyChart(**p),
     "LustreVolumeChart": lambda **p: LustreVolumeChart(**{"volume": VOLUME, **p}),
     "VolcanoQueueChart": lambda **p: VolcanoQueueChart(**p),
     "TrainJobChart": lambda **p: TrainJobChart(
@@ -433,6 +435,7 @@ PROPS = {
         "node_instance_types",
         "nvidia_device_plugin",
         "after_nodes",
+        "kubernetes_api_addresses",
     ],
     "TrainingPodIdentity": ["namespace", "service_account", "data_bucket", "cluster"],
     "TrainingDashboard": ["cluster_name", "period"],
@@ -452,6 +455,7 @@ PROPS = {
         "secrets_key",
         "node_role",
         "vpc",
+        "fsx_csi_driver",
         "efs_csi_driver",
     ],
     "JobSequence": ["cluster", "prerequisites", "access_prerequisites", "release_timeout"],
@@ -479,6 +483,7 @@ PROPS = {
         "service_account",
         "max_retries",
         "resource_fraction",
+        "internet_egress",
     ],
     "DatasetStagingChart": [
         "name",
@@ -498,6 +503,7 @@ PROPS = {
     "EtcdChart": ["namespace", "image"],
     "TensorBoardChart": ["namespace", "claim_name", "log_dir", "image"],
     "TrainingNamespaceChart": ["namespace", "service_account"],
+    "TrainingNetworkPolicyChart": ["namespace", "kubernetes_api_addresses"],
     "LustreVolumeChart": ["volume", "namespace", "volume_name", "claim_name"],
     "VolcanoQueueChart": ["name", "weight"],
     "EfsStorage": ["vpc", "subnets", "client_security_groups", "kms_key", "transition_to_ia", "require_tls"],

@@ -22,9 +22,13 @@ from trainium_eks.manifests.jobs.job_release import (
     HELD_JOB_LABEL,
     RELEASE_ANNOTATION,
     RELEASE_DIGEST,
+    RELEASE_PROGRAM_CONFIG_MAP,
+    RELEASE_PROGRAM_MOUNT,
+    RELEASE_PROGRAM_PATH,
     RELEASE_PROGRAM_SOURCE,
     WAIT_FOR_ANNOTATION,
     JobReleaseChart,
+    ReleaseProgramChart,
     held_annotations,
     kubelet_literal,
 )
@@ -61,7 +65,7 @@ def test_the_release_job_is_a_small_locked_down_pod_on_the_system_nodes_named_af
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert container["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     assert container["resources"]["requests"] == {"cpu": "10m", "memory": "32Mi"}
-    assert container["command"][3:] == ["training", "train-0123456789-release", "job/data-0123456789"]
+    assert container["command"][2:] == ["training", "train-0123456789-release", "job/data-0123456789"]
 
 
 def test_a_job_that_can_never_be_created_fails_the_release_at_once_and_a_drained_pod_does_not_count():
@@ -84,7 +88,12 @@ def test_the_held_job_reaches_the_program_exactly_as_synthesized_even_with_dolla
     release = release_job(JobReleaseChart(job=manifest, wait_for=["job/data-0123456789"]))
     assert held_job(release) == manifest
     (container,) = release["spec"]["template"]["spec"]["containers"]
-    assert expand(container["command"][2], {}) == RELEASE_PROGRAM_SOURCE
+    assert container["command"][:2] == ["python3", RELEASE_PROGRAM_PATH]
+    (program,) = ReleaseProgramChart(namespace="training").manifests()
+    assert program["data"] == {"job_release_program.py": RELEASE_PROGRAM_SOURCE}
+    (volume,) = release["spec"]["template"]["spec"]["volumes"]
+    assert volume["configMap"]["name"] == program["metadata"]["name"] == RELEASE_PROGRAM_CONFIG_MAP
+    assert {"name": volume["name"], "mountPath": RELEASE_PROGRAM_MOUNT, "readOnly": True} in container["volumeMounts"]
 
 
 def test_the_held_name_changes_with_the_waits_and_the_release_job(monkeypatch):
@@ -346,7 +355,7 @@ def test_a_users_chart_that_is_not_one_job_or_a_library_job_with_wait_for_is_ref
 def release_waits(release):
     """The references a release Job's program waits for (its arguments after the namespace and its own name)."""
     (container,) = release["spec"]["template"]["spec"]["containers"]
-    return [ref for arg in container["command"][5:] for ref in arg.split()]
+    return [ref for arg in container["command"][4:] for ref in arg.split()]
 
 
 def test_a_multi_node_efa_job_gets_its_fabric_check_first_and_is_created_only_once_the_check_completed():

@@ -13,6 +13,7 @@ from trainium_eks.core.validation import (
     check_bool,
     check_dns_label,
     check_dns_subdomain,
+    check_image_reference,
     check_integer,
     check_label_key,
     check_label_value,
@@ -167,3 +168,27 @@ def test_bucket_names_follow_the_general_purpose_naming_rules(name, reason):
         assert problem is None
     else:
         assert problem is not None and problem.startswith(reason), problem
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "repo/x:1@sha256:" + "A" * 64,
+        "repo/x:1@sha256:" + "a" * 63,
+        "repo/x:1@md5:abc",
+        "repo/x:1 ",
+        "@sha256:" + "a" * 64,
+    ],
+)
+def test_an_image_whose_digest_is_not_sha256_is_refused_with_what_is_allowed(image):
+    problems = Problems("chart")
+    assert not check_image_reference(problems, "image", image)
+    with pytest.raises(ConfigurationError, match=r"image=.*sha256:<64 lowercase hex digits>"):
+        problems.raise_if_any()
+
+
+@pytest.mark.parametrize("image", ["repo/x:1", "repo/x:1@sha256:" + "0" * 64, cdk.Token.as_string({"Ref": "Uri"})])
+def test_an_image_by_tag_by_digest_or_a_token_is_accepted(image):
+    problems = Problems("chart")
+    assert check_image_reference(problems, "image", image)
+    problems.raise_if_any()

@@ -101,7 +101,10 @@ def test_every_image_and_chart_pin_is_an_exact_version_with_its_source(name):
     assert pin.source and date.fromisoformat(pin.checked), name
     if isinstance(pin, ImagePin):
         assert pin.tag and pin.tag != "latest" and not re.search(r"[:/@\s]", pin.tag), pin.tag
-        assert ":" not in pin.repository and pin.image == f"{pin.repository}:{pin.tag}"
+        assert ":" not in pin.repository and pin.image == f"{pin.repository}:{pin.tag}" + (
+            f"@{pin.digest}" if pin.digest else ""
+        )
+        assert pin.digest is None or re.fullmatch(r"sha256:[0-9a-f]{64}", pin.digest), pin.digest
         host = pin.repository.split("/")[0]
         assert "." in host or pin.repository.startswith("eks/"), "a registry host, or a path of the EKS registries"
     else:

@@ -71,7 +71,7 @@ def test_baseline_then_recipe_on_the_same_gpu_nodes_each_with_composers_launcher
         (worker,) = pod_spec(job)["containers"]
         assert worker["resources"]["limits"]["nvidia.com/gpu"] == 1
     releases = release_manifests(template())
-    waits = releases["Recipe"]["spec"]["template"]["spec"]["containers"][0]["command"][5:]
+    waits = releases["Recipe"]["spec"]["template"]["spec"]["containers"][0]["command"][4:]
     assert waits == [f"vcjob/{baseline['metadata']['name']}"], "the recipe run is created once the baseline completed"
     started = volcano_launch(recipe, tmp_path)
     assert started["argv"][0] == "composer" and flag(started["argv"], "-n") == "1"

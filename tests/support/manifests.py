@@ -11,8 +11,9 @@ from trainium_eks.core.cfn_text import cfn_text
 from trainium_eks.manifests.jobs.job_release import HELD_JOB_LABEL
 
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
-NOT_JOBS = ("JobsReleaseAccess", "JobsEtcd", "JobsFabricProgram")
-"""What a JobSequence ``Jobs`` applies besides jobs and releases: the release access, etcd, the fabric program."""
+NOT_JOBS = ("JobsReleaseAccess", "JobsEtcd", "JobsFabricProgram", "JobsReleaseProgram")
+"""What a JobSequence ``Jobs`` applies besides jobs and releases: the release access, etcd, the fabric and release
+programs."""
 
 
 def manifest_of(resource: Dict[str, Any]) -> Dict[str, Any]:
@@ -122,3 +123,20 @@ def pod_spec(job: Dict[str, Any]) -> Dict[str, Any]:
         (task,) = job["spec"]["tasks"]
         return task["template"]["spec"]
     return job["spec"]["template"]["spec"]
+
+
+def pod_templates(obj: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Every pod template in ``obj`` (a Job's, a Deployment's, a Volcano task's, a TrainJob's runtime patch), as
+    ``{"labels": ..., "spec": ...}``: each dict whose ``spec`` holds ``containers``, with the labels of its
+    ``metadata``."""
+    found: List[Dict[str, Any]] = []
+    if isinstance(obj, dict):
+        spec = obj.get("spec")
+        if isinstance(spec, dict) and isinstance(spec.get("containers"), list):
+            found.append({"labels": dict((obj.get("metadata") or {}).get("labels") or {}), "spec": spec})
+        for value in obj.values():
+            found += pod_templates(value)
+    elif isinstance(obj, list):
+        for value in obj:
+            found += pod_templates(value)
+    return found

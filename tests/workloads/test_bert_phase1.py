@@ -43,7 +43,7 @@ def test_training_is_created_after_precompilation_which_is_created_after_staging
 
     def waits(release):
         (container,) = release["spec"]["template"]["spec"]["containers"]
-        return container["command"][3:]
+        return container["command"][2:]
 
     compile_check, training_check = jobs["PrecompileFabricCheck"], jobs["TrainingFabricCheck"]
     assert waits(releases["Precompile"]) == ["training", releases["Precompile"]["metadata"]["name"]] + [

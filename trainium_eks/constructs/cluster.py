@@ -111,10 +111,11 @@ class TrainingCluster(Construct):
     - Managed add-ons at the versions of :mod:`trainium_eks.facts.versions`: vpc-cni (a version that supports EFA-only
       interfaces; ``kube-system/aws-node`` bound by Pod Identity to a role with ``AmazonEKS_CNI_Policy``, which the
       node role does not carry; the add-on and the Pod Identity agent exist before the system nodes join), coredns,
-      kube-proxy, eks-pod-identity-agent, aws-fsx-csi-driver (its controller role bound by
-      Pod Identity, allowed only to describe file systems until a file system grants more) and
-      eks-node-monitoring-agent (node health for auto repair) and, unless disabled, amazon-cloudwatch-observability
-      (Container Insights: Neuron and EFA metrics, container logs; its agent's role bound by Pod Identity).
+      kube-proxy, eks-pod-identity-agent and eks-node-monitoring-agent (node health for auto repair); unless disabled,
+      amazon-cloudwatch-observability (Container Insights: Neuron and EFA metrics, container logs; its agent's role
+      bound by Pod Identity); and only when asked for, the CSI driver of the file system the cluster mounts:
+      aws-fsx-csi-driver (its controller role bound by Pod Identity, allowed only to describe file systems until a
+      file system grants more) or aws-efs-csi-driver.
 
     :param vpc: The VPC. Required.
     :param subnets: Subnets of the control-plane interfaces and the system nodes, in at least two AZs.
@@ -138,6 +139,9 @@ class TrainingCluster(Construct):
     :param cluster_logging: Default: :data:`DEFAULT_CLUSTER_LOGGING`.
     :param addon_versions: Add-on versions to pin, by add-on name (``{"vpc-cni": "v1.21.1-eksbuild.1"}``).
         Default: the versions of :data:`trainium_eks.facts.versions.ADDONS` (EKS's default for the Kubernetes version).
+    :param fsx_csi_driver: Install the aws-fsx-csi-driver add-on (a controller and a privileged node plugin on every
+        node), its controller's role bound by EKS Pod Identity, for clusters that mount FSx for Lustre
+        (``LustreStorage``: pass :attr:`fsx_csi_driver_role` to its ``grant_csi_driver``). Default: false.
     :param efs_csi_driver: Install the aws-efs-csi-driver add-on, its controller's role (``AmazonEFSCSIDriverPolicy``)
         bound by EKS Pod Identity, for clusters that mount Amazon EFS (``EfsStorage``). Default: false.
     :param container_insights: Install the amazon-cloudwatch-observability add-on (CloudWatch Container Insights with
@@ -163,6 +167,7 @@ class TrainingCluster(Construct):
         secrets_key: Optional[kms.IKey] = None,
         cluster_logging: Sequence[eks.ClusterLoggingTypes] = DEFAULT_CLUSTER_LOGGING,
         addon_versions: Optional[Mapping[str, str]] = None,
+        fsx_csi_driver: bool = False,
         efs_csi_driver: bool = False,
         container_insights: bool = True,
         setting_names: Optional[Mapping[str, str]] = None,
@@ -200,6 +205,7 @@ class TrainingCluster(Construct):
             isinstance(kind, eks.ClusterLoggingTypes) for kind in cluster_logging
         ):
             problems.add("cluster_logging", cluster_logging, "a list of eks.ClusterLoggingTypes")
+        check_bool(problems, "fsx_csi_driver", fsx_csi_driver)
         check_bool(problems, "efs_csi_driver", efs_csi_driver)
         check_bool(problems, "container_insights", container_insights)
         problems.raise_if_any()
@@ -315,24 +321,6 @@ class TrainingCluster(Construct):
             f"{system_node_count} x {system_instance_type}, {DEFAULT_ROOT_VOLUME_GIB} GiB gp3 each",
         )
 
-        self.fsx_csi_driver_role = PodIdentityRole(
-            self,
-            "FsxCsiDriverRole",
-            cluster=self.cluster,
-            namespace="kube-system",
-            service_account=FSX_CSI_CONTROLLER_SERVICE_ACCOUNT,
-            description="FSx CSI driver controller (kube-system/fsx-csi-controller-sa)",
-        ).role
-        self.fsx_csi_driver_role.add_to_principal_policy(
-            iam.PolicyStatement(actions=["fsx:DescribeFileSystems"], resources=["*"])
-        )
-        acknowledge(
-            self.fsx_csi_driver_role,
-            "AwsSolutions-IAM5",
-            "fsx:DescribeFileSystems does not support resource-level permissions (Service Authorization Reference, "
-            "Amazon FSx); actions on a file system are granted per file system by LustreStorage.grant_csi_driver.",
-            "Resource::*",
-        )
         self.addons: Dict[str, eks.CfnAddon] = {}
         self.vpc_cni_role = self._add_vpc_cni()
         for name in ("kube-proxy", "eks-pod-identity-agent", "eks-node-monitoring-agent"):
@@ -345,16 +333,9 @@ class TrainingCluster(Construct):
         if own_node_role:
             self.node_role.node.add_dependency(self.addons["vpc-cni"])
         self._addon("coredns").node.add_dependency(self.system_nodegroup)
-        fsx_csi_driver = self._addon(
-            "aws-fsx-csi-driver",
-            pod_identity_associations=[
-                eks.CfnAddon.PodIdentityAssociationProperty(
-                    role_arn=self.fsx_csi_driver_role.role_arn, service_account=FSX_CSI_CONTROLLER_SERVICE_ACCOUNT
-                )
-            ],
-        )
-        # Add-ons that run Deployments become ACTIVE only once nodes can run them.
-        fsx_csi_driver.node.add_dependency(self.addons["eks-pod-identity-agent"], self.system_nodegroup)
+        self.fsx_csi_driver_role: Optional[iam.IRole] = self._add_fsx_csi_driver() if fsx_csi_driver else None
+        """The FSx CSI controller's role (``LustreStorage.grant_csi_driver`` grants it a file system), or None without
+        the driver."""
         if efs_csi_driver:
             self._add_efs_csi_driver()
         if container_insights:
@@ -394,6 +375,37 @@ class TrainingCluster(Construct):
             reason="The VPC CNI needs AmazonEKS_CNI_Policy for an IPv4 cluster (EKS user guide, cni-iam-role.html), "
             "which AWS keeps current with the CNI; only kube-system/aws-node of this cluster can assume the role.",
         )[1]
+
+    def _add_fsx_csi_driver(self) -> iam.IRole:
+        """The FSx CSI driver add-on, its controller bound by Pod Identity to a role that may only describe file
+        systems until a file system grants more (``LustreStorage.grant_csi_driver``); return that role."""
+        role = PodIdentityRole(
+            self,
+            "FsxCsiDriverRole",
+            cluster=self.cluster,
+            namespace="kube-system",
+            service_account=FSX_CSI_CONTROLLER_SERVICE_ACCOUNT,
+            description="FSx CSI driver controller (kube-system/fsx-csi-controller-sa)",
+        ).role
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["fsx:DescribeFileSystems"], resources=["*"]))
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5",
+            "fsx:DescribeFileSystems does not support resource-level permissions (Service Authorization Reference, "
+            "Amazon FSx); actions on a file system are granted per file system by LustreStorage.grant_csi_driver.",
+            "Resource::*",
+        )
+        addon = self._addon(
+            "aws-fsx-csi-driver",
+            pod_identity_associations=[
+                eks.CfnAddon.PodIdentityAssociationProperty(
+                    role_arn=role.role_arn, service_account=FSX_CSI_CONTROLLER_SERVICE_ACCOUNT
+                )
+            ],
+        )
+        # Add-ons that run Deployments become ACTIVE only once nodes can run them.
+        addon.node.add_dependency(self.addons["eks-pod-identity-agent"], self.system_nodegroup)
+        return role
 
     def _add_efs_csi_driver(self) -> None:
         """The Amazon EFS CSI driver add-on (static volumes and access points), its controller bound by Pod Identity."""

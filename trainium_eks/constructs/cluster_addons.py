@@ -34,6 +34,10 @@ from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import Accelerator, instance_facts
 from trainium_eks.facts.regions import EKS_REGISTRY_ACCOUNTS, eks_registry
 from trainium_eks.manifests.access.training_namespace import TrainingNamespaceChart
+from trainium_eks.manifests.access.training_network_policy import (
+    EKS_KUBERNETES_SERVICE_IPS,
+    TrainingNetworkPolicyChart,
+)
 from trainium_eks.manifests.addons.efa_device_plugin import EfaDevicePluginChart
 from trainium_eks.manifests.addons.neuron_device_plugin import NeuronDevicePluginChart
 from trainium_eks.manifests.addons.nvidia_device_plugin import NvidiaDevicePluginChart
@@ -121,12 +125,16 @@ class ClusterAddons(Construct):
     ``vpc.amazonaws.com/efa`` or ``nvidia.com/gpu`` and every job asking for them stays Pending. A cluster without
     such nodes runs none of them (and none of their service accounts and cluster roles).
 
-    Order, as stack dependencies: the namespace before everything namespaced in it (service account, claim,
-    TensorBoard); in each chart, accounts, roles and services before workloads; Volcano (which installs its
-    CRDs and admission webhook) before the queue; Volcano after ``after_nodes`` (the system node group), because its
-    pre-install hook Job and its pods run there and Helm gives the hook and the wait the whole timeout each
-    (:func:`helm_timeout`). ``helm --wait`` waits until its pods are ready; the admission Deployment has no readiness
-    probe, so ready means started. Jobs come after :attr:`job_prerequisites`.
+    **The namespace's network is closed**: :class:`TrainingNetworkPolicyChart` denies every flow to and from its pods
+    but those its jobs need (pods of the namespace among themselves, DNS, the Pod Identity agent; the Kubernetes API
+    for the release Jobs; HTTPS to the internet for the dataset staging Jobs).
+
+    Order, as stack dependencies: the namespace before everything namespaced in it (service account, NetworkPolicies,
+    claim, TensorBoard); the NetworkPolicies before TensorBoard and the jobs; in each chart, accounts, roles and
+    services before workloads; Volcano (which installs its CRDs and admission webhook) before the queue; Volcano after
+    ``after_nodes`` (the system node group), because its pre-install hook Job and its pods run there and Helm gives the
+    hook and the wait the whole timeout each (:func:`helm_timeout`). ``helm --wait`` waits until its pods are ready; the
+    admission Deployment has no readiness probe, so ready means started. Jobs come after :attr:`job_prerequisites`.
 
     :param cluster: Required.
     :param volume: The shared file system: ``LustreStorage.volume_source`` (the static volume ``fsx-pv`` and claim
@@ -141,6 +149,9 @@ class ClusterAddons(Construct):
         ``node_instance_types``. Default: false.
     :param after_nodes: What the Volcano release is installed after: the nodes its hook Job and pods run on (the
         system node group of a cluster built in the same app). Default: nothing (an existing cluster's nodes).
+    :param kubernetes_api_addresses: The addresses of the cluster's ``kubernetes`` Service, which the release Jobs may
+        reach through the namespace's NetworkPolicies (:class:`TrainingNetworkPolicyChart`). Default: the first address
+        of either service CIDR EKS chooses from (for a cluster with its own service CIDR, give its first address).
     """
 
     def __init__(
@@ -156,6 +167,7 @@ class ClusterAddons(Construct):
         node_instance_types: Sequence[str] = (),
         nvidia_device_plugin: bool = False,
         after_nodes: Sequence[IConstruct] = (),
+        kubernetes_api_addresses: Sequence[str] = EKS_KUBERNETES_SERVICE_IPS,
     ) -> None:
         super().__init__(scope, id_)
         problems = Problems(self.node.path)
@@ -208,6 +220,11 @@ class ClusterAddons(Construct):
             "TrainingNamespace", TrainingNamespaceChart(namespace=namespace, service_account=service_account)
         )
         in_namespace = self.training_namespace.of_kind("Namespace")
+        self.network_policies = self._apply(
+            "NetworkPolicies",
+            TrainingNetworkPolicyChart(namespace=namespace, kubernetes_api_addresses=kubernetes_api_addresses),
+            after=in_namespace,
+        )
         self.volume_chart: LibraryChart = (
             LustreVolumeChart(volume=volume, namespace=namespace)
             if isinstance(volume, LustreVolumeSource)
@@ -217,7 +234,7 @@ class ClusterAddons(Construct):
         self.tensorboard = self._apply(
             "TensorBoard",
             TensorBoardChart(namespace=namespace, claim_name=self.volume_chart.claim_name),
-            after=in_namespace,
+            after=[*in_namespace, self.network_policies],
         )
 
         self.volcano = eks.HelmChart(
@@ -254,11 +271,13 @@ class ClusterAddons(Construct):
 
         self.job_prerequisites: List[IConstruct] = [
             self.training_namespace,
+            self.network_policies,
             self.shared_volume,
             self.volcano_queue_open,
         ]
-        """What every job is created after: the namespace and its service account, the claim and the Volcano queue,
-        open.
+        """What every job is created after: the namespace and its service account, its NetworkPolicies (a pod created
+        before the network policy agent knows a policy that selects it may start unprotected: Kubernetes, "Network
+        Policies", pod lifecycle), the claim and the Volcano queue, open.
         Not the device plugins or the nodes: a pod waits for its devices and nodes without failing."""
 
     def _serve_node_group(self, group: NodeGroupTopology) -> None:

@@ -16,7 +16,12 @@ from trainium_eks.manifests.addons.etcd import EtcdChart
 from trainium_eks.manifests.jobs.adopted_job import AdoptedJobChart
 from trainium_eks.manifests.jobs.fabric_check import FabricProgramChart
 from trainium_eks.manifests.jobs.job_chart import JobChart
-from trainium_eks.manifests.jobs.job_release import DEFAULT_TIMEOUT_SECONDS, MAX_TIMEOUT_SECONDS, JobReleaseChart
+from trainium_eks.manifests.jobs.job_release import (
+    DEFAULT_TIMEOUT_SECONDS,
+    MAX_TIMEOUT_SECONDS,
+    JobReleaseChart,
+    ReleaseProgramChart,
+)
 
 
 class JobSequence(Construct):
@@ -30,7 +35,9 @@ class JobSequence(Construct):
       (or the one it gave up on after ``release_timeout``). Until then the held job does not exist, so it holds no
       device, CPU or memory that the jobs it waits for need, whatever order the objects arrive in and however often
       those jobs restart; nothing waits inside a training pod. The release Jobs' service account and Roles
-      (:mod:`~trainium_eks.manifests.access.job_release_access`) are applied once per namespace and held kind.
+      (:mod:`~trainium_eks.manifests.access.job_release_access`) are applied once per namespace and held kind, and
+      the ConfigMap of their program (:class:`~trainium_eks.manifests.jobs.job_release.ReleaseProgramChart`) once per
+      namespace, before the releases.
     - **A multi-node job on EFA nodes is checked first**: a job chart that has a fabric check (``VolcanoJobChart``,
       ``TrainJobChart`` or ``PyTorchJobChart`` on more than one node of an EFA type, ``fabric_check=True`` by default:
       its :attr:`~trainium_eks.manifests.jobs.distributed_job_chart.DistributedJobChart.fabric_check`) has it added
@@ -100,6 +107,7 @@ class JobSequence(Construct):
         self._access: Dict[Tuple[str, str], AppliedChart] = {}
         self._etcd: Dict[str, AppliedChart] = {}
         self._fabric_programs: Dict[str, AppliedChart] = {}
+        self._release_programs: Dict[str, AppliedChart] = {}
 
     def add_prerequisites(self, *constructs: IConstruct) -> None:
         """What every job added from now on comes after, besides :attr:`prerequisites` (a controller installed after
@@ -151,7 +159,11 @@ class JobSequence(Construct):
             release = JobReleaseChart(
                 job=chart.manifest, wait_for=chart.wait_for, timeout_seconds=self.release_timeout_seconds
             )
-            after += [self._release_access(namespace, ""), self._release_access(namespace, chart.ref_kind)]
+            after += [
+                self._release_access(namespace, ""),
+                self._release_access(namespace, chart.ref_kind),
+                self._release_program(namespace),
+            ]
             applied = AppliedChart(self, id_, cluster=self.cluster, chart=release, after=after)
             self.releases[chart.ref] = release
         self.jobs.append(applied)
@@ -171,6 +183,18 @@ class JobSequence(Construct):
                 self, id_, cluster=self.cluster, chart=chart, after=self.access_prerequisites
             )
         return self._access[(namespace, kind)]
+
+    def _release_program(self, namespace: str) -> AppliedChart:
+        """The release program's ConfigMap of ``namespace``, which every release Job there runs; applied once."""
+        if namespace not in self._release_programs:
+            self._release_programs[namespace] = AppliedChart(
+                self,
+                f"ReleaseProgram-{namespace}",
+                cluster=self.cluster,
+                chart=ReleaseProgramChart(namespace=namespace),
+                after=self.access_prerequisites,
+            )
+        return self._release_programs[namespace]
 
     def _fabric_program(self, namespace: str) -> AppliedChart:
         """The fabric program's ConfigMap of ``namespace``, which every fabric check there mounts; applied once."""

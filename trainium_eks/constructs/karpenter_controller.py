@@ -205,7 +205,15 @@ class KarpenterController(Construct):
                 },
                 "serviceAccount": {"name": KARPENTER_SERVICE_ACCOUNT},
                 "nodeSelector": {"kubernetes.io/os": "linux", **SYSTEM_NODE_LABELS},
-                "controller": {"resources": CONTROLLER_RESOURCES, "env": controller_env(Stack.of(self).region)},
+                "controller": {
+                    "image": {
+                        "repository": versions.KARPENTER_CONTROLLER.repository,
+                        "tag": versions.KARPENTER_CONTROLLER.tag,
+                        "digest": versions.KARPENTER_CONTROLLER.digest,
+                    },
+                    "resources": CONTROLLER_RESOURCES,
+                    "env": controller_env(Stack.of(self).region),
+                },
             },
         )
         self.release.node.add_dependency(self.crds, self.association, self.node_access, *after)

@@ -45,6 +45,19 @@ FABRIC_CHECK_LABEL = "trainium-eks/fabric-check-for"
 FABRIC_RESULT_MARKER = "trainium-eks-fabric-result:"
 """What starts the one log line where the fabric acceptance job's node 0 prints its result as JSON."""
 
+INGRESS_POLICY_LABEL = "trainium-eks/ingress-policy"
+"""Label of pods whose ingress a NetworkPolicy of their own governs (its value is that policy's name, such as
+``tensorboard-clients``): the training namespace's rule that admits every pod of the namespace leaves them out."""
+
+EGRESS_KUBERNETES_API_LABEL = "trainium-eks/egress-kubernetes-api"
+"""Label (value ``"true"``) of the pods in the training namespace that may reach the Kubernetes API: the release
+Jobs."""
+
+EGRESS_INTERNET_LABEL = "trainium-eks/egress-internet"
+"""Label (value ``"true"``) of the pods in the training namespace that may open HTTPS connections to addresses
+outside the VPC and the private ranges (through the NAT gateways, or S3's gateway endpoint): the dataset staging Jobs,
+and jobs given ``internet_egress=True``."""
+
 
 @dataclass(frozen=True)
 class Taint:

@@ -139,6 +139,28 @@ def check_text(problems: Problems, setting: str, value: Any, *, allowed: str = "
     return False
 
 
+IMAGE_REFERENCE_HELP = (
+    "a container image reference such as registry/repository:tag, optionally pinned by digest as "
+    "registry/repository:tag@sha256:<64 lowercase hex digits>"
+)
+
+_IMAGE_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def check_image_reference(problems: Problems, setting: str, value: Any) -> bool:
+    """``value`` is an image reference: a string without whitespace whose digest, when it has one (after ``@``), is
+    ``sha256:`` and 64 lowercase hex digits (OCI image spec, "Digests"). Tokens pass."""
+    if not check_text(problems, setting, value, allowed=IMAGE_REFERENCE_HELP):
+        return False
+    if Token.is_unresolved(value):
+        return True
+    name, at, digest = value.partition("@")
+    if not name or any(c.isspace() for c in value) or (at and not _IMAGE_DIGEST.fullmatch(digest)):
+        problems.add(setting, value, IMAGE_REFERENCE_HELP)
+        return False
+    return True
+
+
 def check_pattern(problems: Problems, setting: str, value: Any, pattern: re.Pattern, allowed: str) -> bool:
     """``value`` is a string matching ``pattern`` as a whole (``fullmatch``: no trailing newline slips through)."""
     if isinstance(value, str) and pattern.fullmatch(value):

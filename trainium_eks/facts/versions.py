@@ -194,26 +194,56 @@ def _version_tuple(version: str) -> Tuple[int, ...]:
 # --- In-cluster components ------------------------------------------------------------------------------------
 
 
+IMAGE_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+"""The form of an image digest (OCI image spec, "Digests": the ``sha256`` algorithm and 64 lowercase hex digits)."""
+
+
 @dataclass(frozen=True)
 class ImagePin:
-    """A container image at a fixed tag.
+    """A container image at a fixed tag and, where it could be read, its digest.
+
+    A reference with a digest (``repository:tag@sha256:...``) pulls exactly that image: the kubelet and Docker resolve
+    the digest and ignore the tag, so a tag moved or rebuilt upstream cannot change what runs (Kubernetes, "Images":
+    "Image names"). The digest is the one a pull of the tag resolved to: the multi-platform index where the tag is
+    one.
 
     :param repository: Registry and repository, or for images of the regional EKS registries the repository path
         only (``eks/aws-efa-k8s-device-plugin``).
     :param tag: The tag; never ``latest``.
     :param source: Where the tag was found.
     :param checked: When.
+    :param digest: ``sha256:<64 hex digits>``, or None where no source reachable from the project's machine publishes
+        it (``digest_source`` then says so). Default: None.
+    :param digest_source: Where the digest was read, and when; or why there is none. Default: empty.
     """
 
     repository: str
     tag: str
     source: str
     checked: str
+    digest: Optional[str] = None
+    digest_source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.digest is not None and not (isinstance(self.digest, str) and IMAGE_DIGEST.fullmatch(self.digest)):
+            raise ValueError(
+                f"{self.repository}:{self.tag}: digest {self.digest!r} is not sha256:<64 lowercase hex digits>"
+            )
+        if not self.digest_source:
+            raise ValueError(f"{self.repository}:{self.tag}: say where the digest was read, or why there is none")
 
     @property
     def image(self) -> str:
-        """``repository:tag``."""
-        return f"{self.repository}:{self.tag}"
+        """``repository:tag@digest``, or ``repository:tag`` without a digest."""
+        return f"{self.repository}:{self.tag}@{self.digest}" if self.digest else f"{self.repository}:{self.tag}"
+
+
+DIGEST_NOT_READ = (
+    "Not read: no source reachable from the project's machine publishes this tag's digest (no container registry is "
+    "reachable there, and no public file pins the tag by digest: searched 2026-12-01); `make pin-digests` on a machine "
+    "with registry access prints it"
+)
+"""Why a pin has no digest yet."""
 
 
 @dataclass(frozen=True)
@@ -237,6 +267,7 @@ NEURON_DEVICE_PLUGIN = ImagePin(
     tag="2.31.0.0",
     source="aws-neuron/neuron-helm-charts release 1.9.0 (2026-07-10): device plugin 2.31.0.0 (Neuron SDK 2.31)",
     checked="2026-11-30",
+    digest_source=DIGEST_NOT_READ,
 )
 
 EFA_DEVICE_PLUGIN = ImagePin(
@@ -245,6 +276,7 @@ EFA_DEVICE_PLUGIN = ImagePin(
     source="aws/eks-charts PR #1366 (2026-09-10): stable/aws-efa-k8s-device-plugin values.yaml image.tag; the "
     "image is served by the EKS registry of each region (trainium_eks.facts.regions.EKS_REGISTRY_ACCOUNTS)",
     checked="2026-11-30",
+    digest_source=DIGEST_NOT_READ,
 )
 
 VOLCANO = HelmChartPin(
@@ -265,6 +297,7 @@ ETCD = ImagePin(
     source="meta-pytorch/torchx PR #1026 (refreshed 2026-07-31): newest v3.5.x on quay.io; v3.6 removed --enable-v2, "
     "which torch's etcd rendezvous (python-etcd, v2 API) needs (etcd v3.6.0 release notes, 2025-05-15)",
     checked="2026-11-30",
+    digest_source=DIGEST_NOT_READ,
 )
 
 TENSORBOARD = ImagePin(
@@ -273,6 +306,7 @@ TENSORBOARD = ImagePin(
     source="TensorFlow 2.20.0 requires tensorboard~=2.20.0 (PyPI metadata); TF 2.21 dropped the TensorBoard "
     "dependency (TF 2.21.0 release notes), so its image has no tensorboard command",
     checked="2026-11-30",
+    digest_source=DIGEST_NOT_READ,
 )
 
 NEURON_PYTORCH_TRAINING = ImagePin(
@@ -288,6 +322,7 @@ NEURON_PYTORCH_TRAINING = ImagePin(
     "Trn2/Trn3. An earlier notice (announce-eos-nxdt-nxd-core-training.rst, 2026-02) named 2.29 as the end for "
     "NxD Training, which this image does not use",
     checked="2026-12-01",
+    digest_source=DIGEST_NOT_READ,
 )
 """Base of the training image ``images/bert-pretrain`` (passed as its ``BASE_IMAGE`` build argument)."""
 
@@ -307,6 +342,22 @@ KARPENTER = HelmChartPin(
 """The Karpenter controller, from its official OCI chart; installed with ``--skip-crds`` after
 :data:`KARPENTER_CRD`, so that an upgrade of the pin also upgrades the CRDs (Helm never upgrades a chart's crds/
 folder; the Karpenter upgrade guide installs the ``karpenter-crd`` chart for that reason)."""
+
+KARPENTER_CONTROLLER = ImagePin(
+    repository="public.ecr.aws/karpenter/controller",
+    tag=KARPENTER.version,
+    source="aws/karpenter-provider-aws: the chart of a release runs its controller image of the same version "
+    "(charts/karpenter/values.yaml controller.image.repository and tag)",
+    checked="2026-12-01",
+    digest="sha256:445baefaaa689029cc12ac1f659b916b0b82fb14308ce536f8521fcf079116fa",
+    digest_source="aws/karpenter-provider-aws commit c88abbba (2026-08-21, the release bot's commit on branch "
+    "release-v1.14.1) charts/karpenter/values.yaml controller.image.digest and the chart's README: the index that "
+    "`ko publish` pushed for 1.14.1 (linux/amd64 and linux/arm64, .ko.yaml), which hack/release/common.sh stamps "
+    "into the packaged chart. The tag's own values.yaml still carries 1.13.0's digest (the stamp happens at "
+    "packaging), so the library sets the digest itself. Read 2026-12-01",
+)
+"""Karpenter's controller image, given to its chart explicitly (``controller.image``) so that the digest the library
+read is the one that runs."""
 
 KARPENTER_CRD = HelmChartPin(
     repository="oci://public.ecr.aws/karpenter/karpenter-crd",
@@ -353,6 +404,11 @@ JOB_RELEASE_IMAGE = ImagePin(
     source="Docker Official Image python (docker-library/official-images library/python): 3.12.12 on Debian 12; "
     "the release program needs only Python's standard library",
     checked="2026-12-01",
+    digest="sha256:4a3ceab05b4e396df42a042415e43a286bb5793352b9258f889d6c7d38ed01fb",
+    digest_source="docker-library/repo-info (as mirrored by the fork maxmood96/repo-info, commits 0028dcd4 and "
+    "4e68782e) repos/python/remote/3.12.12-slim-bookworm.md: the index of the tag's build of 2026-01-13 ('docker pull "
+    "python@sha256:4a3ceab0...', 14 platform manifests). The tag was rebuilt later (third-party lock files pin "
+    "sha256:593bd06e... for it); a digest keeps the build it names. Read 2026-12-01",
 )
 """Image of the release Jobs that create held jobs (:mod:`trainium_eks.manifests.jobs.job_release`)."""
 
@@ -404,6 +460,10 @@ PYTORCH_RUNTIME = ImagePin(
     "driver 525 or newer. Tag seen pinned by digest in public lock files (sha256:6acf597e...); not re-checked "
     "against Docker Hub offline",
     checked="2026-12-01",
+    digest="sha256:6acf597eeb8e376a96580dde4952f37cc017fef732bb40bfc73f28f25e3f64b4",
+    digest_source="Third-party files that pin the tag by digest (Dockerfile FROM lines, README pins; ten or more "
+    "agree, none differs); PyTorch's release tags are not rebuilt. Whether it names an index or the amd64 manifest "
+    "is not established; the image is built for linux/amd64 either way. Read 2026-12-01",
 )
 """Base of ``images/cifar10-ddp``: CPU nodes, GPU nodes and SageMaker GPU instances run the same image."""
 
@@ -413,6 +473,10 @@ COMPOSER_BASE = ImagePin(
     source="Docker Official Image python on Debian 12: Python 3.11, which Composer 0.32.1 supports (>= 3.10) and the "
     "smoke test environment runs; torch 2.7.0 from PyPI brings its CUDA libraries, so no CUDA base is needed",
     checked="2026-12-01",
+    digest="sha256:bcbbec29f7a3f9cbee891e3cd69d7fe4dec7e281daf36cbd415ddd8ee2ba0077",
+    digest_source="docker-library/repo-info (as mirrored by the fork maxmood96/repo-info, commits 0028dcd4 and "
+    "815ecea0) repos/python/remote/3.11.14-slim-bookworm.md: the index of the tag's build of 2026-01-13 (14 platform "
+    "manifests). Read 2026-12-01",
 )
 """Base of ``images/composer-resnet`` (its pins: images/composer-resnet/requirements.txt)."""
 
@@ -424,6 +488,10 @@ NVIDIA_DEVICE_PLUGIN = ImagePin(
     "at 1b826ac, 2026-08-19): CHANGELOG.md 'v0.20.0' and deployments/static/nvidia-device-plugin.yml at that tag "
     "(image nvcr.io/nvidia/k8s-device-plugin:v0.20.0); built on NVIDIA Container Toolkit 1.20.0",
     checked="2026-12-01",
+    digest="sha256:a61ba9fd8efb82f3a79f877f7580e02c1e8e7593f62473644bc9c79e315c3312",
+    digest_source="NVIDIA/gpu-operator commit 504b7f1a (2026-08-19, 'Update nvcr.io/nvidia/k8s-device-plugin to "
+    "v0.20.0') bundle/manifests/gpu-operator-certified.clusterserviceversion.yaml: "
+    "nvcr.io/nvidia/k8s-device-plugin:v0.20.0@sha256:a61ba9fd... (the multi-platform index). Read 2026-12-01",
 )
 """Image of :class:`~trainium_eks.manifests.addons.nvidia_device_plugin.NvidiaDevicePluginChart` (GPU node groups)."""
 
@@ -443,6 +511,7 @@ NCCL_TESTS = ImagePin(
     "rather than the 13.x tags: 13 needs NVIDIA driver 580. The tag's presence on the registry was not checked offline "
     "(third-party EKS and Slurm recipes pin the same tag)",
     checked="2026-12-01",
+    digest_source=DIGEST_NOT_READ,
 )
 """Image of the fabric acceptance job on NVIDIA EFA types (:mod:`trainium_eks.manifests.jobs.fabric_check`): the
 training images of the library do not hold nccl-tests, Open MPI or sshd."""

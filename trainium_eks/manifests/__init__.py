@@ -2,6 +2,7 @@
 ``jobs/``, ``storage/``, ``access/``; applied to a cluster by ``AppliedChart`` (``ClusterAddons``, ``JobSequence``)."""
 
 from trainium_eks.manifests.access.training_namespace import TrainingNamespaceChart
+from trainium_eks.manifests.access.training_network_policy import TrainingNetworkPolicyChart
 from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
 from trainium_eks.manifests.jobs.distributed_workload import Launcher
@@ -24,5 +25,6 @@ __all__ = [
     "PyTorchJobChart",
     "TrainJobChart",
     "TrainingNamespaceChart",
+    "TrainingNetworkPolicyChart",
     "VolcanoJobChart",
 ]

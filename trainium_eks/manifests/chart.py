@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import cdk8s
 
-from trainium_eks.core.conventions import ACCELERATOR_TAINTS, SYSTEM_NODE_LABELS
+from trainium_eks.core.conventions import ACCELERATOR_TAINTS, INGRESS_POLICY_LABEL, SYSTEM_NODE_LABELS
 from trainium_eks.facts.catalog import Accelerator
 
 PART_OF = "trainium-eks"
@@ -104,14 +104,17 @@ class LibraryChart(cdk8s.Chart):
         api_object.add_json_patch(cdk8s.JsonPatch.replace("", obj))
         return copy.deepcopy(obj)
 
-    def add_daemon_set(self, name: str, pod_spec: Mapping[str, Any]) -> Dict[str, Any]:
-        """Add a DaemonSet ``name`` of pods ``pod_spec``, selected by the chart's selector labels, updated rolling."""
+    def add_daemon_set(
+        self, name: str, pod_spec: Mapping[str, Any], *, annotations: Optional[Mapping[str, str]] = None
+    ) -> Dict[str, Any]:
+        """Add a DaemonSet ``name`` of pods ``pod_spec``, selected by the chart's selector labels, updated rolling,
+        with ``annotations`` (checkov's accepted findings, say)."""
         labels = self.selector_labels()
         return self.add_object(
             {
                 "apiVersion": "apps/v1",
                 "kind": "DaemonSet",
-                "metadata": self.metadata(name),
+                "metadata": self.metadata(name, **({"annotations": dict(annotations)} if annotations else {})),
                 "spec": {
                     "selector": {"matchLabels": labels},
                     "updateStrategy": {"type": "RollingUpdate"},
@@ -125,7 +128,10 @@ class LibraryChart(cdk8s.Chart):
     ) -> Dict[str, Any]:
         """A NetworkPolicy ``name`` that admits ingress to ``pods`` only on ``ports`` from pods of this namespace
         (none when ``ports`` is empty or ``from_namespace`` is false: all ingress denied). Enforced by the VPC CNI's
-        network policy agent (enabled by ``TrainingCluster``); egress stays open."""
+        network policy agent (enabled by ``TrainingCluster``); egress is left to the namespace's policies. In the
+        training namespace, whose ``namespace-peers`` policy admits every pod of the namespace on every port, label the
+        pods with :func:`governed_by` the returned policy so that this one alone decides their ingress (policies add
+        up: Kubernetes, "Network Policies")."""
         rules: List[Dict[str, Any]] = []
         if ports and from_namespace:
             rules = [{"from": [{"podSelector": {}}], "ports": [{"port": port, "protocol": "TCP"} for port in ports]}]
@@ -141,6 +147,12 @@ class LibraryChart(cdk8s.Chart):
     def manifests(self) -> List[Dict[str, Any]]:
         """The chart's objects as cdk8s renders them (``to_json``: new dicts on every call)."""
         return list(self.to_json())
+
+
+def governed_by(policy: Mapping[str, Any]) -> Dict[str, str]:
+    """The pod label that says the NetworkPolicy ``policy`` (a manifest) alone decides the pod's ingress
+    (:data:`~trainium_eks.core.conventions.INGRESS_POLICY_LABEL`: its value is the policy's name)."""
+    return {INGRESS_POLICY_LABEL: policy["metadata"]["name"]}
 
 
 def exists_toleration(key: str, effect: Optional[str] = None) -> Dict[str, str]:

@@ -185,9 +185,15 @@ class TrainingClusterStack(Stack):
         return self.network.vpc, self.network.node_subnet
 
     def build_cluster(
-        self, *, vpc: ec2.IVpc, efs_csi_driver: bool = False, public_endpoint_for: Optional[str] = None
+        self,
+        *,
+        vpc: ec2.IVpc,
+        fsx_csi_driver: bool = False,
+        efs_csi_driver: bool = False,
+        public_endpoint_for: Optional[str] = None,
     ) -> TrainingCluster:
-        """The :class:`TrainingCluster` (id ``Cluster``) of :attr:`props`' Kubernetes version and admin, its API
+        """The :class:`TrainingCluster` (id ``Cluster``) of :attr:`props`' Kubernetes version and admin, with the CSI
+        driver of the stack's file system (``fsx_csi_driver`` or ``efs_csi_driver``), its API
         endpoint private unless :attr:`props`' ``public_endpoint_cidrs`` admits CIDR blocks to a public one. A stack in
         which something needs a public endpoint names it in ``public_endpoint_for``: without CIDR blocks set, its public
         endpoint then admits every address (:data:`OPEN_TO_ALL`), with the warning ``trainium-eks:publicEndpointOpen``
@@ -209,6 +215,7 @@ class TrainingClusterStack(Stack):
             vpc=vpc,
             kubernetes_version=self.props.kubernetes_version,
             admin_role_arn=self.props.admin_role_arn or None,
+            fsx_csi_driver=fsx_csi_driver,
             efs_csi_driver=efs_csi_driver,
             public_endpoint_cidrs=cidrs,
             setting_names=self.setting_names,

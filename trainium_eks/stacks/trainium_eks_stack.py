@@ -96,7 +96,7 @@ class TrainiumEksStack(TrainingClusterStack):
         problems.raise_if_any()
 
         vpc, node_subnet = self.build_network()
-        self.build_cluster(vpc=vpc)
+        self.build_cluster(vpc=vpc, fsx_csi_driver=True)
         self.accelerated_nodes = self.build_node_group(
             "AcceleratedNodes",
             subnet=node_subnet,

@@ -64,7 +64,7 @@ def test_tolerates_the_gpu_taint_and_critical_addons_and_is_node_critical():
 def test_container_image_security_and_mounts():
     spec = pod_spec()
     (container,) = spec["containers"]
-    assert container["image"] == "nvcr.io/nvidia/k8s-device-plugin:" + versions.NVIDIA_DEVICE_PLUGIN.tag
+    assert container["image"] == "nvcr.io/nvidia/k8s-device-plugin:v0.20.0@" + versions.NVIDIA_DEVICE_PLUGIN.digest
     assert versions.NVIDIA_DEVICE_PLUGIN.tag.startswith("v0.")
     assert container["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
     assert "privileged" not in str(spec)

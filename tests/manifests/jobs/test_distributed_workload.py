@@ -150,7 +150,8 @@ def test_without_a_node_group_the_other_props_are_still_checked_and_an_unknown_o
     assert found[0].startswith("zzz=1: unknown setting; known: args, cache_set, command, efa_interfaces, env, image")
     assert found[1:] == [
         "node_group='trn1.32xlarge': a NodeGroupTopology (TrainingNodeGroup.topology)",
-        "image='': a container image reference, such as repo/image:tag",
+        "image='': a container image reference such as registry/repository:tag, optionally pinned by digest as "
+        "registry/repository:tag@sha256:<64 lowercase hex digits>",
     ], "no check that needs the nodes runs without them"
 
 

@@ -80,7 +80,7 @@ def test_the_release_job_lives_in_the_held_jobs_namespace_and_carries_the_held_j
     (release,) = chart.manifests()
     assert release["metadata"]["namespace"] == "research"
     (container,) = release["spec"]["template"]["spec"]["containers"]
-    assert container["command"][3:] == ["research", "eval-0123456789-release", *WAITS]
+    assert container["command"][2:] == ["research", "eval-0123456789-release", *WAITS]
     (variable,) = container["env"]
     assert variable["name"] == "HELD_JOB"
     assert variable["value"] == json.dumps(job, sort_keys=True).replace("$(", "$$("), "kubelet-escaped, keys sorted"

@@ -22,3 +22,10 @@ def test_pytorchjob_on_one_node_has_no_workers_and_an_elastic_job_has_its_policy
     assert "Worker" not in pytorchjob(nodes=1)[1]["spec"]["pytorchReplicaSpecs"]
     elastic = pytorchjob(nodes=4, min_nodes=2)[1]["spec"]["elasticPolicy"]
     assert elastic == {"minReplicas": 2, "maxReplicas": 4, "rdzvBackend": "c10d", "nProcPerNode": 1}
+
+
+def test_pytorchjob_pods_reach_the_internet_only_when_asked():
+    _, manifest = pytorchjob(internet_egress=True)
+    for replica in manifest["spec"]["pytorchReplicaSpecs"].values():
+        assert replica["template"]["metadata"]["labels"]["trainium-eks/egress-internet"] == "true"
+        assert replica["template"]["spec"]["automountServiceAccountToken"] is False

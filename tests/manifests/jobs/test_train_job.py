@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.support.k8s_validation import validate_objects
 from tests.support.kubeflow_jobs import CPU, P4D, TRN1, patched_pod, trainjob
 from tests.support.launches import flag, launch
 from trainium_eks.core.validation import ConfigurationError
@@ -61,7 +62,14 @@ def test_trainjob_runtime_patch_places_mounts_and_names_only_the_runtimes_contai
     assert pod["serviceAccountName"] == "training"
     assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "m5.xlarge"} and pod["tolerations"] == []
     assert pod["volumes"] == [{"name": "claim-0", "persistentVolumeClaim": {"claimName": "efs-sc-claim"}}]
-    assert pod["containers"] == [{"name": "node", "volumeMounts": [{"name": "claim-0", "mountPath": "/data"}]}]
+    assert pod["containers"] == [
+        {
+            "name": "node",
+            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+            "volumeMounts": [{"name": "claim-0", "mountPath": "/data"}],
+        }
+    ]
+    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
     assert "initContainers" not in pod, "nothing waits inside the job's pods"
     assert chart.wait_for == (staging.ref,)
     assert manifest["metadata"]["annotations"]["trainium-eks/wait-for"] == staging.ref
@@ -101,3 +109,16 @@ def test_trainjob_refuses_what_its_nodes_cannot_do(overrides, message):
     with pytest.raises(ConfigurationError) as raised:
         trainjob(**overrides)
     assert any(message in problem for problem in raised.value.problems), raised.value.problems
+
+
+def test_trainjob_pods_reach_the_internet_only_when_asked_through_the_patch_labels(tmp_path):
+    _, manifest = trainjob()
+    (patch,) = manifest["spec"]["runtimePatches"]
+    (replicated,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    assert "metadata" not in replicated["template"]["spec"]["template"]
+    _, online = trainjob(internet_egress=True)
+    (patch,) = online["spec"]["runtimePatches"]
+    (replicated,) = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]
+    labels = replicated["template"]["spec"]["template"]["metadata"]["labels"]
+    assert labels == {"trainium-eks/egress-internet": "true"}
+    validate_objects([online], tmp_path)

@@ -258,3 +258,20 @@ def test_no_shared_volume_keeps_the_compile_cache_on_the_node(tmp_path):
     seen = launch(manifest, tmp_path)["env"]
     assert seen["NEURON_CC_FLAGS"] == "--cache_dir=/var/cache/neuron-compile-cache/bert-large_0"
     assert [v["name"] for v in pod(manifest)["volumes"]] == ["dshm"]
+
+
+def test_workers_hold_no_token_no_capability_and_reach_the_internet_only_when_asked():
+    _, manifest = job()
+    (task,) = manifest["spec"]["tasks"]
+    spec = task["template"]["spec"]
+    assert spec["automountServiceAccountToken"] is False
+    assert spec["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    (worker,) = spec["containers"]
+    assert worker["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    assert "trainium-eks/egress-internet" not in task["template"]["metadata"]["labels"]
+    _, online = job(internet_egress=True)
+    (task,) = online["spec"]["tasks"]
+    assert task["template"]["metadata"]["labels"]["trainium-eks/egress-internet"] == "true"
+    assert online["metadata"]["name"] != manifest["metadata"]["name"], "a different job"
+    with pytest.raises(ConfigurationError, match="internet_egress"):
+        job(internet_egress="yes")

@@ -10,9 +10,11 @@ from trainium_eks.manifests.chart import LibraryChart
 class TrainingNamespaceChart(LibraryChart):
     """The training namespace with Pod Security admission ``baseline`` enforced (``restricted`` warned), the
     service account of training pods (bound to its IAM role by the EKS Pod Identity association of
-    :class:`~trainium_eks.constructs.training_pod_identity.TrainingPodIdentity`), with no Kubernetes permission:
-    training pods never call the Kubernetes API (jobs that wait for others are created by their release Jobs, which
-    have their own service account).
+    :class:`~trainium_eks.constructs.training_pod_identity.TrainingPodIdentity`), with no Kubernetes permission and no
+    token mounted by default: training pods never call the Kubernetes API (jobs that wait for others are created by
+    their release Jobs, which have their own service account). Pod Identity still gives them AWS credentials: EKS
+    mounts its own projected token (audience ``pods.eks.amazonaws.com``) whatever ``automountServiceAccountToken``
+    says (EKS user guide, pod-id-how-it-works: the volume ``eks-pod-identity-token``).
 
     :param namespace: Default: ``training``.
     :param service_account: Default: ``training``.
@@ -39,4 +41,11 @@ class TrainingNamespaceChart(LibraryChart):
                 ),
             }
         )
-        self.add_object({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": self.metadata(service_account)})
+        self.add_object(
+            {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": self.metadata(service_account),
+                "automountServiceAccountToken": False,
+            }
+        )

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from trainium_eks.core.validation import Problems, check_instance_types, check_text
+from trainium_eks.core.validation import Problems, check_image_reference, check_instance_types, check_text
 from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import INSTANCE_CATALOG
+from trainium_eks.manifests import audit_exceptions as audit
 from trainium_eks.manifests.addons.neuron_device_plugin import DEVICE_PLUGIN_PATH
+from trainium_eks.manifests.audit_exceptions import checkov_skips, image_skips
 from trainium_eks.manifests.chart import (
     ACCELERATOR_TAINT_KEYS,
     LibraryChart,
@@ -36,7 +38,9 @@ class EfaDevicePluginChart(LibraryChart):
     device-plugin directory, ``/dev/infiniband`` and ``/opt/aws/neuron``, and mounts no service-account token (it
     needs no API access). Like the current upstream chart, it runs privileged as root: handing out EFA devices aligned
     with the pod's Neuron devices needs it (aws/eks-charts README and PR #1245); the README's security section lists
-    this exception.
+    this exception. Its pod asks for the runtime's default seccomp profile like every pod of the library, which
+    containerd does not apply to a privileged container (containerd v2.2.7 ``internal/cri/sputil/seccomp_linux.go``:
+    "Do not set seccomp profile when container is privileged").
 
     :param registry: The EKS image registry of the cluster's region (``trainium_eks.facts.regions.eks_registry``), or a
         CloudFormation token that resolves to it. Required.
@@ -54,7 +58,7 @@ class EfaDevicePluginChart(LibraryChart):
     ) -> None:
         problems = Problems(f"{NAME} chart")
         check_text(problems, "registry", registry, allowed="a container registry host, such as 602401143452.dkr...")
-        check_text(problems, "image", image, allowed="a repository path and tag, such as eks/plugin:v1")
+        check_image_reference(problems, "image", image)
         check_instance_types(problems, "instance_types", instance_types)
         problems.raise_if_any()
         super().__init__(NAME, namespace="kube-system")
@@ -64,6 +68,7 @@ class EfaDevicePluginChart(LibraryChart):
             {
                 "hostNetwork": True,
                 "automountServiceAccountToken": False,
+                "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
                 "priorityClassName": "system-node-critical",
                 "affinity": instance_type_affinity(self.instance_types),
                 "tolerations": [exists_toleration("CriticalAddonsOnly")]
@@ -91,4 +96,19 @@ class EfaDevicePluginChart(LibraryChart):
                     },
                 ],
             },
+            annotations=checkov_skips(
+                {
+                    "CKV_K8S_8": audit.PLUGIN_PROBES,
+                    "CKV_K8S_9": audit.PLUGIN_PROBES,
+                    "CKV_K8S_16": audit.EFA_PLUGIN_PRIVILEGED,
+                    "CKV_K8S_19": audit.EFA_PLUGIN_PRIVILEGED,
+                    "CKV_K8S_20": audit.EFA_PLUGIN_PRIVILEGED,
+                    "CKV_K8S_22": audit.EFA_PLUGIN_PRIVILEGED,
+                    "CKV_K8S_23": audit.PLUGIN_ROOT,
+                    "CKV_K8S_28": audit.EFA_PLUGIN_PRIVILEGED,
+                    "CKV_K8S_37": audit.EFA_PLUGIN_PRIVILEGED,
+                    "CKV_K8S_40": audit.PLUGIN_ROOT,
+                    **image_skips(image),
+                }
+            ),
         )

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from trainium_eks.core.conventions import DEFAULT_NAMESPACE
-from trainium_eks.core.validation import Problems, check_dns_label, check_text
+from trainium_eks.core.validation import Problems, check_dns_label, check_image_reference
 from trainium_eks.facts import versions
 from trainium_eks.manifests.chart import (
     SYSTEM_NODE_SELECTOR,
     LibraryChart,
+    governed_by,
     locked_down_container,
     unprivileged_pod,
 )
@@ -29,7 +30,8 @@ class EtcdChart(LibraryChart):
       quay.io too).
     - Rendezvous state is ephemeral, so the data directory is an emptyDir and the Deployment recreates the pod
       (strategy ``Recreate``: never two members).
-    - A NetworkPolicy admits only pods of the namespace, on the client port.
+    - A NetworkPolicy, which alone decides its pod's ingress (:func:`~trainium_eks.manifests.chart.governed_by`),
+      admits only pods of the namespace, on the client port.
     - It runs on the system nodes, as ``nobody`` with a read-only root file system, no capabilities, the runtime's
       default seccomp profile, requests and limits, and HTTP ``/health`` liveness and readiness probes.
 
@@ -40,7 +42,7 @@ class EtcdChart(LibraryChart):
     def __init__(self, *, namespace: str = DEFAULT_NAMESPACE, image: str = versions.ETCD.image) -> None:
         problems = Problems("etcd chart")
         check_dns_label(problems, "namespace", namespace)
-        check_text(problems, "image", image, allowed="a container image reference, such as repo/image:tag")
+        check_image_reference(problems, "image", image)
         problems.raise_if_any()
         super().__init__("etcd", namespace=namespace)
         labels = self.selector_labels()
@@ -59,7 +61,7 @@ class EtcdChart(LibraryChart):
                 },
             }
         )
-        self.allow_ingress_only(f"{SERVICE_NAME}-clients", pods=labels, ports=[CLIENT_PORT])
+        policy = self.allow_ingress_only(f"{SERVICE_NAME}-clients", pods=labels, ports=[CLIENT_PORT])
         health = {"path": "/health", "port": CLIENT_PORT}
         container = {
             "name": "etcd",
@@ -97,7 +99,7 @@ class EtcdChart(LibraryChart):
                     "strategy": {"type": "Recreate"},
                     "selector": {"matchLabels": labels},
                     "template": {
-                        "metadata": {"labels": labels},
+                        "metadata": {"labels": {**labels, **governed_by(policy)}},
                         "spec": {
                             "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
                             "automountServiceAccountToken": False,

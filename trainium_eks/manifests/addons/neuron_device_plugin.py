@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from trainium_eks.core.validation import Problems, check_instance_types, check_text
+from trainium_eks.core.validation import Problems, check_image_reference, check_instance_types
 from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import INSTANCE_CATALOG, Accelerator
+from trainium_eks.manifests import audit_exceptions as audit
+from trainium_eks.manifests.audit_exceptions import checkov_skips, image_skips
 from trainium_eks.manifests.chart import (
     NEURON_TAINT_KEY,
     LibraryChart,
@@ -44,7 +46,7 @@ class NeuronDevicePluginChart(LibraryChart):
         self, *, image: str = versions.NEURON_DEVICE_PLUGIN.image, instance_types: Optional[Sequence[str]] = None
     ) -> None:
         problems = Problems(f"{NAME} chart")
-        check_text(problems, "image", image, allowed="a container image reference, such as repo/image:tag")
+        check_image_reference(problems, "image", image)
         check_instance_types(problems, "instance_types", instance_types)
         problems.raise_if_any()
         super().__init__(NAME, namespace="kube-system")
@@ -108,4 +110,15 @@ class NeuronDevicePluginChart(LibraryChart):
                     {"name": "aws-config", "hostPath": {"path": "/opt/aws"}},
                 ],
             },
+            annotations=checkov_skips(
+                {
+                    "CKV_K8S_8": audit.PLUGIN_PROBES,
+                    "CKV_K8S_9": audit.PLUGIN_PROBES,
+                    "CKV_K8S_22": audit.PLUGIN_ROOT_FILESYSTEM,
+                    "CKV_K8S_23": audit.PLUGIN_ROOT,
+                    "CKV_K8S_38": audit.API_CLIENT_TOKEN,
+                    "CKV_K8S_40": audit.PLUGIN_ROOT,
+                    **image_skips(image),
+                }
+            ),
         )

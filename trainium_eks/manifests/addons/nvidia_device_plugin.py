@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from trainium_eks.core.conventions import ACCELERATOR_TAINTS
-from trainium_eks.core.validation import Problems, check_bool, check_instance_types, check_text
+from trainium_eks.core.validation import Problems, check_bool, check_image_reference, check_instance_types
 from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import INSTANCE_CATALOG, Accelerator
+from trainium_eks.manifests import audit_exceptions as audit
 from trainium_eks.manifests.addons.neuron_device_plugin import DEVICE_PLUGIN_PATH
+from trainium_eks.manifests.audit_exceptions import checkov_skips
 from trainium_eks.manifests.chart import (
     LibraryChart,
     device_plugin_resources,
@@ -79,7 +81,7 @@ class NvidiaDevicePluginChart(LibraryChart):
         fail_on_init_error: bool = True,
     ) -> None:
         problems = Problems(f"{NAME} chart")
-        check_text(problems, "image", image, allowed="a container image reference, such as repo/image:tag")
+        check_image_reference(problems, "image", image)
         check_instance_types(problems, "instance_types", instance_types)
         check_bool(problems, "fail_on_init_error", fail_on_init_error)
         problems.raise_if_any()
@@ -116,4 +118,13 @@ class NvidiaDevicePluginChart(LibraryChart):
                     }
                 ],
             },
+            annotations=checkov_skips(
+                {
+                    "CKV_K8S_8": audit.PLUGIN_PROBES,
+                    "CKV_K8S_9": audit.PLUGIN_PROBES,
+                    "CKV_K8S_22": audit.PLUGIN_ROOT_FILESYSTEM,
+                    "CKV_K8S_23": audit.PLUGIN_ROOT,
+                    "CKV_K8S_40": audit.PLUGIN_ROOT,
+                }
+            ),
         )

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from trainium_eks.core.conventions import DEFAULT_NAMESPACE, OUTPUT_ROOT, SHARED_MOUNT
-from trainium_eks.core.validation import Problems, check_absolute_path, check_dns_label, check_dns_subdomain, check_text
+from trainium_eks.core.validation import (
+    Problems,
+    check_absolute_path,
+    check_dns_label,
+    check_dns_subdomain,
+    check_image_reference,
+)
 from trainium_eks.facts import versions
+from trainium_eks.manifests.audit_exceptions import checkov_skips, image_skips
 from trainium_eks.manifests.chart import (
     SYSTEM_NODE_SELECTOR,
     LibraryChart,
+    governed_by,
     locked_down_container,
     unprivileged_pod,
 )
@@ -24,7 +32,8 @@ class TensorBoardChart(LibraryChart):
 
     It mounts the shared claim read-only and reads every run under ``log_dir``; reach it with
     ``kubectl -n training port-forward svc/tensorboard 6006:6006`` (no load balancer, no public exposure; a
-    NetworkPolicy admits only pods of the namespace, and port-forwarding, which does not cross the pod network). It
+    NetworkPolicy, which alone decides its pod's ingress (:func:`~trainium_eks.manifests.chart.governed_by`), admits
+    only pods of the namespace on port 6006, and port-forwarding, which does not cross the pod network). It
     runs on the system nodes as an unprivileged user with a read-only root file system (``/tmp`` is an emptyDir,
     ``HOME`` points there).
 
@@ -46,7 +55,7 @@ class TensorBoardChart(LibraryChart):
         check_dns_label(problems, "namespace", namespace)
         check_dns_subdomain(problems, "claim_name", claim_name)
         check_absolute_path(problems, "log_dir", log_dir)
-        check_text(problems, "image", image, allowed="a container image reference, such as repo/image:tag")
+        check_image_reference(problems, "image", image)
         problems.raise_if_any()
         super().__init__(NAME, namespace=namespace)
         labels = self.selector_labels()
@@ -62,7 +71,7 @@ class TensorBoardChart(LibraryChart):
                 },
             }
         )
-        self.allow_ingress_only(f"{NAME}-clients", pods=labels, ports=[PORT])
+        policy = self.allow_ingress_only(f"{NAME}-clients", pods=labels, ports=[PORT])
         probe = {"path": "/", "port": PORT}
         container = {
             "name": NAME,
@@ -85,12 +94,15 @@ class TensorBoardChart(LibraryChart):
             {
                 "apiVersion": "apps/v1",
                 "kind": "Deployment",
-                "metadata": self.metadata(NAME),
+                "metadata": self.metadata(
+                    NAME,
+                    annotations=checkov_skips(image_skips(image)),
+                ),
                 "spec": {
                     "replicas": 1,
                     "selector": {"matchLabels": labels},
                     "template": {
-                        "metadata": {"labels": labels},
+                        "metadata": {"labels": {**labels, **governed_by(policy)}},
                         "spec": {
                             "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
                             "automountServiceAccountToken": False,

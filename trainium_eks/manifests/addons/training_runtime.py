@@ -26,7 +26,10 @@ class TrainingRuntimeChart(LibraryChart):
     - ``mlPolicy: {numNodes: 1, torch: {}}``: the Trainer injects ``PET_NNODES``, ``PET_NPROC_PER_NODE``,
       ``PET_NODE_RANK``, ``PET_MASTER_ADDR``, ``PET_MASTER_PORT`` into the container ``node`` of the replicated job
       ``node``; a TrainJob gives the image, command, nodes, processes per node and resources;
-    - a memory-backed ``/dev/shm``; pods that are never restarted in place (``restartPolicy: Never``, the child
+    - a memory-backed ``/dev/shm``; no service-account token (a runtime patch cannot set
+      ``automountServiceAccountToken``: the TrainJob CRD's patch schema allows only ``securityContext``,
+      ``serviceAccountName``, placement and volumes), the runtime's default seccomp profile; pods that are never
+      restarted in place (``restartPolicy: Never``, the child
       Job's ``backoffLimit: 0``): a failed pod fails the JobSet, which ``failurePolicy.maxRestarts`` then restarts
       whole, every node at once, as torchrun's rendezvous needs and as a Volcano job's ``RestartJob`` does (without
       a failure policy, JobSet fails at the first failed Job: kubernetes-sigs/jobset v0.12.0
@@ -67,6 +70,8 @@ class TrainingRuntimeChart(LibraryChart):
         self.runtime_name = name
         pod = {
             "restartPolicy": "Never",
+            "automountServiceAccountToken": False,
+            "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
             "containers": [
                 {"name": NODE_JOB, "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}]},
             ],

@@ -5,16 +5,23 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Dict, Optional
 
-from trainium_eks.core.conventions import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT, SHARED_MOUNT
+from trainium_eks.core.conventions import (
+    DEFAULT_NAMESPACE,
+    DEFAULT_SERVICE_ACCOUNT,
+    EGRESS_INTERNET_LABEL,
+    SHARED_MOUNT,
+)
 from trainium_eks.core.validation import (
     Problems,
     check_bool,
     check_dns_label,
     check_dns_subdomain,
+    check_image_reference,
     check_integer,
     check_pattern,
-    check_text,
 )
+from trainium_eks.manifests import audit_exceptions as audit
+from trainium_eks.manifests.audit_exceptions import checkov_skips, image_skips
 from trainium_eks.manifests.jobs import job_naming
 from trainium_eks.manifests.jobs.job_chart import JobChart
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
@@ -84,8 +91,11 @@ class DatasetStagingChart(JobChart):
     - The image needs bash and tar, plus the AWS CLI for S3 sources (the Neuron training DLC has it) or Python 3 for
       HTTPS sources. It runs on the node group given
       (tolerating its taints, requesting no accelerator), up to ``backoff_limit`` + 1 times, with no capabilities,
-      no privilege escalation and the runtime's default seccomp profile (tar keeps no archive ownership). It is not
-      deleted when it finishes: the release Jobs of later jobs read its status.
+      no privilege escalation, the runtime's default seccomp profile (tar keeps no archive ownership) and no
+      service-account token (the AWS CLI's credentials come from EKS Pod Identity, whose token EKS mounts apart). Its
+      pods may open HTTPS connections outside the VPC
+      (label :data:`~trainium_eks.core.conventions.EGRESS_INTERNET_LABEL`, admitted by the training namespace's
+      NetworkPolicies). It is not deleted when it finishes: the release Jobs of later jobs read its status.
 
     The job's name carries a hash of its spec (:attr:`job_name`); :attr:`ref` is how later jobs wait for it
     (``job/<name>``).
@@ -133,7 +143,7 @@ class DatasetStagingChart(JobChart):
             )
         if not isinstance(directory, str) or not directory or directory.startswith("/") or ".." in directory.split("/"):
             problems.add("directory", directory, "a relative path on the shared volume, such as datasets/bert")
-        check_text(problems, "image", image, allowed="a container image reference, such as repo/image:tag")
+        check_image_reference(problems, "image", image)
         check_bool(problems, "unsigned", unsigned)
         check_dns_label(problems, "namespace", namespace)
         check_dns_subdomain(problems, "service_account", service_account)
@@ -152,6 +162,7 @@ class DatasetStagingChart(JobChart):
         labels = {**self.selector_labels(), "app.kubernetes.io/instance": job_naming.PLACEHOLDER}
         pod: Dict[str, Any] = {
             "serviceAccountName": service_account,
+            "automountServiceAccountToken": False,
             "restartPolicy": "Never",
             "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
             **node_group.pod_placement(),
@@ -180,10 +191,22 @@ class DatasetStagingChart(JobChart):
         manifest = {
             "apiVersion": "batch/v1",
             "kind": "Job",
-            "metadata": {"name": job_naming.PLACEHOLDER, "namespace": namespace, "labels": labels},
+            "metadata": {
+                "name": job_naming.PLACEHOLDER,
+                "namespace": namespace,
+                "labels": labels,
+                "annotations": checkov_skips(
+                    {
+                        "CKV_K8S_22": audit.STAGING_AS_ROOT,
+                        "CKV_K8S_23": audit.STAGING_AS_ROOT,
+                        "CKV_K8S_40": audit.STAGING_AS_ROOT,
+                        **image_skips(image),
+                    }
+                ),
+            },
             "spec": {
                 "backoffLimit": backoff_limit,
-                "template": {"metadata": {"labels": labels}, "spec": pod},
+                "template": {"metadata": {"labels": {**labels, EGRESS_INTERNET_LABEL: "true"}}, "spec": pod},
             },
         }
         self.add_job(manifest, resolve)

@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Sequence
 from trainium_eks.core.conventions import (
     DEFAULT_SERVICE_ACCOUNT,
     EFA_RESOURCE,
+    EGRESS_INTERNET_LABEL,
     GPU_RESOURCE,
     NEURON_DEVICE_RESOURCE,
     SHARED_MOUNT,
@@ -29,6 +30,7 @@ from trainium_eks.core.validation import (
     check_bool,
     check_dns_label,
     check_dns_subdomain,
+    check_image_reference,
     check_integer,
     check_number,
     check_pattern,
@@ -123,6 +125,11 @@ class DistributedWorkload:
       ``resource_fraction`` of the node (so the pods are not the first evicted);
     - a memory-backed ``/dev/shm``, the claims at their mount paths, the node selector on the instance type and
       tolerations of the node group's taints, the service account;
+    - no service-account token (training code never calls the Kubernetes API; EKS Pod Identity mounts its own token
+      for AWS credentials: aws/amazon-eks-pod-identity-webhook ``pkg/handler/handler.go`` adds the projected volume
+      ``eks-pod-identity-token`` whatever ``automountServiceAccountToken`` says), the runtime's default seccomp profile,
+      no privilege escalation and no capabilities (:func:`worker_security`); with ``internet_egress``, the label that
+      lets the pods open HTTPS connections outside the VPC through the training namespace's NetworkPolicies;
     - when the pod requests EFA interfaces, an EFA self-check before anything else runs (:func:`efa_self_check`): the
       container sees as many ``/dev/infiniband/uverbs*`` devices as it requested and libfabric lists the ``efa``
       provider (``/opt/amazon/efa/bin/fi_info -p efa``), or it exits at once with :data:`EFA_SELF_CHECK_EXIT` (78) and a
@@ -158,6 +165,8 @@ class DistributedWorkload:
     :param max_retries: How many times the whole job may run, restarted after a pod failure or eviction (Volcano's
         ``maxRetry``: the job fails once its retry count reaches it). Default: 3.
     :param resource_fraction: Share of the node's vCPUs and memory requested per pod, in [0, 1). Default: 0.5.
+    :param internet_egress: Let the pods open HTTPS connections to the internet (a model or data set downloaded at run
+        time). Default: false (the namespace, its DNS and the Pod Identity agent only).
     """
 
     def __init__(
@@ -183,13 +192,14 @@ class DistributedWorkload:
         service_account: Any = DEFAULT_SERVICE_ACCOUNT,
         max_retries: Any = 3,
         resource_fraction: Any = DEFAULT_RESOURCE_FRACTION,
+        internet_egress: Any = False,
         problems: Problems,
     ) -> None:
         if not isinstance(node_group, NodeGroupTopology):
             problems.add("node_group", node_group, "a NodeGroupTopology (TrainingNodeGroup.topology)")
             node_group = None
         job_naming.check_base_name(problems, name)
-        check_text(problems, "image", image, allowed="a container image reference, such as repo/image:tag")
+        check_image_reference(problems, "image", image)
         check_dns_label(problems, "namespace", namespace)
         check_dns_subdomain(problems, "service_account", service_account)
         self.launcher = coerce_enum(problems, "launcher", launcher, Launcher)
@@ -201,6 +211,7 @@ class DistributedWorkload:
             check_text(problems, key, value, allowed=f"a non-empty {key} (a string)")
         check_strings(problems, "args", args)
         check_bool(problems, "precompile", precompile)
+        check_bool(problems, "internet_egress", internet_egress)
         check_pattern(problems, "cache_set", cache_set, CACHE_SET, "letters, digits, '_' and '-' only ([A-Za-z0-9_-]+)")
         check_integer(problems, "max_retries", max_retries, minimum=0, maximum=100)
         check_number(problems, "resource_fraction", resource_fraction, minimum=0, below=1)
@@ -254,6 +265,7 @@ class DistributedWorkload:
         self.env: Dict[str, str] = dict(env or {})
         self.max_retries: int = max_retries
         self.resource_fraction: float = resource_fraction
+        self.internet_egress: bool = internet_egress
         self.cache_root = f"{SHARED_MOUNT}/neuron_cache" if SHARED_MOUNT in self.volumes.values() else LOCAL_CACHE_ROOT
 
     @classmethod
@@ -350,11 +362,17 @@ class DistributedWorkload:
         ]
         return volumes
 
+    def pod_labels(self) -> Dict[str, str]:
+        """Labels of a worker pod beyond the job's own: the internet egress label with ``internet_egress``."""
+        return {EGRESS_INTERNET_LABEL: "true"} if self.internet_egress else {}
+
     def pod_spec(self, container_name: str, contract: NodeContract) -> Dict[str, Any]:
         """The whole pod spec of a worker (plain manifest form), with the launch command of ``contract``."""
         pod: Dict[str, Any] = {
             "serviceAccountName": self.service_account,
+            "automountServiceAccountToken": False,
             "restartPolicy": "Never",
+            "securityContext": dict(RUNTIME_DEFAULT_SECCOMP),
             **self.node_group.pod_placement(),
             "containers": [self.container(container_name, contract)],
             "volumes": self.pod_volumes(),
@@ -362,7 +380,7 @@ class DistributedWorkload:
         return pod
 
     def container(self, name: str, contract: NodeContract) -> Dict[str, Any]:
-        """The worker container: image, launch command, environment, ports, resources, mounts."""
+        """The worker container: image, launch command, environment, ports, resources, mounts, security."""
         return {
             "name": name,
             "image": self.image,
@@ -370,6 +388,7 @@ class DistributedWorkload:
             "env": self.environment(),
             "ports": [{"name": "rendezvous", "containerPort": MASTER_PORT}],
             "resources": self.resources(),
+            "securityContext": worker_security(),
             "volumeMounts": self.volume_mounts(),
         }
 
@@ -406,6 +425,25 @@ class DistributedWorkload:
             shell = " ".join(_quote(w) for w in words)
         lines.append("exec " + shell)
         return "\n".join(lines)
+
+
+RUNTIME_DEFAULT_SECCOMP: Dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
+"""The pod security context of every training pod: the container runtime's default seccomp profile. On containerd
+(2.2.4 on the EKS AL2023 AMIs of v20260714: awslabs/amazon-eks-ami CHANGELOG.md) that profile still allows
+``process_vm_readv``, ``process_vm_writev`` and ``ptrace`` on kernels 4.8 and newer (containerd v2.2.7
+``contrib/seccomp/seccomp_default.go``, "include by kernel version"; the same in v1.7.34 and v2.1.9), which
+libfabric's shared-memory transport uses between the processes of a node (its CMA protocol); where they are refused,
+it falls back to copying through shared memory (ofiwg/libfabric v2.6.0 ``prov/shm/src/smr_util.c`` ``smr_cma_check``,
+``man/fi_shm.7.md``: "SHM shall default to the SAR protocol")."""
+
+
+def worker_security() -> Dict[str, Any]:
+    """The security context of a training container: no privilege escalation and no Linux capabilities. A worker runs
+    as the image's user (root in the Neuron DLC) and needs none: the Neuron and EFA devices are granted by their
+    device plugins (device files the container may open), locked memory for EFA registration is the node's limit,
+    not ``CAP_IPC_LOCK`` (which the runtime's default set lacks anyway), and files on the shared volume belong to
+    root."""
+    return {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
 
 def efa_self_check(expected: int) -> List[str]:

@@ -92,9 +92,15 @@ from trainium_eks.core.validation import ConfigurationError, Problems, check_dns
 from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import Accelerator
 from trainium_eks.manifests.addons.volcano_queue import DEFAULT_QUEUE
+from trainium_eks.manifests.audit_exceptions import SSHD_KEEPS_CAPABILITIES, checkov_skips, worker_skips
 from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.manifests.jobs import fabric_program, job_naming
-from trainium_eks.manifests.jobs.distributed_workload import EFA_SELF_CHECK_EXIT, DistributedWorkload, efa_self_check
+from trainium_eks.manifests.jobs.distributed_workload import (
+    EFA_SELF_CHECK_EXIT,
+    RUNTIME_DEFAULT_SECCOMP,
+    DistributedWorkload,
+    efa_self_check,
+)
 from trainium_eks.manifests.jobs.fabric_floor import (
     DEFAULT_FABRIC_FLOOR_FRACTION,
     check_fabric_floor,
@@ -155,6 +161,28 @@ ENVIRONMENT_FILE = "/etc/environment"
 """Read by ``pam_env`` for every ssh session (Ubuntu's sshd runs with ``UsePAM yes``)."""
 DONE_FILE = "/tmp/trainium-eks-fabric-done"
 """Where node 0 writes its exit status on each peer."""
+SSHD_CAPABILITIES = (
+    "AUDIT_WRITE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "NET_BIND_SERVICE",
+    "SETGID",
+    "SETUID",
+    "SYS_CHROOT",
+)
+"""The capabilities a fabric check container keeps (it drops all others): the container runtime's default set
+(containerd ``pkg/oci/spec.go`` ``defaultUnixCaps``) less ``MKNOD``, ``NET_RAW``, ``SETFCAP`` and ``SETPCAP``, for its
+``sshd``, which runs as root (Volcano's ssh plugin mounts the
+keys at ``/root/.ssh``): a root sshd always chroots its pre-authentication child and drops it to an unprivileged user,
+and a failure is fatal (openssh-portable V_10_5_P1 ``sshd-auth.c``: ``chroot``, ``setgroups``, ``permanently_set_uid``:
+``SYS_CHROOT``, ``SETGID``, ``SETUID``); it kills that child (``sshd-session.c``: ``KILL``); an sshd built with Linux
+audit exits when it cannot write audit records (``audit-linux.c``: ``AUDIT_WRITE``); port 22 is privileged
+(``NET_BIND_SERVICE``); and the pods write ``/etc/environment`` and generate host keys (the file capabilities). The
+benchmark itself needs none, as a training container (``worker_security``)."""
+
 NEURON_ROOT_COMM_PORT = 63182
 """Port of ``NEURON_RT_ROOT_COMM_ID`` on node 0 (aws-k8s-tester's)."""
 NCCOM_REPORT = "/tmp/nccom-test-results.json"
@@ -292,6 +320,7 @@ class FabricCheckChart(JobChart):
             "restartPolicy": "Never",
             "automountServiceAccountToken": False,
             "activeDeadlineSeconds": POD_DEADLINE_SECONDS,
+            "securityContext": dict(RUNTIME_DEFAULT_SECCOMP),
             **workload.node_group.pod_placement(),
             "containers": [
                 {
@@ -301,6 +330,10 @@ class FabricCheckChart(JobChart):
                     "env": workload.environment(),
                     "ports": [{"name": "ssh", "containerPort": 22}],
                     "resources": workload.resources(),
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "capabilities": {"drop": ["ALL"], "add": list(SSHD_CAPABILITIES)},
+                    },
                     "volumeMounts": [
                         {"name": "dshm", "mountPath": "/dev/shm"},
                         {"name": "fabric-program", "mountPath": PROGRAM_MOUNT, "readOnly": True},
@@ -321,7 +354,13 @@ class FabricCheckChart(JobChart):
             "maxRetry": MAX_RETRY,
             "policies": policies,
             "template": {
-                "metadata": {"labels": labels, "annotations": {"sidecar.istio.io/inject": "false"}},
+                "metadata": {
+                    "labels": labels,
+                    "annotations": {
+                        "sidecar.istio.io/inject": "false",
+                        **checkov_skips({**worker_skips(self.image), "CKV_K8S_25": SSHD_KEEPS_CAPABILITIES}),
+                    },
+                },
                 "spec": pod,
             },
         }

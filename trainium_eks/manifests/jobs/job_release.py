@@ -8,9 +8,11 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Sequence
 
-from trainium_eks.core.conventions import SYSTEM_NODE_LABELS
+from trainium_eks.core.conventions import EGRESS_KUBERNETES_API_LABEL, SYSTEM_NODE_LABELS
 from trainium_eks.core.validation import Problems, check_dns_label, check_dns_subdomain, check_integer, check_strings
 from trainium_eks.facts import versions
+from trainium_eks.manifests import audit_exceptions as audit
+from trainium_eks.manifests.audit_exceptions import checkov_skips
 from trainium_eks.manifests.chart import LibraryChart, locked_down_container, unprivileged_pod
 from trainium_eks.manifests.jobs.job_release_program import DEADLINE_MARGIN_SECONDS, NEVER, ref_of
 
@@ -25,8 +27,19 @@ def _program_without_its_docstring(source: str) -> str:
 
 
 RELEASE_PROGRAM_SOURCE = _program_without_its_docstring((Path(__file__).parent / "job_release_program.py").read_text())
-"""The release program (:mod:`~trainium_eks.manifests.jobs.job_release_program`) without its module docstring, run as
-``python3 -c``."""
+"""The release program (:mod:`~trainium_eks.manifests.jobs.job_release_program`) without its module docstring, as the
+release Jobs run it from :data:`RELEASE_PROGRAM_CONFIG_MAP`."""
+
+RELEASE_PROGRAM_CONFIG_MAP = (
+    f"trainium-eks-release-program-{hashlib.sha256(RELEASE_PROGRAM_SOURCE.encode()).hexdigest()[:10]}"
+)
+"""The ConfigMap that holds the release program (:class:`ReleaseProgramChart`), named after its digest: the release
+Jobs' names cover the program through it (:data:`RELEASE_DIGEST`), and a changed program is a new ConfigMap, never one
+changed in place. One per namespace instead of the program in every release Job: each release carries its held job
+already, and the program would add 11 KB to the template per release."""
+
+RELEASE_PROGRAM_MOUNT = "/opt/trainium-eks/release"
+RELEASE_PROGRAM_PATH = f"{RELEASE_PROGRAM_MOUNT}/job_release_program.py"
 
 RELEASE_IMAGE = versions.JOB_RELEASE_IMAGE.image
 
@@ -88,15 +101,18 @@ class JobReleaseChart(LibraryChart):
     ``job-release``, then creates the held job with the release Job as its owner: when CloudFormation deletes the
     release Job (the held job changed, or left the app), Kubernetes' garbage collector deletes the held job with it.
 
-    The release Job, named ``<held job>-release``: Python's standard library on a pinned slim Python image
-    (:data:`trainium_eks.facts.versions.JOB_RELEASE_IMAGE`), 10m CPU and 32 MiB, on the system node group, as ``nobody``
-    with a read-only root and no capabilities; ``activeDeadlineSeconds`` of ``timeout_seconds`` (the program reads it
-    and gives up ten minutes before, naming the job it waited for); a pod failure policy that fails the Job at once
-    when the held job can never be created (a job it waits for failed, the wait timed out, the API server refused the
-    held job: exit status 3) and retries anything else (``backoffLimit`` 6; a pod disrupted by a node drain does not
-    count). Its pod template is a function of the held job's name (whose hash covers the waits, the program and the
-    image: :func:`held_annotations`), so it never has to change in place. It is kept when it finishes: it owns the
-    held job.
+    The release Job, named ``<held job>-release``: the program, from the namespace's ConfigMap
+    (:class:`ReleaseProgramChart`, applied before it), on Python's standard library in a pinned slim Python image
+    (:data:`trainium_eks.facts.versions.JOB_RELEASE_IMAGE`), 10m CPU and 32 MiB (at most 200m and 64 MiB), on the system
+    node group, as ``nobody`` with a read-only root and no capabilities, the only pods of the namespace that mount a
+    service-account token and may reach the Kubernetes API (label
+    :data:`~trainium_eks.core.conventions.EGRESS_KUBERNETES_API_LABEL`); ``activeDeadlineSeconds`` of
+    ``timeout_seconds`` (the program reads it and gives up ten minutes before, naming the job it waited for); a pod
+    failure policy that fails the Job at once when the held job can never be created (a job it waits for failed, the
+    wait timed out, the API server refused the held job: exit status 3) and retries anything else (``backoffLimit`` 6; a
+    pod disrupted by a node drain does not count). Its pod template is a function of the held job's name (whose hash
+    covers the waits, the program and the image: :func:`held_annotations`), so it never has to change in place. It is
+    kept when it finishes: it owns the held job.
 
     :param job: The held job's manifest (a job chart's :attr:`~trainium_eks.manifests.jobs.job_chart.JobChart.manifest`,
         with :func:`held_annotations`). Required.
@@ -170,34 +186,31 @@ def _release_job(
     container = {
         "name": "release",
         "image": RELEASE_IMAGE,
-        "command": [
-            "python3",
-            "-c",
-            kubelet_literal(RELEASE_PROGRAM_SOURCE),
-            chart.namespace_name,
-            job_name,
-            *wait_for,
-        ],
+        "command": ["python3", RELEASE_PROGRAM_PATH, chart.namespace_name, job_name, *wait_for],
         "env": [{"name": "HELD_JOB", "value": kubelet_literal(held_text)}],
-        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
+        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"cpu": "200m", "memory": "64Mi"}},
         "securityContext": locked_down_container(),
+        "volumeMounts": [{"name": "program", "mountPath": RELEASE_PROGRAM_MOUNT, "readOnly": True}],
     }
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": chart.metadata(job_name, labels=labels),
+        "metadata": chart.metadata(
+            job_name, labels=labels, annotations=checkov_skips({"CKV_K8S_38": audit.API_CLIENT_TOKEN})
+        ),
         "spec": {
             "backoffLimit": 6,
             "activeDeadlineSeconds": timeout_seconds,
             "podFailurePolicy": {"rules": _failure_rules()},
             "template": {
-                "metadata": {"labels": labels},
+                "metadata": {"labels": {**labels, EGRESS_KUBERNETES_API_LABEL: "true"}},
                 "spec": {
                     "serviceAccountName": RELEASE_SERVICE_ACCOUNT,
                     "restartPolicy": "Never",
                     "nodeSelector": dict(SYSTEM_NODE_LABELS),
                     "securityContext": unprivileged_pod(),
                     "containers": [container],
+                    "volumes": [{"name": "program", "configMap": {"name": RELEASE_PROGRAM_CONFIG_MAP}}],
                 },
             },
         },
@@ -228,3 +241,26 @@ the pod template, the failure policy, the labels), except ``activeDeadlineSecond
 held job's plus ``-release``, so whatever would change in the release Job's immutable pod template or pod failure
 policy changes both names: CloudFormation creates a new release Job (and so a new held job) and deletes the old one,
 never updating a release Job in place, which Kubernetes would refuse."""
+
+
+class ReleaseProgramChart(LibraryChart):
+    """The ConfigMap :data:`RELEASE_PROGRAM_CONFIG_MAP` holding the release program, which every release Job of the
+    namespace runs from :data:`RELEASE_PROGRAM_PATH`. :class:`~trainium_eks.constructs.job_sequence.JobSequence`
+    applies it once per namespace, before the releases; apply it yourself with a release of your own.
+
+    :param namespace: The releases' namespace. Required.
+    """
+
+    def __init__(self, *, namespace: str) -> None:
+        problems = Problems("release program chart")
+        check_dns_label(problems, "namespace", namespace)
+        problems.raise_if_any()
+        super().__init__("job-release", namespace=namespace)
+        self.add_object(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": self.metadata(RELEASE_PROGRAM_CONFIG_MAP),
+                "data": {RELEASE_PROGRAM_PATH.rsplit("/", 1)[1]: RELEASE_PROGRAM_SOURCE},
+            }
+        )

@@ -67,7 +67,13 @@ class PyTorchJobChart(DistributedJobChart):
 
         pod = {**self.workload.pod_spec(CONTAINER, PET_CONTRACT), "restartPolicy": "OnFailure"}
         template = {
-            "metadata": {"labels": {**self.selector_labels(), "app.kubernetes.io/instance": job_naming.PLACEHOLDER}},
+            "metadata": {
+                "labels": {
+                    **self.selector_labels(),
+                    "app.kubernetes.io/instance": job_naming.PLACEHOLDER,
+                    **self.workload.pod_labels(),
+                }
+            },
             "spec": pod,
         }
         replicas: Dict[str, Any] = {"Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": template}}

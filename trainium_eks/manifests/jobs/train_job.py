@@ -16,6 +16,7 @@ from trainium_eks.manifests.addons.training_runtime import (
 from trainium_eks.manifests.addons.volcano_queue import DEFAULT_QUEUE
 from trainium_eks.manifests.jobs import job_naming
 from trainium_eks.manifests.jobs.distributed_job_chart import PET_CONTRACT, DistributedJobChart
+from trainium_eks.manifests.jobs.distributed_workload import RUNTIME_DEFAULT_SECCOMP, worker_security
 
 RUNTIME_ATTEMPTS = DEFAULT_MAX_RESTARTS + 1
 """How many times a TrainJob on the library's runtime may run: its failure policy's restarts and the first run."""
@@ -37,9 +38,10 @@ class TrainJobChart(DistributedJobChart):
       otherwise falls back to the CPU count, so a Neuron job would start one process per requested vCPU),
       ``resourcesPerNode`` (Neuron devices, EFA interfaces, GPUs, CPU and memory), the environment contract;
     - a runtime patch (``spec.runtimePatches``, manager :data:`PATCH_MANAGER`) with what the runtime cannot know: the
-      node selector and tolerations of the node group, the service account, the shared claims and their mounts, and
-      the Volcano queue (the annotation ``scheduling.volcano.sh/queue-name`` of the patch's template metadata, where
-      the Trainer's Volcano plugin reads it; ``queue=None``: the runtime's).
+      node selector and tolerations of the node group, the service account, the shared claims and their mounts, the
+      pods' security (the runtime's default seccomp profile; no privilege escalation, no capabilities), the label of
+      ``internet_egress``, and the Volcano queue (the annotation ``scheduling.volcano.sh/queue-name`` of the patch's
+      template metadata, where the Trainer's Volcano plugin reads it; ``queue=None``: the runtime's).
 
     A TrainJob that waits for others is held by :class:`~trainium_eks.constructs.job_sequence.JobSequence` until they
     have completed. Restarts after a failure are the runtime's (``TrainingRuntimeChart(max_restarts=2)``: three
@@ -126,11 +128,15 @@ class TrainJobChart(DistributedJobChart):
         mounts: List[Dict[str, Any]] = [m for m in workload.volume_mounts() if m["name"] != "dshm"]
         pod = {
             "serviceAccountName": workload.service_account,
+            "securityContext": dict(RUNTIME_DEFAULT_SECCOMP),
             **workload.node_group.pod_placement(),
             "volumes": claims,
-            "containers": [{"name": NODE_JOB, "volumeMounts": mounts}],
+            "containers": [{"name": NODE_JOB, "securityContext": worker_security(), "volumeMounts": mounts}],
         }
-        replicated = {"name": NODE_JOB, "template": {"spec": {"template": {"spec": pod}}}}
+        pod_template: Dict[str, Any] = {"spec": pod}
+        if workload.pod_labels():
+            pod_template["metadata"] = {"labels": workload.pod_labels()}
+        replicated = {"name": NODE_JOB, "template": {"spec": {"template": pod_template}}}
         template: Dict[str, Any] = {"spec": {"replicatedJobs": [replicated]}}
         if self.queue is not None:
             template["metadata"] = {"annotations": {VOLCANO_QUEUE_ANNOTATION: self.queue}}

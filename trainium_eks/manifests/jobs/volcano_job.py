@@ -10,6 +10,7 @@ from trainium_eks.core.validation import Problems, check_dns_label, coerce_enum
 from trainium_eks.manifests.addons.etcd import CLIENT_PORT
 from trainium_eks.manifests.addons.etcd import SERVICE_NAME as ETCD_SERVICE
 from trainium_eks.manifests.addons.volcano_queue import DEFAULT_QUEUE
+from trainium_eks.manifests.audit_exceptions import checkov_skips, worker_skips
 from trainium_eks.manifests.jobs import job_naming
 from trainium_eks.manifests.jobs.distributed_job_chart import DistributedJobChart
 from trainium_eks.manifests.jobs.distributed_workload import MASTER_PORT, NodeContract
@@ -104,8 +105,15 @@ class VolcanoJobChart(DistributedJobChart):
             ],
             "template": {
                 "metadata": {
-                    "labels": {**self.selector_labels(), "app.kubernetes.io/instance": job_naming.PLACEHOLDER},
-                    "annotations": {"sidecar.istio.io/inject": "false"},
+                    "labels": {
+                        **self.selector_labels(),
+                        "app.kubernetes.io/instance": job_naming.PLACEHOLDER,
+                        **self.workload.pod_labels(),
+                    },
+                    "annotations": {
+                        "sidecar.istio.io/inject": "false",
+                        **checkov_skips(worker_skips(self.workload.image)),
+                    },
                 },
                 "spec": self.workload.pod_spec("worker", _volcano_contract(chosen)),
             },
