@@ -89,38 +89,31 @@ class Cluster:
 
     def allowed(self, source: Endpoint, destination: Endpoint, port: int, protocol: str = "TCP") -> bool:
         """Whether ``source`` may open a connection to ``destination`` on ``port``."""
-        if isinstance(source, Pod) and not self._egress_allows(source, destination, port, protocol):
+        if isinstance(source, Pod) and not self._side_allows(
+            source, "Egress", destination, destination, port, protocol
+        ):
             return False
         target = self._backend(destination, port)
         if isinstance(target, Pod):
-            return self._ingress_allows(source, target, self._target_port(destination, port), protocol)
+            return self._side_allows(target, "Ingress", source, target, self._target_port(destination, port), protocol)
         return True
 
-    def _egress_allows(self, pod: Pod, destination: Endpoint, port: int, protocol: str) -> bool:
-        if isinstance(destination, Address) and destination.ip == pod.node_ip:
+    def _side_allows(
+        self, pod: Pod, policy_type: str, other: Endpoint, ports_of: Endpoint, port: int, protocol: str
+    ) -> bool:
+        """Whether ``pod``'s ``policy_type`` side lets the connection through: to or from ``other``, on ``port`` of
+        ``ports_of`` (the destination, whose named ports a rule may use)."""
+        if isinstance(other, Address) and other.ip == pod.node_ip:
             return True
-        rules = self._rules(pod, "Egress", "egress")
+        rules = self._rules(pod, policy_type, policy_type.lower())
         if rules is None:
             return True
-        for rule, namespace in rules:
-            if self._ports_match(rule.get("ports"), destination, port, protocol) and self._peers_match(
-                rule.get("to"), namespace, destination
-            ):
-                return True
-        return False
-
-    def _ingress_allows(self, source: Endpoint, pod: Pod, port: int, protocol: str) -> bool:
-        if isinstance(source, Address) and source.ip == pod.node_ip:
-            return True
-        rules = self._rules(pod, "Ingress", "ingress")
-        if rules is None:
-            return True
-        for rule, namespace in rules:
-            if self._ports_match(rule.get("ports"), pod, port, protocol) and self._peers_match(
-                rule.get("from"), namespace, source
-            ):
-                return True
-        return False
+        peers = "to" if policy_type == "Egress" else "from"
+        return any(
+            self._ports_match(rule.get("ports"), ports_of, port, protocol)
+            and self._peers_match(rule.get(peers), namespace, other)
+            for rule, namespace in rules
+        )
 
     def _rules(self, pod: Pod, policy_type: str, key: str) -> Optional[List[Any]]:
         """The rules of ``key`` of every policy that isolates ``pod`` for ``policy_type`` (with the policy's

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import cdk8s
 from aws_cdk import Duration, Stack
@@ -104,10 +104,8 @@ class JobSequence(Construct):
         """Held job's reference (``vcjob/<name>``) -> its release chart."""
         self.fabric_checks: Dict[str, JobChart] = {}
         """Checked job's reference -> its fabric check (a ``FabricCheckChart``), applied before it."""
-        self._access: Dict[Tuple[str, str], AppliedChart] = {}
-        self._etcd: Dict[str, AppliedChart] = {}
-        self._fabric_programs: Dict[str, AppliedChart] = {}
-        self._release_programs: Dict[str, AppliedChart] = {}
+        self._shared: Dict[str, AppliedChart] = {}
+        """What the sequence applies once per namespace (release access, programs, etcd), by construct id."""
 
     def add_prerequisites(self, *constructs: IConstruct) -> None:
         """What every job added from now on comes after, besides :attr:`prerequisites` (a controller installed after
@@ -172,50 +170,34 @@ class JobSequence(Construct):
     def _release_access(self, namespace: str, kind: str) -> AppliedChart:
         """The release service account and reader Role of ``namespace`` (``kind`` empty), or the Role that lets
         releases create jobs of ``kind`` there; applied once each."""
-        if (namespace, kind) not in self._access:
-            chart = (
-                JobReleaseCreatorChart(namespace=namespace, kind=kind)
-                if kind
-                else JobReleaseAccessChart(namespace=namespace)
+        if kind:
+            return self._once(
+                f"ReleaseAccess-{namespace}-{kind}",
+                lambda: JobReleaseCreatorChart(namespace=namespace, kind=kind),
+                self.access_prerequisites,
             )
-            id_ = f"ReleaseAccess-{namespace}" + (f"-{kind}" if kind else "")
-            self._access[(namespace, kind)] = AppliedChart(
-                self, id_, cluster=self.cluster, chart=chart, after=self.access_prerequisites
-            )
-        return self._access[(namespace, kind)]
+        return self._once(
+            f"ReleaseAccess-{namespace}", lambda: JobReleaseAccessChart(namespace=namespace), self.access_prerequisites
+        )
 
     def _release_program(self, namespace: str) -> AppliedChart:
         """The release program's ConfigMap of ``namespace``, which every release Job there runs; applied once."""
-        if namespace not in self._release_programs:
-            self._release_programs[namespace] = AppliedChart(
-                self,
-                f"ReleaseProgram-{namespace}",
-                cluster=self.cluster,
-                chart=ReleaseProgramChart(namespace=namespace),
-                after=self.access_prerequisites,
-            )
-        return self._release_programs[namespace]
+        return self._once(
+            f"ReleaseProgram-{namespace}", lambda: ReleaseProgramChart(namespace=namespace), self.access_prerequisites
+        )
 
     def _fabric_program(self, namespace: str) -> AppliedChart:
         """The fabric program's ConfigMap of ``namespace``, which every fabric check there mounts; applied once."""
-        if namespace not in self._fabric_programs:
-            self._fabric_programs[namespace] = AppliedChart(
-                self,
-                f"FabricProgram-{namespace}",
-                cluster=self.cluster,
-                chart=FabricProgramChart(namespace=namespace),
-                after=self.access_prerequisites,
-            )
-        return self._fabric_programs[namespace]
+        return self._once(
+            f"FabricProgram-{namespace}", lambda: FabricProgramChart(namespace=namespace), self.access_prerequisites
+        )
 
     def _etcd_server(self, namespace: str) -> AppliedChart:
         """The etcd server of ``namespace``, applied once."""
-        if namespace not in self._etcd:
-            self._etcd[namespace] = AppliedChart(
-                self,
-                f"Etcd-{namespace}",
-                cluster=self.cluster,
-                chart=EtcdChart(namespace=namespace),
-                after=self.prerequisites,
-            )
-        return self._etcd[namespace]
+        return self._once(f"Etcd-{namespace}", lambda: EtcdChart(namespace=namespace), self.prerequisites)
+
+    def _once(self, id_: str, chart: Callable[[], cdk8s.Chart], after: Sequence[IConstruct]) -> AppliedChart:
+        """The chart ``chart()`` applied as ``id_`` after ``after``, the first time it is asked for; then the same."""
+        if id_ not in self._shared:
+            self._shared[id_] = AppliedChart(self, id_, cluster=self.cluster, chart=chart(), after=list(after))
+        return self._shared[id_]

@@ -1,6 +1,7 @@
 """FabricCheckChart: the Volcano Job that benchmarks a multi-node EFA job's nodes before the job runs, its naming, its
 settings, and its pods' script run with bash against fake sshd, ssh, getent, EFA devices and benchmarks."""
 
+import hashlib
 import json
 import os
 import re
@@ -30,7 +31,7 @@ from trainium_eks.manifests.jobs.fabric_check import (
     fabric_base_name,
 )
 from trainium_eks.manifests.jobs.fabric_program import BELOW_FLOOR, result_from_log
-from trainium_eks.manifests.jobs.job_release import _program_without_its_docstring
+from trainium_eks.manifests.jobs.mounted_program import program_source
 from trainium_eks.manifests.jobs.pytorch_job import PyTorchJobChart
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.manifests.jobs.train_job import TrainJobChart
@@ -205,11 +206,11 @@ def test_the_program_reaches_the_pods_as_its_source_without_the_docstring_from_o
     (config_map,) = FabricProgramChart(namespace="training").manifests()
     assert (config_map["kind"], config_map["metadata"]["namespace"]) == ("ConfigMap", "training")
     assert config_map["metadata"]["name"] == PROGRAM_CONFIG_MAP and PROGRAM_PATH.startswith(PROGRAM_MOUNT + "/")
-    source = (fabric_check.Path(fabric_check.__file__).parent / "fabric_program.py").read_text()
+    source = fabric_check.Path(fabric_check.__file__).parent / "fabric_program.py"
     assert config_map["data"] == {"fabric_program.py": FABRIC_PROGRAM_SOURCE}
-    assert FABRIC_PROGRAM_SOURCE == _program_without_its_docstring(source)
+    assert FABRIC_PROGRAM_SOURCE == program_source(source)
     compile(FABRIC_PROGRAM_SOURCE, "fabric_program", "exec")
-    digest = fabric_check.hashlib.sha256(FABRIC_PROGRAM_SOURCE.encode()).hexdigest()[:10]
+    digest = hashlib.sha256(FABRIC_PROGRAM_SOURCE.encode()).hexdigest()[:10]
     assert PROGRAM_CONFIG_MAP.endswith(digest), "another program, another ConfigMap, and so other check names"
     script = container(check_of(job()))["command"][2]
     assert f"python3 {PROGRAM_PATH} --benchmark nccom" in script

@@ -81,7 +81,6 @@ job's own spec (less the wait for the check), so a changed job gets a fresh chec
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shlex
 from pathlib import Path
@@ -93,7 +92,6 @@ from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import Accelerator
 from trainium_eks.manifests.addons.volcano_queue import DEFAULT_QUEUE
 from trainium_eks.manifests.audit_exceptions import SSHD_KEEPS_CAPABILITIES, checkov_skips, worker_skips
-from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.manifests.jobs import fabric_program, job_naming
 from trainium_eks.manifests.jobs.distributed_workload import (
     EFA_SELF_CHECK_EXIT,
@@ -107,33 +105,28 @@ from trainium_eks.manifests.jobs.fabric_floor import (
     fabric_floor_gbps,
 )
 from trainium_eks.manifests.jobs.job_chart import JobChart, check_wait_for
-from trainium_eks.manifests.jobs.job_release import (
-    _program_without_its_docstring,
-    held_annotations,
-    kubelet_literal,
-)
+from trainium_eks.manifests.jobs.job_release import held_annotations, kubelet_literal
+from trainium_eks.manifests.jobs.mounted_program import MountedProgram, MountedProgramChart, program_source
 
 VOLCANO_JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
 TASK = "node"
 """The check's one task: pods ``<job>-node-<i>``, as the training job's (``VC_NODE_HOSTS`` names them)."""
 CONTAINER = "fabric"
 
-FABRIC_PROGRAM_SOURCE = _program_without_its_docstring((Path(__file__).parent / "fabric_program.py").read_text())
-"""The fabric program (:mod:`~trainium_eks.manifests.jobs.fabric_program`) without its module docstring: what node 0
-runs (the check's name depends on the code, not on the docstring)."""
+FABRIC_PROGRAM = MountedProgram(
+    name="fabric-program",
+    file="fabric_program.py",
+    mount="/opt/trainium-eks/fabric",
+    source=program_source(Path(__file__).parent / "fabric_program.py"),
+)
+"""The fabric program (:mod:`~trainium_eks.manifests.jobs.fabric_program`, without its module docstring), which node 0
+of a check runs from the namespace's ConfigMap (:class:`FabricProgramChart`): in every check's template it would be
+escaped three times over (24 KB of program took a check to 75 KB)."""
 
-PROGRAM_DIGEST = hashlib.sha256(FABRIC_PROGRAM_SOURCE.encode()).hexdigest()[:10]
-PROGRAM_CONFIG_MAP = f"trainium-eks-fabric-program-{PROGRAM_DIGEST}"
-"""The ConfigMap that holds :data:`FABRIC_PROGRAM_SOURCE` (:class:`FabricProgramChart`), named after its digest: the
-checks' names cover the program through it, and a changed program is a new ConfigMap, never one changed in place."""
-PROGRAM_FILE = "fabric_program.py"
-PROGRAM_MOUNT = "/opt/trainium-eks/fabric"
-PROGRAM_PATH = f"{PROGRAM_MOUNT}/{PROGRAM_FILE}"
-"""Where the check's pods read the program: ``python3 <PROGRAM_PATH> <arguments>``, the same as ``python3 -c
-<source>`` (``__name__`` is ``__main__``, ``sys.argv[1:]`` the arguments). Once per namespace in a ConfigMap rather
-than in every check: a check held by a release Job travels inside that Job's ``HELD_JOB`` as JSON, and the template
-carries that Job as a JSON string, so text embedded in the check is escaped three times over (24 KB of program took
-31 KB of template per check)."""
+FABRIC_PROGRAM_SOURCE = FABRIC_PROGRAM.source
+PROGRAM_CONFIG_MAP = FABRIC_PROGRAM.config_map
+PROGRAM_MOUNT = FABRIC_PROGRAM.mount
+PROGRAM_PATH = FABRIC_PROGRAM.path
 
 NAME_SUFFIX = "-fabric"
 GATED_PLACEHOLDER = "__GATED_JOB_NAME__"
@@ -449,27 +442,16 @@ class FabricCheckChart(JobChart):
         return fabric_script(self)
 
 
-class FabricProgramChart(LibraryChart):
-    """The ConfigMap :data:`PROGRAM_CONFIG_MAP` holding the fabric program (key :data:`PROGRAM_FILE`), which every
-    check of the namespace mounts at :data:`PROGRAM_MOUNT`. :class:`~trainium_eks.constructs.job_sequence.JobSequence`
-    applies it once per namespace, before the checks (and their releases); apply it yourself with a check of your own.
+class FabricProgramChart(MountedProgramChart):
+    """The ConfigMap :data:`PROGRAM_CONFIG_MAP` holding the fabric program, which every check of the namespace mounts
+    at :data:`PROGRAM_MOUNT`. :class:`~trainium_eks.constructs.job_sequence.JobSequence` applies it once per namespace,
+    before the checks (and their releases); apply it yourself with a check of your own.
 
     :param namespace: The checks' namespace. Required.
     """
 
     def __init__(self, *, namespace: str) -> None:
-        problems = Problems("fabric program chart")
-        check_dns_label(problems, "namespace", namespace)
-        problems.raise_if_any()
-        super().__init__("fabric-program", namespace=namespace)
-        self.add_object(
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": self.metadata(PROGRAM_CONFIG_MAP),
-                "data": {PROGRAM_FILE: FABRIC_PROGRAM_SOURCE},
-            }
-        )
+        super().__init__(FABRIC_PROGRAM, component="fabric-program", namespace=namespace)
 
 
 def _quoted(words: Sequence[str]) -> str:

@@ -15,31 +15,22 @@ from trainium_eks.manifests import audit_exceptions as audit
 from trainium_eks.manifests.audit_exceptions import checkov_skips
 from trainium_eks.manifests.chart import LibraryChart, locked_down_container, unprivileged_pod
 from trainium_eks.manifests.jobs.job_release_program import DEADLINE_MARGIN_SECONDS, NEVER, ref_of
+from trainium_eks.manifests.jobs.mounted_program import MountedProgram, MountedProgramChart, program_source
 
-
-def _program_without_its_docstring(source: str) -> str:
-    """``source`` less its module docstring: the program's code, which is what the held job's name depends on (the
-    docstring names the library's modules, which may move without the program changing)."""
-    opening = '"""'
-    if not source.startswith(opening):
-        raise ValueError("the release program starts with its module docstring")
-    return source[source.index(opening, len(opening)) + len(opening) :].lstrip("\n")
-
-
-RELEASE_PROGRAM_SOURCE = _program_without_its_docstring((Path(__file__).parent / "job_release_program.py").read_text())
-"""The release program (:mod:`~trainium_eks.manifests.jobs.job_release_program`) without its module docstring, as the
-release Jobs run it from :data:`RELEASE_PROGRAM_CONFIG_MAP`."""
-
-RELEASE_PROGRAM_CONFIG_MAP = (
-    f"trainium-eks-release-program-{hashlib.sha256(RELEASE_PROGRAM_SOURCE.encode()).hexdigest()[:10]}"
+RELEASE_PROGRAM = MountedProgram(
+    name="release-program",
+    file="job_release_program.py",
+    mount="/opt/trainium-eks/release",
+    source=program_source(Path(__file__).parent / "job_release_program.py"),
 )
-"""The ConfigMap that holds the release program (:class:`ReleaseProgramChart`), named after its digest: the release
-Jobs' names cover the program through it (:data:`RELEASE_DIGEST`), and a changed program is a new ConfigMap, never one
-changed in place. One per namespace instead of the program in every release Job: each release carries its held job
-already, and the program would add 11 KB to the template per release."""
+"""The release program (:mod:`~trainium_eks.manifests.jobs.job_release_program`, without its module docstring), which
+the release Jobs run from their namespace's ConfigMap (:class:`ReleaseProgramChart`): each release carries its held
+job already, and the program would add 11 KB to the template per release."""
 
-RELEASE_PROGRAM_MOUNT = "/opt/trainium-eks/release"
-RELEASE_PROGRAM_PATH = f"{RELEASE_PROGRAM_MOUNT}/job_release_program.py"
+RELEASE_PROGRAM_SOURCE = RELEASE_PROGRAM.source
+RELEASE_PROGRAM_CONFIG_MAP = RELEASE_PROGRAM.config_map
+RELEASE_PROGRAM_MOUNT = RELEASE_PROGRAM.mount
+RELEASE_PROGRAM_PATH = RELEASE_PROGRAM.path
 
 RELEASE_IMAGE = versions.JOB_RELEASE_IMAGE.image
 
@@ -243,7 +234,7 @@ policy changes both names: CloudFormation creates a new release Job (and so a ne
 never updating a release Job in place, which Kubernetes would refuse."""
 
 
-class ReleaseProgramChart(LibraryChart):
+class ReleaseProgramChart(MountedProgramChart):
     """The ConfigMap :data:`RELEASE_PROGRAM_CONFIG_MAP` holding the release program, which every release Job of the
     namespace runs from :data:`RELEASE_PROGRAM_PATH`. :class:`~trainium_eks.constructs.job_sequence.JobSequence`
     applies it once per namespace, before the releases; apply it yourself with a release of your own.
@@ -252,15 +243,4 @@ class ReleaseProgramChart(LibraryChart):
     """
 
     def __init__(self, *, namespace: str) -> None:
-        problems = Problems("release program chart")
-        check_dns_label(problems, "namespace", namespace)
-        problems.raise_if_any()
-        super().__init__("job-release", namespace=namespace)
-        self.add_object(
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": self.metadata(RELEASE_PROGRAM_CONFIG_MAP),
-                "data": {RELEASE_PROGRAM_PATH.rsplit("/", 1)[1]: RELEASE_PROGRAM_SOURCE},
-            }
-        )
+        super().__init__(RELEASE_PROGRAM, component="job-release", namespace=namespace)
