@@ -2,7 +2,7 @@
 #   make synth   offline `cdk synth` of app.py into cdk.out (no credentials, no lookups)
 #   make test    the whole test suite (make test-fast: without the training images' own tests)
 #   make bench        synth benchmark against an empty app (figures for the README)
-#   make deploy-path  the modeled critical path of `cdk deploy` (../shared/tools/deploy_model.py)
+#   make deploy-path  the modeled critical path of `cdk deploy` of each stack (scripts/deploy_path.py)
 #   make rehearse     replay the README's changes through CloudFormation's rules and aws-eks-v2's own handler
 #   make audit        checkov on the Kubernetes objects the app applies (own venv), as the tests run it
 #   make cost         what each stack costs per hour, and the README's chart (docs/cost-per-hour.png)
@@ -71,7 +71,7 @@ bench: install
 	$(BIN)/python scripts/bench_synth.py
 
 deploy-path: synth
-	$(BIN)/python ../shared/tools/deploy_model.py cdk.out
+	$(BIN)/python scripts/deploy_path.py cdk.out
 
 rehearse: install
 	$(BIN)/python scripts/rehearse.py

@@ -1,37 +1,137 @@
 #!/usr/bin/env python3
-"""Benchmark of the main job: `cdk synth` of the default app (and of its seed stack alone) against the floor of
-an app with one empty stack.
+"""Benchmark of the main job: `cdk synth` of the default app (and of its seed stack alone) against its peer, the
+AWS CDK EKS Blueprints app in plain JavaScript (bench/blueprints), and against the floor of an app with one empty
+stack.
 
-All run through the same CDK CLI, Python, jsii and aws-cdk-lib, interleaved (default app, seed stack, floor, default
-app, ...) so that all see the same machine noise. For every run it records the wall time, the CPU time of the whole
-process tree, the peak resident memory of the largest process of the tree (``ru_maxrss`` of the children, read by a
-fresh wrapper per run) and the peak of the whole tree's resident memory (sampled every 20 ms from /proc). It prints
-the medians, the ratios to the floor, and each template's size and resource count. Prints figures; asserts nothing.
+All run through the same CDK CLI (node_modules/.bin/cdk) and the same Node.js (the venv's, put first on PATH as the
+Makefile does), interleaved (default app, seed stack, peer, floor, default app, ...) so that all see the same machine
+noise; the Python apps share Python, jsii and aws-cdk-lib. For every run it records the wall time, the CPU time of the
+whole process tree, the peak resident memory of the largest process of the tree (``ru_maxrss`` of the children, read
+by a fresh wrapper per run) and the peak of the whole tree's resident memory (sampled every 20 ms from /proc). It
+prints the medians, the ratios to the floor, the default app's ratios to the peer, and each template's size and
+resource count. Prints figures; asserts nothing.
+
+The peer is built here, from its pinned package-lock.json (`npm ci`, registry only), when bench/blueprints has no
+node_modules. Its Neuron device plugin add-on fetches two manifests over HTTPS at synth; this script writes its own
+stand-ins for them (``NEURON_STAND_INS``, not upstream's YAML), serves them on 127.0.0.1 during the peer's runs, and
+the peer's app.js points the add-on's loader there (its comment says how), so no run reaches the network.
 
     make bench            # or: python scripts/bench_synth.py [RUNS]   (default 7)
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, Iterator, List, Mapping, NamedTuple, Tuple
 
 REPO = Path(__file__).resolve().parents[1]
 CDK = REPO / "node_modules" / ".bin" / "cdk"
-VARIANTS = {
-    "default app": [],
-    "TrainiumEks only": ["-c", "stacks=TrainiumEks"],
-    "empty stack": ["--app", f"{sys.executable} {REPO / 'scripts' / 'empty_app.py'}"],
+PEER = REPO / "bench" / "blueprints"
+"""The peer: EKS Blueprints 1.19.0 (aws-cdk-lib 2.261.0), one stack like TrainiumEks; its app.js lists what it holds."""
+DEFAULT_APP, SEED_STACK, BLUEPRINTS, FLOOR = "default app", "TrainiumEks only", "blueprints peer (JS)", "empty stack"
+
+
+class Variant(NamedTuple):
+    arguments: List[str]
+    cwd: Path
+
+
+VARIANTS: Mapping[str, Variant] = {
+    DEFAULT_APP: Variant([], REPO),
+    SEED_STACK: Variant(["-c", "stacks=TrainiumEks"], REPO),
+    BLUEPRINTS: Variant(["--app", "node app.js"], PEER),
+    FLOOR: Variant(["--app", f"{sys.executable} {REPO / 'scripts' / 'empty_app.py'}"], REPO),
 }
-"""What is synthesized, interleaved: the whole default app (three stacks), its seed stack alone, and the floor."""
+"""What is synthesized, interleaved: the whole default app (three stacks), its seed stack alone, the peer (with its
+own cdk.json, from its folder), and the floor."""
+NEURON_STAND_INS: Mapping[str, str] = {
+    "k8s-neuron-device-plugin-rbac.yml": """\
+# Stand-in written by scripts/bench_synth.py for the peer's synth; not the Neuron SDK's manifest.
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: neuron-device-plugin
+  namespace: kube-system
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: neuron-device-plugin
+rules:
+  - apiGroups: [""]
+    resources: [nodes]
+    verbs: [get, list, watch]
+  - apiGroups: [""]
+    resources: [nodes/status]
+    verbs: [patch, update]
+  - apiGroups: [""]
+    resources: [pods]
+    verbs: [get, list, watch, update, patch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: neuron-device-plugin
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: neuron-device-plugin
+subjects:
+  - kind: ServiceAccount
+    name: neuron-device-plugin
+    namespace: kube-system
+""",
+    "k8s-neuron-device-plugin.yml": """\
+# Stand-in written by scripts/bench_synth.py for the peer's synth; not the Neuron SDK's manifest.
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: neuron-device-plugin
+  namespace: kube-system
+spec:
+  selector:
+    matchLabels: {app: neuron-device-plugin}
+  updateStrategy: {type: RollingUpdate}
+  template:
+    metadata:
+      labels: {app: neuron-device-plugin}
+    spec:
+      serviceAccountName: neuron-device-plugin
+      priorityClassName: system-node-critical
+      tolerations:
+        - {key: aws.amazon.com/neuron, operator: Exists, effect: NoSchedule}
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+              - matchExpressions:
+                  - {key: node.kubernetes.io/instance-type, operator: In, values: [trn1.32xlarge, trn1n.32xlarge]}
+      containers:
+        - name: device-plugin
+          image: registry.invalid/bench/neuron-device-plugin:stand-in
+          securityContext:
+            allowPrivilegeEscalation: false
+            capabilities: {drop: [ALL]}
+          volumeMounts:
+            - {name: device-plugins, mountPath: /var/lib/kubelet/device-plugins}
+      volumes:
+        - name: device-plugins
+          hostPath: {path: /var/lib/kubelet/device-plugins}
+""",
+}
+"""The two manifests the peer's NeuronDevicePluginAddOn fetches at synth, by the file names of its upstream URLs:
+small objects of the same kinds, written for this benchmark."""
 WRAPPER = (
     "import json, resource, subprocess, sys, time\n"
     "start = time.perf_counter()\n"
@@ -63,12 +163,51 @@ def tree_rss_mib(root: int) -> float:
     return total / 2**20
 
 
-def run(app: List[str], out_dir: Path) -> Dict[str, float]:
-    """One `cdk synth` with the extra CLI arguments ``app`` (none: the default app of cdk.json), measured."""
-    env = {**os.environ, "AWS_EC2_METADATA_DISABLED": "true", "CDK_DISABLE_CLI_TELEMETRY": "true"}
-    command = [str(CDK), "synth", "--quiet", "--output", str(out_dir), *app]
+def environment(**extra: str) -> Dict[str, str]:
+    """The runs' environment: the venv's Node.js first on PATH (as in the Makefile), nothing that reaches AWS."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {
+        **os.environ,
+        "PATH": path,
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "CDK_DISABLE_CLI_TELEMETRY": "true",
+        **extra,
+    }
+
+
+def build_peer() -> None:
+    """Install the peer's pinned packages (`npm ci` from its package-lock.json) unless bench/blueprints has them."""
+    if (PEER / "node_modules").is_dir():
+        return
+    npm = shutil.which("npm", path=environment()["PATH"])
+    if npm is None:
+        raise SystemExit("npm not found: the peer (bench/blueprints) is installed with `npm ci`")
+    print(f"building the peer: npm ci in {PEER.relative_to(REPO)}", flush=True)
+    subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=PEER, env=environment(), check=True)
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    """Serves the stand-ins' folder; logs nothing."""
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+def serve_stand_ins(directory: Path) -> Tuple[ThreadingHTTPServer, str]:
+    """Write ``NEURON_STAND_INS`` into ``directory`` and serve it on 127.0.0.1; returns the server and its base URL."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, text in NEURON_STAND_INS.items():
+        (directory / name).write_text(text)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(directory)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+def run(variant: Variant, out_dir: Path, env: Dict[str, str]) -> Dict[str, float]:
+    """One `cdk synth` of ``variant`` (its extra CLI arguments, from its folder) into ``out_dir``, measured."""
+    command = [str(CDK), "synth", "--quiet", "--output", str(out_dir), *variant.arguments]
     process = subprocess.Popen(
-        [sys.executable, "-c", WRAPPER, *command], cwd=REPO, env=env, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", WRAPPER, *command], cwd=variant.cwd, env=env, stdout=subprocess.PIPE, text=True
     )
     peak = 0.0
     done = threading.Event()
@@ -85,7 +224,7 @@ def run(app: List[str], out_dir: Path) -> Dict[str, float]:
     done.set()
     sampler.join()
     if process.returncode:
-        raise SystemExit(f"synth failed: {' '.join(command)}")
+        raise SystemExit(f"synth failed (in {variant.cwd}): {' '.join(command)}")
     return {**json.loads(output), "tree_mib": peak}
 
 
@@ -93,41 +232,60 @@ def median(rows: List[Dict[str, float]], key: str) -> float:
     return statistics.median(row[key] for row in rows)
 
 
+def templates(out_dir: Path) -> Iterator[Tuple[str, int, int]]:
+    """Name, resource count and size in bytes of every template in a cloud assembly (nested ones included)."""
+    for path in sorted(out_dir.glob("*.template.json")):
+        yield path.name[: -len(".template.json")], len(json.loads(path.read_text())["Resources"]), path.stat().st_size
+
+
+METRICS = (
+    ("wall", "wall time", "s"),
+    ("cpu", "CPU time (tree)", "s"),
+    ("largest_mib", "peak RSS, largest proc", "MiB"),
+    ("tree_mib", "peak RSS, process tree", "MiB"),
+)
+
+
 def main() -> None:
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 7
+    build_peer()
     rows: Dict[str, List[Dict[str, float]]] = {name: [] for name in VARIANTS}
     with tempfile.TemporaryDirectory() as scratch:
-        for index in range(runs):
-            for number, (name, arguments) in enumerate(VARIANTS.items()):
-                rows[name].append(run(arguments, Path(scratch) / f"{number}-{index}"))
-        templates = {
-            path.name.split(".")[0]: (path.stat().st_size, len(json.loads(path.read_text())["Resources"]))
-            for path in sorted((Path(scratch) / f"0-{runs - 1}").glob("*.template.json"))
+        server, base_url = serve_stand_ins(Path(scratch) / "neuron-stand-ins")
+        env = environment(BENCH_NEURON_BASE_URL=base_url)
+        try:
+            for index in range(runs):
+                for number, (name, variant) in enumerate(VARIANTS.items()):
+                    rows[name].append(run(variant, Path(scratch) / f"{number}-{index}", env))
+        finally:
+            server.shutdown()
+        sizes = {
+            name: list(templates(Path(scratch) / f"{number}-{runs - 1}"))
+            for number, name in enumerate(VARIANTS)
+            if name in (DEFAULT_APP, BLUEPRINTS)
         }
-    floor = rows["empty stack"]
+    measured = [name for name in VARIANTS if name != FLOOR]
     print(f"cdk synth, {runs} interleaved runs each, {os.cpu_count()} cores; medians (ratio: / empty stack)")
-    print(
-        f"  {'':24}"
-        + "".join(f"{name:>18}{'ratio':>7}" for name in VARIANTS if name != "empty stack")
-        + f"{'empty stack':>16}"
-    )
-    for key, label, unit in (
-        ("wall", "wall time", "s"),
-        ("cpu", "CPU time (tree)", "s"),
-        ("largest_mib", "peak RSS, largest proc", "MiB"),
-        ("tree_mib", "peak RSS, process tree", "MiB"),
-    ):
-        base = median(floor, key)
+    print(f"  {'':24}" + "".join(f"{name:>22}{'ratio':>7}" for name in measured) + f"{FLOOR:>16}")
+    for key, label, unit in METRICS:
+        base = median(rows[FLOOR], key)
         cells = "".join(
-            f"{median(rows[name], key):>14.2f} {unit:<3}{median(rows[name], key) / base:>7.2f}"
-            for name in VARIANTS
-            if name != "empty stack"
+            f"{median(rows[name], key):>18.2f} {unit:<3}{median(rows[name], key) / base:>7.2f}" for name in measured
         )
         print(f"  {label:24}{cells}{base:>12.2f} {unit:<3}")
-    walls = [r["wall"] for r in rows["default app"]]
-    print(f"  wall time of the default app: min {min(walls):.2f} s, max {max(walls):.2f} s")
-    for name, (size, resources) in templates.items():
-        print(f"  template {name}: {resources} resources, {size} bytes")
+    print(
+        f"{DEFAULT_APP} (3 stacks) against the peer and the floor (ratio of medians; below 1: the default app is less)"
+    )
+    print(f"  {'':24}{'/ ' + BLUEPRINTS:>28}{'/ ' + FLOOR:>16}")
+    for key, label, _ in METRICS:
+        own = median(rows[DEFAULT_APP], key)
+        print(f"  {label:24}{own / median(rows[BLUEPRINTS], key):>28.2f}{own / median(rows[FLOOR], key):>16.2f}")
+    for name in (DEFAULT_APP, BLUEPRINTS):
+        walls = [row["wall"] for row in rows[name]]
+        print(f"  wall time of the {name}: min {min(walls):.2f} s, max {max(walls):.2f} s")
+    for name, found in sizes.items():
+        for template, resources, size in found:
+            print(f"  {name}: template {template}: {resources} resources, {size} bytes")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Dict, Optional
 
@@ -19,11 +18,11 @@ pytestmark = pytest.mark.skipif(not CDK.exists(), reason="the CDK CLI is install
 
 
 def cdk_synth(tmp_path: Path, *args: str, cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
-    """``cdk synth`` of the app in ``cwd`` (default: this checkout) into ``tmp_path/cdk.out``, with this venv's Python
-    first on PATH (cdk.json runs ``python app.py``)."""
+    """``cdk synth`` of the app in ``cwd`` (default: this checkout) into ``tmp_path/cdk.out``, as a shell that never
+    activated the venv runs it: cdk.json runs ``.venv/bin/python app.py`` itself."""
     env = {
         **os.environ,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PATH": os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if ".venv" not in p),
         "AWS_EC2_METADATA_DISABLED": "true",
         "CDK_DISABLE_CLI_TELEMETRY": "true",
         "AWS_ACCESS_KEY_ID": "",
@@ -71,12 +70,14 @@ def test_cli_synth_reports_bad_settings_in_one_message(tmp_path):
 
 
 def tracked_copy(destination: Path) -> Path:
-    """The files git tracks, copied to ``destination``: a second checkout of the same commit at another path."""
+    """The files git tracks, copied to ``destination``: a second checkout of the same commit at another path, with this
+    checkout's virtual environment as its ``.venv`` (cdk.json runs ``.venv/bin/python app.py``)."""
     files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
     for name in files:
         target = destination / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, target)
+    (destination / ".venv").symlink_to(REPO / ".venv")
     return destination
 
 

@@ -1,4 +1,5 @@
-"""The README's test count is what pytest collects today."""
+"""The README's figures that are cheap to compute are what the commands compute today: the test count, the
+rehearsal's scenario count, the cost table."""
 
 import re
 import subprocess
@@ -22,6 +23,13 @@ def test_the_readme_quotes_the_number_of_tests_pytest_collects():
     quoted = README_COUNT.search((REPO / "README.md").read_text())
     assert quoted, "the README's Tests section names the count"
     assert int(quoted.group(1).replace(",", "")) == int(found.group(1)), "update the README's test count"
+
+
+def test_the_readme_quotes_the_number_of_rehearsal_scenarios():
+    from rehearsal.scenarios import all_scenarios
+
+    quoted = re.search(r"([0-9]+) scenarios: a fresh deploy of each", (REPO / "README.md").read_text())
+    assert quoted and int(quoted.group(1)) == len(all_scenarios()), "update the README's scenario count"
 
 
 def _quoted_figure(lines) -> str:

@@ -8,10 +8,11 @@ from pathlib import Path
 import aws_cdk as cdk
 import pytest
 
-from tests.support.apps import SHARED, build_default_app, new_app
+from tests.support.apps import REPO, SHARED, build_default_app, new_app
 from trainium_eks.core.template_limits import TEMPLATE_SIZE_LIMIT, TemplateSizeCheck, check_template_sizes
 
-DEPLOY_MODEL = SHARED / "tools" / "deploy_model.py"
+DEPLOY_PATH = REPO / "scripts" / "deploy_path.py"
+STEERING_MODEL = SHARED / "tools" / "deploy_model.py"
 CRITICAL_PATH_TARGET_MINUTES = 25.1
 """The modeled critical path of the seed stack (25.1 min): the preflight (its log group, role, function and custom
 resource, 2.0 min: first in the deploy, nothing before it, by design), KMS key, cluster, the VPC CNI's Pod Identity
@@ -55,20 +56,21 @@ def test_the_default_stack_registers_the_size_check():
 
 
 def test_the_modeled_deploy_critical_path_is_at_most_its_target(tmp_path):
-    if not DEPLOY_MODEL.exists():
-        pytest.skip(f"skipped: {DEPLOY_MODEL} is absent (it lives in ../shared)")
     app, _ = build_default_app()
     assembly = app.synth()
     out = tmp_path / "cdk.out"
     out.mkdir()
     for artifact in assembly.stacks:
         (out / artifact.template_file).write_text(json.dumps(artifact.template))
-    result = subprocess.run([sys.executable, str(DEPLOY_MODEL), str(out)], capture_output=True, text=True, check=True)
+    result = subprocess.run([sys.executable, str(DEPLOY_PATH), str(out)], capture_output=True, text=True, check=True)
     minutes = float(result.stdout.split("critical path ")[1].split(" min")[0])
     assert minutes <= CRITICAL_PATH_TARGET_MINUTES, result.stdout
-    path = result.stdout.split("\n")
-    on_path = [line.split()[-1] for line in path if line.strip() and not line.startswith("modeled")]
+    path = result.stdout.split("\n")[1:]
+    on_path = [line.split()[-1] for line in path if line.strip()]
     assert any(name.startswith("ClusterSystemNodegroup") for name in on_path), "the system nodes, then Volcano"
     assert not any(name.startswith("AcceleratedNodes") for name in on_path), "jobs never wait for training nodes"
     preflight = [index for index, name in enumerate(on_path) if name.startswith("Preflight")]
     assert preflight and preflight == list(range(len(preflight))), "the preflight comes first"
+    if STEERING_MODEL.exists():
+        steering = subprocess.run([sys.executable, str(STEERING_MODEL), str(out)], capture_output=True, text=True)
+        assert f"critical path {minutes:.1f} min" in steering.stdout, "the project's model agrees with the steering one"

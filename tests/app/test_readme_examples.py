@@ -1,0 +1,37 @@
+"""Every Python example of the README is a whole program that runs and synthesizes its app, offline, from the
+checkout (as a user runs it there: ``images/`` is relative to it)."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.apps import CDK_JSON_CONTEXT, REPO
+
+BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
+EXAMPLES = BLOCK.findall((REPO / "README.md").read_text())
+
+
+def test_the_readme_has_its_examples():
+    assert len(EXAMPLES) >= 5
+
+
+@pytest.mark.parametrize("source", EXAMPLES, ids=[f"example-{n}" for n in range(1, len(EXAMPLES) + 1)])
+def test_a_readme_example_runs_and_synthesizes(source, tmp_path):
+    assert "app.synth()" in source, "an example ends by synthesizing its app"
+    program = tmp_path / "example.py"
+    program.write_text(source)
+    context = {**CDK_JSON_CONTEXT, "aws:cdk:disable-asset-staging": True}
+    env = {
+        **os.environ,
+        "CDK_OUTDIR": str(tmp_path / "cdk.out"),
+        "CDK_CONTEXT_JSON": json.dumps(context),
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "PYTHONPATH": str(REPO),
+    }
+    result = subprocess.run([sys.executable, str(program)], cwd=REPO, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert list((tmp_path / "cdk.out").glob("*.template.json")), "the example's app wrote its templates"
