@@ -19,7 +19,7 @@ from trainium_eks.constructs.lustre_storage import LustreStorage
 from trainium_eks.constructs.node_capacity import CapacityKind, NodeCapacity
 from trainium_eks.constructs.training_node_group import TrainingNodeGroup
 from trainium_eks.constructs.training_node_pool import TrainingNodePool
-from trainium_eks.core.lambda_sources import ASSET_EXCLUDE, lambda_source, load_lambda_module
+from trainium_eks.core.lambda_sources import ASSET_EXCLUDE, lambda_constants, lambda_source
 from trainium_eks.core.nag import acknowledge
 from trainium_eks.core.validation import Problems, check_instance
 from trainium_eks.facts.catalog import INSTANCE_CATALOG, InstanceFacts
@@ -133,8 +133,8 @@ class Preflight(Construct):
         check_instance(problems, "log_retention", log_retention, logs.RetentionDays, "a logs.RetentionDays")
         problems.raise_if_any()
         stack = Stack.of(self)
-        checks = load_lambda_module(SOURCE, "preflight_checks")
-        self.plan: Dict[str, Any] = plan_of(stack, checks.PLAN_VERSION)
+        checks = lambda_constants(SOURCE, "preflight_checks", "PLAN_VERSION", "IAM_ACTIONS", "HANDLER_IAM_ACTIONS")
+        self.plan: Dict[str, Any] = plan_of(stack, checks["PLAN_VERSION"])
         """The plan the checks read (JSON form), from the library's constructs in the stack."""
         self.log_group = logs.LogGroup(self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.RETAIN)
         # One inline policy: the function waits for its role only, not for a separate policy resource.
@@ -150,8 +150,8 @@ class Preflight(Construct):
                             actions=["logs:CreateLogStream", "logs:PutLogEvents"],
                             resources=[self.log_group.log_group_arn],
                         ),
-                        iam.PolicyStatement(actions=sorted(checks.IAM_ACTIONS), resources=["*"]),
-                        iam.PolicyStatement(actions=list(checks.HANDLER_IAM_ACTIONS), resources=[Aws.STACK_ID]),
+                        iam.PolicyStatement(actions=sorted(checks["IAM_ACTIONS"]), resources=["*"]),
+                        iam.PolicyStatement(actions=list(checks["HANDLER_IAM_ACTIONS"]), resources=[Aws.STACK_ID]),
                     ]
                 )
             },

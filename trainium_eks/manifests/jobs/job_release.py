@@ -13,7 +13,7 @@ from trainium_eks.core.validation import Problems, check_dns_label, check_dns_su
 from trainium_eks.facts import versions
 from trainium_eks.manifests import audit_exceptions as audit
 from trainium_eks.manifests.audit_exceptions import checkov_skips
-from trainium_eks.manifests.chart import LibraryChart, locked_down_container, unprivileged_pod
+from trainium_eks.manifests.chart import PART_OF, LibraryChart, locked_down_container, unprivileged_pod
 from trainium_eks.manifests.jobs.job_release_program import DEADLINE_MARGIN_SECONDS, NEVER, ref_of
 from trainium_eks.manifests.jobs.mounted_program import MountedProgram, MountedProgramChart, program_source
 
@@ -33,6 +33,9 @@ RELEASE_PROGRAM_MOUNT = RELEASE_PROGRAM.mount
 RELEASE_PROGRAM_PATH = RELEASE_PROGRAM.path
 
 RELEASE_IMAGE = versions.JOB_RELEASE_IMAGE.image
+
+RELEASE_COMPONENT = "job-release"
+"""The ``app.kubernetes.io/name`` of the release Jobs (:class:`JobReleaseChart`'s component)."""
 
 RELEASE_SERVICE_ACCOUNT = "job-release"
 """Service account of release Jobs, which may read jobs and create the held kinds in their namespace
@@ -148,7 +151,7 @@ class JobReleaseChart(LibraryChart):
         )
         problems.raise_if_any()
         metadata = job["metadata"]
-        super().__init__("job-release", namespace=metadata.get("namespace"))
+        super().__init__(RELEASE_COMPONENT, namespace=metadata.get("namespace"))
         self.held_job: Dict[str, Any] = json.loads(json.dumps(job))
         """The held job's manifest."""
         self.held_ref: str = held_ref
@@ -159,7 +162,7 @@ class JobReleaseChart(LibraryChart):
         """The release Job's name."""
         self.add_object(
             _release_job(
-                self,
+                self.namespace_name,
                 held_name=metadata["name"],
                 held_text=json.dumps(job, sort_keys=True),
                 wait_for=self.wait_for,
@@ -169,15 +172,21 @@ class JobReleaseChart(LibraryChart):
 
 
 def _release_job(
-    chart: LibraryChart, *, held_name: str, held_text: str, wait_for: Sequence[str], timeout_seconds: int
+    namespace: str, *, held_name: str, held_text: str, wait_for: Sequence[str], timeout_seconds: int
 ) -> Dict[str, Any]:
-    """The release Job of the held job ``held_name`` (its manifest ``held_text``) in ``chart``'s namespace."""
+    """The release Job of the held job ``held_name`` (its manifest ``held_text``) in ``namespace``, as the chart of
+    component :data:`RELEASE_COMPONENT` labels it (a plain dict: no chart is built, so the digest needs no jsii
+    call)."""
     job_name = f"{held_name}-release"
-    labels = {**chart.selector_labels(), HELD_JOB_LABEL: held_name}
+    labels = {
+        "app.kubernetes.io/part-of": PART_OF,
+        "app.kubernetes.io/name": RELEASE_COMPONENT,
+        HELD_JOB_LABEL: held_name,
+    }
     container = {
         "name": "release",
         "image": RELEASE_IMAGE,
-        "command": ["python3", RELEASE_PROGRAM_PATH, chart.namespace_name, job_name, *wait_for],
+        "command": ["python3", RELEASE_PROGRAM_PATH, namespace, job_name, *wait_for],
         "env": [{"name": "HELD_JOB", "value": kubelet_literal(held_text)}],
         "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"cpu": "200m", "memory": "64Mi"}},
         "securityContext": locked_down_container(),
@@ -186,9 +195,12 @@ def _release_job(
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": chart.metadata(
-            job_name, labels=labels, annotations=checkov_skips({"CKV_K8S_38": audit.API_CLIENT_TOKEN})
-        ),
+        "metadata": {
+            "name": job_name,
+            "labels": labels,
+            "annotations": checkov_skips({"CKV_K8S_38": audit.API_CLIENT_TOKEN}),
+            "namespace": namespace,
+        },
         "spec": {
             "backoffLimit": 6,
             "activeDeadlineSeconds": timeout_seconds,
@@ -220,8 +232,7 @@ def _failure_rules() -> List[Dict[str, Any]]:
 def _release_digest() -> str:
     """A hash of the release Job as the library renders it for a stand-in held job, less what may change in place
     (``activeDeadlineSeconds``, which the program reads from the Job)."""
-    chart = LibraryChart("job-release", namespace="namespace")
-    job = _release_job(chart, held_name="held", held_text="{}", wait_for=["job/awaited"], timeout_seconds=0)
+    job = _release_job("namespace", held_name="held", held_text="{}", wait_for=["job/awaited"], timeout_seconds=0)
     del job["spec"]["activeDeadlineSeconds"]
     return hashlib.sha256(json.dumps(job, sort_keys=True).encode()).hexdigest()[:12]
 
@@ -243,4 +254,4 @@ class ReleaseProgramChart(MountedProgramChart):
     """
 
     def __init__(self, *, namespace: str) -> None:
-        super().__init__(RELEASE_PROGRAM, component="job-release", namespace=namespace)
+        super().__init__(RELEASE_PROGRAM, component=RELEASE_COMPONENT, namespace=namespace)
