@@ -42,9 +42,10 @@ $(VENV)/.installed: $(VENV)/.synth-installed requirements-dev.txt requirements-t
 	touch $@
 
 # checkov in its own venv: it pins packages that clash with the project's.
-.venv-audit/.installed: requirements-audit.txt
+.venv-audit/.installed: requirements-audit.txt constraints-audit.txt
 	test -x .venv-audit/bin/python || $(PYTHON) -m venv .venv-audit
-	.venv-audit/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-audit.txt
+	.venv-audit/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-audit.txt \
+		-c constraints-audit.txt
 	touch $@
 
 node_modules/.installed: package.json package-lock.json

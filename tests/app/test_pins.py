@@ -9,7 +9,7 @@ import pytest
 from tests.support.apps import REPO
 
 REQUIREMENT_FILES = sorted(
-    [*REPO.glob("requirements*.txt"), REPO / "constraints.txt", *REPO.glob("images/*/requirements*.txt")]
+    [*REPO.glob("requirements*.txt"), *REPO.glob("constraints*.txt"), *REPO.glob("images/*/requirements*.txt")]
 )
 PIN = re.compile(
     r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9,._-]+\])?==[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?$"
