@@ -43,10 +43,11 @@ STAGING_AS_ROOT = (
     "it runs as its image's user: the stacks give it their training image, whose root user owns the shared volume's "
     "files that the jobs write, and whose AWS CLI and shell may write to the home and temporary folders"
 )
-
-
-WORKER_FILES = "the Neuron compiler, torch and the launchers write to the image's home and temporary folders"
-WORKER_ROOT = "it runs as its image's user, root in the Neuron DLC and the CUDA images; it holds no capability"
+WORKER_FILES = "the Neuron compiler, torch and the launchers may write to the image's home and temporary folders"
+WORKER_ROOT = (
+    "it runs as its image's user, root in the Neuron DLC and the CUDA images (a fabric check's sshd must be root for "
+    "Volcano's ssh plugin, which mounts the keys at /root/.ssh)"
+)
 WORKER_LIMITS = (
     "a training pod owns its node: a CPU limit would throttle it and a memory limit kill it; its requests reserve "
     "its share"
@@ -58,10 +59,9 @@ SSHD_KEEPS_CAPABILITIES = (
 
 
 def image_skips(image: str) -> Dict[str, str]:
-    """The image findings (pull policy, digest) accepted for a container of ``image``, with their
-    reasons: a CDK asset's (a token at synth), or a pin of :mod:`~trainium_eks.facts.versions` whose digest could not
-    be read. None for an image pinned by digest (checkov passes it), nor for any other image: yours, by tag, is a
-    true finding."""
+    """The image findings (pull policy, digest) accepted for a container of ``image``, with their reasons: a CDK
+    asset's (a token at synth), or a pin of :mod:`~trainium_eks.facts.versions` whose digest could not be read. None
+    for an image pinned by digest (checkov passes it), nor for any other image: yours, by tag, is a true finding."""
     if Token.is_unresolved(image):
         return {"CKV_K8S_15": STACK_IMAGE, "CKV_K8S_43": STACK_IMAGE}
     unread = {pin.image for pin in vars(versions).values() if isinstance(pin, versions.ImagePin) and not pin.digest}
