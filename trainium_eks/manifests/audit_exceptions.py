@@ -45,8 +45,8 @@ STAGING_AS_ROOT = (
 )
 WORKER_FILES = "the Neuron compiler, torch and the launchers may write to the image's home and temporary folders"
 WORKER_ROOT = (
-    "it runs as its image's user, root in the Neuron DLC and the CUDA images (a fabric check's sshd must be root for "
-    "Volcano's ssh plugin, which mounts the keys at /root/.ssh)"
+    "it runs as its image's user, root in the Neuron DLC and the CUDA images (a fabric check's sshd must be root: "
+    "Volcano's ssh plugin mounts its keys in root's home)"
 )
 WORKER_LIMITS = (
     "a training pod owns its node: a CPU limit would throttle it and a memory limit kill it; its requests reserve "
