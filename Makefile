@@ -21,6 +21,10 @@ export PATH := $(BIN):$(PATH)
 # Nothing here may reach AWS or the network at synth time.
 export AWS_EC2_METADATA_DISABLED := true
 export CDK_DISABLE_CLI_TELEMETRY := true
+# cdk.json runs the app as `python -O`, whose bytecode (*.opt-1.pyc) pip does not write: the first synth writes it,
+# even where the environment says not to (PYTHONDONTWRITEBYTECODE=1), so that later synths load it instead of
+# compiling aws-cdk-lib's modules again.
+export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: synth test test-fast bench audit clean install install-synth rehearse deploy-path cost pin-digests deploy diff \
 	destroy

@@ -4,12 +4,13 @@ AWS CDK EKS Blueprints app in plain JavaScript (bench/blueprints), and against t
 stack.
 
 All run through the same CDK CLI (node_modules/.bin/cdk) and the same Node.js (the venv's, put first on PATH as the
-Makefile does), interleaved (default app, seed stack, peer, floor, default app, ...) so that all see the same machine
-noise; the Python apps share Python, jsii and aws-cdk-lib. For every run it records the wall time, the CPU time of the
-whole process tree, the peak resident memory of the largest process of the tree (``ru_maxrss`` of the children, read
-by a fresh wrapper per run) and the peak of the whole tree's resident memory (sampled every 20 ms from /proc). It
-prints the medians, the ratios to the floor, the default app's ratios to the peer, and each template's size and
-resource count. Prints figures; asserts nothing.
+Makefile does), interleaved (default app, seed stack, peer, floor, default app, ...) after one untimed round, so that
+all see the same machine noise; the Python apps share Python, jsii and aws-cdk-lib. For every run it records the wall
+time, the CPU time of the whole process tree, the peak resident memory of the largest process of the tree
+(``ru_maxrss`` of the children, read by a fresh wrapper per run) and the peak of the whole tree's resident memory
+(sampled every 20 ms from /proc). It prints the medians, the ratios to the floor, the default app's ratios to the
+peer, each template's size and resource count, and what each app adds to its own floor per resource (the Python floor
+for the default app, the JavaScript one for the peer). Prints figures; asserts nothing.
 
 The peer is built here, from its pinned package-lock.json (`npm ci`, registry only), when bench/blueprints has no
 node_modules. Its Neuron device plugin add-on fetches two manifests over HTTPS at synth; this script writes its own
@@ -40,6 +41,8 @@ CDK = REPO / "node_modules" / ".bin" / "cdk"
 PEER = REPO / "bench" / "blueprints"
 """The peer: EKS Blueprints 1.19.0 (aws-cdk-lib 2.261.0), one stack like TrainiumEks; its app.js lists what it holds."""
 DEFAULT_APP, SEED_STACK, BLUEPRINTS, FLOOR = "default app", "TrainiumEks only", "blueprints peer (JS)", "empty stack"
+JS_FLOOR = "empty stack (JS)"
+UNOPTIMIZED = "default app without -O"
 
 
 class Variant(NamedTuple):
@@ -51,10 +54,14 @@ VARIANTS: Mapping[str, Variant] = {
     DEFAULT_APP: Variant([], REPO),
     SEED_STACK: Variant(["-c", "stacks=TrainiumEks"], REPO),
     BLUEPRINTS: Variant(["--app", "node app.js"], PEER),
-    FLOOR: Variant(["--app", f"{sys.executable} {REPO / 'scripts' / 'empty_app.py'}"], REPO),
+    FLOOR: Variant(["--app", f"{sys.executable} -O {REPO / 'scripts' / 'empty_app.py'}"], REPO),
+    JS_FLOOR: Variant(["--app", "node empty_app.js"], PEER),
+    UNOPTIMIZED: Variant(["--app", f"{sys.executable} app.py"], REPO),
 }
 """What is synthesized, interleaved: the whole default app (three stacks), its seed stack alone, the peer (with its
-own cdk.json, from its folder), and the floor."""
+own cdk.json, from its folder), the floor, run as cdk.json runs the app (``python -O``), and the peer's own floor (one
+empty stack on the peer's aws-cdk-lib, in plain JavaScript); and the default app run without ``-O``, which shows what
+skipping jsii's Python type checks saves."""
 NEURON_STAND_INS: Mapping[str, str] = {
     "k8s-neuron-device-plugin-rbac.yml": """\
 # Stand-in written by scripts/bench_synth.py for the peer's synth; not the Neuron SDK's manifest.
@@ -254,6 +261,9 @@ def main() -> None:
         server, base_url = serve_stand_ins(Path(scratch) / "neuron-stand-ins")
         env = environment(BENCH_NEURON_BASE_URL=base_url)
         try:
+            # One untimed round first: it writes what a first synth writes once (bytecode, Node's compile cache).
+            for number, variant in enumerate(VARIANTS.values()):
+                run(variant, Path(scratch) / f"warm-up-{number}", env)
             for index in range(runs):
                 for number, (name, variant) in enumerate(VARIANTS.items()):
                     rows[name].append(run(variant, Path(scratch) / f"{number}-{index}", env))
@@ -264,7 +274,7 @@ def main() -> None:
             for number, name in enumerate(VARIANTS)
             if name in (DEFAULT_APP, BLUEPRINTS)
         }
-    measured = [name for name in VARIANTS if name != FLOOR]
+    measured = [name for name in VARIANTS if name not in (FLOOR, JS_FLOOR, UNOPTIMIZED)]
     print(f"cdk synth, {runs} interleaved runs each, {os.cpu_count()} cores; medians (ratio: / empty stack)")
     print(f"  {'':24}" + "".join(f"{name:>22}{'ratio':>7}" for name in measured) + f"{FLOOR:>16}")
     for key, label, unit in METRICS:
@@ -286,6 +296,19 @@ def main() -> None:
     for name, found in sizes.items():
         for template, resources, size in found:
             print(f"  {name}: template {template}: {resources} resources, {size} bytes")
+    optimized, unoptimized = median(rows[DEFAULT_APP], "wall"), median(rows[UNOPTIMIZED], "wall")
+    print(
+        f"python -O (cdk.json): default app {optimized:.2f} s, without -O {unoptimized:.2f} s: "
+        f"{unoptimized - optimized:.2f} s less ({optimized / unoptimized:.2f})"
+    )
+    print("what each app adds to its own floor (median wall time less its floor's), per resource of its templates")
+    for name, floor in ((DEFAULT_APP, FLOOR), (BLUEPRINTS, JS_FLOOR)):
+        added = median(rows[name], "wall") - median(rows[floor], "wall")
+        resources = sum(count for _, count, _ in sizes[name])
+        print(
+            f"  {name}: {added:.2f} s above {floor} ({median(rows[floor], 'wall'):.2f} s) for {resources} resources: "
+            f"{1000 * added / resources:.1f} ms per resource"
+        )
 
 
 if __name__ == "__main__":

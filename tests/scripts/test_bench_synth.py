@@ -38,3 +38,17 @@ def test_stand_ins_are_served_on_loopback(tmp_path):
                 assert response.read().decode() == text
     finally:
         server.shutdown()
+
+
+def test_every_variant_names_an_app_that_exists():
+    for name, variant in bench_synth.VARIANTS.items():
+        if "--app" in variant.arguments:
+            script = variant.arguments[variant.arguments.index("--app") + 1].split()[-1]
+            assert (variant.cwd / script).is_file(), f"{name}: {script} not in {variant.cwd}"
+
+
+def test_each_app_is_measured_against_the_floor_of_its_own_language():
+    floors = {bench_synth.FLOOR: "python", bench_synth.JS_FLOOR: "node"}
+    for floor, runner in floors.items():
+        assert runner in bench_synth.VARIANTS[floor].arguments[1].split()[0].rsplit("/", 1)[-1]
+    assert " -O " in bench_synth.VARIANTS[bench_synth.FLOOR].arguments[1], "the floor runs as cdk.json runs app.py"

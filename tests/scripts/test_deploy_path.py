@@ -38,3 +38,17 @@ def test_a_cycle_is_an_error():
     }
     with pytest.raises(ValueError, match="cycle"):
         deploy_path.critical_path(template)
+
+
+def test_a_cluster_its_nodes_and_one_release_on_them_already_take_the_issues_18_minutes():
+    """The README's reason the 18-minute target cannot be met by a stack that installs a scheduler on nodes it creates:
+    under the model's weights, a cluster, a node group and one Helm release that waits for those nodes make 18."""
+    template = {
+        "Resources": {
+            "Cluster": resource("AWS::EKS::Cluster"),
+            "Nodes": resource("AWS::EKS::Nodegroup", Properties={"ClusterName": {"Ref": "Cluster"}}),
+            "Scheduler": resource("Custom::AWSCDK-EKS-HelmChart", DependsOn="Nodes"),
+        }
+    }
+    total, _, _ = deploy_path.critical_path(template)
+    assert total >= 18.0
