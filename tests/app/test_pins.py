@@ -2,11 +2,11 @@
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
 from tests.support.apps import REPO
+from tests.support.requirements import requirement_lines
 
 REQUIREMENT_FILES = sorted(
     [*REPO.glob("requirements*.txt"), *REPO.glob("constraints*.txt"), *REPO.glob("images/*/requirements*.txt")]
@@ -16,13 +16,6 @@ PIN = re.compile(
 )
 """``name==version`` with a public version (PEP 440 without a local label such as ``+cpu``, which only a local wheel
 folder or another index could serve)."""
-
-
-def requirement_lines(path: Path):
-    for number, raw in enumerate(path.read_text().splitlines(), 1):
-        line = raw.split("#", 1)[0].strip()
-        if line:
-            yield number, line
 
 
 @pytest.mark.parametrize("path", REQUIREMENT_FILES, ids=lambda path: str(path.relative_to(REPO)))

@@ -10,8 +10,8 @@ from typing import Dict, Set
 
 from packaging.requirements import Requirement
 
-from tests.app.test_pins import requirement_lines
 from tests.support.apps import REPO
+from tests.support.requirements import requirement_lines
 
 OWN_MODULES = {"app", "trainium_eks", "__main__"}
 """Top-level modules of this checkout, which no distribution installs."""
