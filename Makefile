@@ -1,7 +1,7 @@
 # trainium-eks: the two commands of the README work on a fresh clone with Python 3.11 and npm.
 #   make synth   offline `cdk synth` of app.py into cdk.out (no credentials, no lookups)
 #   make test    the whole test suite (make test-fast: without the training images' own tests)
-#   make bench        synth benchmark against an empty app (figures for the README)
+#   make bench        synth benchmark against the Blueprints peer (JS) and empty-stack floors (figures for the README)
 #   make deploy-path  the modeled critical path of `cdk deploy` of each stack (scripts/deploy_path.py)
 #   make rehearse     replay the README's changes through CloudFormation's rules and aws-eks-v2's own handler
 #   make audit        checkov on the Kubernetes objects the app applies (own venv), as the tests run it
