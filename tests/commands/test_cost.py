@@ -32,3 +32,14 @@ def test_every_sum_is_the_sum_of_the_figures_printed_above_it(tables, stack):
     assert sums["whole stack"] == whole, tables[stack]
     both = [round(sums["idle cluster"][i] + sums["training nodes"][i], 2) for i in (0, 1)]
     assert both == whole, tables[stack]
+
+
+def test_a_stack_the_app_does_not_have_is_named_with_the_nearest_one(capsys):
+    assert cost.main(["--stack", "Composer", "--project", str(REPO)]) == 2
+    error = capsys.readouterr().err
+    assert error.strip() == "error: --stack Composer: the app has no such stack; did you mean ComposerTraining?"
+
+
+def test_a_stack_far_from_every_name_gets_the_list(capsys):
+    assert cost.main(["--stack", "Mine", "--project", str(REPO)]) == 2
+    assert "the app's stacks are TrainiumEks, KubeflowTraining, ComposerTraining" in capsys.readouterr().err

@@ -59,3 +59,9 @@ def test_a_setting_the_app_refuses_is_one_line_and_exit_2(checks, capsys):
     assert preflight.main(["--stack", "TrainiumEks", "--project", str(REPO), "-c", "nodeCount=lots"]) == 2
     assert "nodeCount" in capsys.readouterr().err
     assert checks.calls == []
+
+
+def test_an_unknown_stack_is_one_line_and_exit_2_before_any_check(checks, capsys):
+    assert preflight.main(["--stack", "Trainium", "--project", str(REPO)]) == 2
+    assert "--stack Trainium: the app has no such stack; did you mean TrainiumEks?" in capsys.readouterr().err
+    assert checks.calls == []

@@ -6,6 +6,7 @@ the context ``cdk synth`` gives it: ``cdk.json``'s, then ``cdk.context.json``'s,
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import json
 import sys
@@ -51,7 +52,13 @@ def project_stacks(project: Path, overrides: Sequence[str], stacks: Sequence[str
     import aws_cdk as cdk
 
     from trainium_eks.core.validation import ConfigurationError
+    from trainium_eks.stacks.app_context import STACKS
 
+    for name in stacks:
+        if name not in STACKS:
+            nearest = difflib.get_close_matches(name, STACKS, n=1)
+            hint = f"did you mean {nearest[0]}?" if nearest else f"the app's stacks are {', '.join(STACKS)}"
+            raise ProjectError(f"--stack {name}: the app has no such stack; {hint}")
     module = load_app_module(project)
     context = project_context(project, overrides)
     if stacks:
