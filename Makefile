@@ -87,9 +87,10 @@ cost: install
 pin-digests: install-synth
 	$(BIN)/python scripts/pin_digests.py $(ARGS)
 
+# The CLI runs the whole app even for one stack; `-c stacks` builds only that one (its template is the same bytes).
 deploy diff destroy: install-synth
 	test -n "$(STACK)" || (echo "name the stack: make $@ STACK=TrainiumEks|KubeflowTraining|ComposerTraining"; exit 2)
-	$(CDK) $@ $(STACK) $(ARGS)
+	$(CDK) $@ $(STACK) -c stacks=$(STACK) $(ARGS)
 
 audit: install synth
 	bash scripts/audit_manifests.sh

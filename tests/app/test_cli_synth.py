@@ -118,3 +118,18 @@ def test_the_readmes_template_figures_are_what_synth_writes_today(tmp_path):
         path = tmp_path / "cdk.out" / f"{stack}.template.json"
         actual[stack] = (len(json.loads(path.read_text())["Resources"]), path.stat().st_size)
     assert len(quoted) == 3 and quoted == actual, "update the README's Benchmark figures (make bench prints them)"
+
+
+def test_a_stack_built_alone_is_the_same_bytes_as_in_the_whole_app(tmp_path):
+    """``make deploy STACK=...`` (and diff, destroy) builds that stack alone (``-c stacks``): what it deploys is what
+    ``make synth`` shows."""
+    whole = cdk_synth(tmp_path / "whole")
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    alone = cdk_synth(tmp_path / "alone", "-c", "stacks=KubeflowTraining")
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    name = "KubeflowTraining.template.json"
+    assert (tmp_path / "alone" / "cdk.out" / name).read_bytes() == (tmp_path / "whole" / "cdk.out" / name).read_bytes()
+    assert not (tmp_path / "alone" / "cdk.out" / "TrainiumEks.template.json").exists()
+    command = ["make", "-n", "deploy", "STACK=KubeflowTraining"]
+    recipe = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    assert "deploy KubeflowTraining -c stacks=KubeflowTraining" in recipe.stdout, recipe.stdout[-2000:]
