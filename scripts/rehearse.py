@@ -3,7 +3,8 @@
 
 For each scenario: CloudFormation's actions between the two templates, the commands the real aws-eks-v2 kubectl
 handler (from the installed aws-cdk-lib) runs against fake ``aws``/``kubectl``/``helm``, the cluster's objects
-before and after, and the promises (:mod:`rehearsal`). Exit status 1 when a promise is broken.
+before and after, and the promises (:mod:`rehearsal`); and the synth warnings of its templates that no earlier
+scenario printed (each warning once, not once per synth). Exit status 1 when a promise is broken.
 
     python scripts/rehearse.py                      # every scenario
     python scripts/rehearse.py --scenario destroy   # scenarios whose name contains "destroy"
@@ -17,7 +18,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, List, Set
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -30,11 +31,39 @@ from rehearsal.report import render  # noqa: E402
 from rehearsal.scenario import Rehearsal  # noqa: E402
 from rehearsal.scenarios import all_scenarios, default_app_sources  # noqa: E402
 
+QUIET = {"@aws-cdk/core:annotationsInValidationReport": False}
+"""Context that keeps aws-cdk-lib from printing every synth's warnings (its validation report); :func:`new_warnings`
+reads them from the cloud assembly instead."""
 
-def new_app(**context: Any) -> cdk.App:
-    """An app with the context of cdk.json, overridden by ``context``; asset staging off (as the tests do)."""
-    cdk_json = json.loads((REPO / "cdk.json").read_text())["context"]
-    return cdk.App(context={**cdk_json, "aws:cdk:disable-asset-staging": True, **context})
+
+class Apps:
+    """Makes the rehearsal's apps (:meth:`new`) and remembers their output folders, to read their warnings."""
+
+    def __init__(self) -> None:
+        self.outdirs: List[Path] = []
+
+    def new(self, **context: Any) -> cdk.App:
+        """An app with the context of cdk.json, overridden by ``context``; asset staging off (as the tests do), and
+        :data:`QUIET`."""
+        cdk_json = json.loads((REPO / "cdk.json").read_text())["context"]
+        app = cdk.App(context={**cdk_json, "aws:cdk:disable-asset-staging": True, **context, **QUIET})
+        self.outdirs.append(Path(app.outdir))
+        return app
+
+
+def new_warnings(outdirs: Iterable[Path], seen: Set[str]) -> List[str]:
+    """The warnings recorded in the cloud assemblies in ``outdirs`` (``aws:cdk:warning`` metadata of their stacks)
+    that are not in ``seen``, each once, in order; adds them to ``seen``."""
+    found = []
+    for outdir in outdirs:
+        for path in sorted(outdir.glob("*.metadata.json")):
+            for entries in json.loads(path.read_text()).values():
+                for entry in entries:
+                    text = str(entry.get("data", ""))
+                    if entry.get("type") == "aws:cdk:warning" and text not in seen:
+                        seen.add(text)
+                        found.append(text)
+    return found
 
 
 def main() -> int:
@@ -48,11 +77,15 @@ def main() -> int:
     if options.list or not scenarios:
         print("\n".join(f"{s.stack}: {s.name}" for s in every))
         return 0 if options.list else 2
-    broken = []
-    with Rehearsal(default_app_sources(new_app, default_app.build_app)) as rehearsal:
+    broken: List[str] = []
+    apps, warned = Apps(), set()
+    with Rehearsal(default_app_sources(apps.new, default_app.build_app)) as rehearsal:
         for scenario in scenarios:
             result = rehearsal.run(scenario)
             print(render(result))
+            for warning in new_warnings(apps.outdirs, warned):
+                print(f"synth warning: {warning}\n")
+            apps.outdirs.clear()
             broken.extend(f"{scenario.stack}: {scenario.name}: {name}" for name in result.failed_promises())
     print(f"{len(scenarios)} scenarios, {len(broken)} broken promises")
     for line in broken:
