@@ -139,6 +139,8 @@ class HandlerWorkspace:
         fake_commands.install(self.bin_dir, python=sys.executable, import_root=self.import_root)
         self.outdir = self.root / "outdir"
         self.outdir.mkdir()
+        self.temporary = self.root / "tmp"
+        self.temporary.mkdir()
         self.cluster_file = self.root / "clusters.json"
         self.log_file = self.root / "commands.jsonl"
         self.log_file.write_text("")
@@ -173,6 +175,8 @@ class HandlerWorkspace:
             "PYTHONPATH": os.pathsep.join([str(self.stand_ins), str(self.handler_dir), str(self.import_root)]),
             "TEST_OUTDIR": str(self.outdir),
             "HOME": str(self.root),
+            # The handler's own temporary folders (a chart pulled from an OCI registry), inside the workspace.
+            "TMPDIR": str(self.temporary),
             "AWS_REGION": self.region,
             "AWS_DEFAULT_REGION": self.region,
             "AWS_EC2_METADATA_DISABLED": "true",

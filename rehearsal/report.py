@@ -3,6 +3,7 @@ and after, and the promises."""
 
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Sequence, Tuple
 
 from rehearsal.cluster_model import ClusterModel
@@ -53,6 +54,17 @@ def cluster_lines(before: ClusterModel, after: ClusterModel) -> List[str]:
     return lines
 
 
+_TEMPORARY = re.compile(r"<scratch>/tmp/[^/\s]+")
+
+
+def _scrubbed(text: str, workspace_root: str) -> str:
+    """``text`` with the handler workspace's path as ``<scratch>``, and each temporary folder the handler made in it
+    (its random name) as ``<scratch>/tmp/<temporary>``, so that a report names no folder that is gone."""
+    if not workspace_root:
+        return text
+    return _TEMPORARY.sub("<scratch>/tmp/<temporary>", text.replace(workspace_root, "<scratch>"))
+
+
 def render(result: ScenarioResult) -> str:
     """The report of one scenario."""
     scenario = result.scenario
@@ -95,16 +107,12 @@ def render(result: ScenarioResult) -> str:
             if not workspace_root and "/outdir/" in " ".join(command["argv"]):
                 path = next(arg for arg in command["argv"] if "/outdir/" in arg)
                 workspace_root = path.split("/outdir/")[0]
-            argv = (
-                " ".join(command["argv"]).replace(workspace_root, "<scratch>")
-                if workspace_root
-                else " ".join(command["argv"])
-            )
+            argv = _scrubbed(" ".join(command["argv"]), workspace_root)
             lines.append(f"      $ {command['tool']} {argv}   (exit {command['exit_code']})")
             for op, target, *_ in command["effects"]:
                 lines.append(f"          {op} {target}")
             for line in command["stderr"].splitlines()[:3]:
-                lines.append(f"          ! {line.replace(workspace_root, '<scratch>') if workspace_root else line}")
+                lines.append(f"          ! {_scrubbed(line, workspace_root)}")
         if not run.invocation.succeeded:
             lines.append(f"      handler raised: {run.invocation.error.strip()[:300]}")
     if result.stopped_at is not None:

@@ -8,6 +8,7 @@ the entry when the library is fixed).
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Tuple
 
 import pytest
@@ -96,6 +97,14 @@ def test_a_fresh_deploy_runs_the_handler_for_every_manifest_and_chart(rehearsal)
     names = job_names(result)
     assert len(names) == 5, "staging, and the releases of two jobs and of their fabric checks"
     assert sum("-fabric-" in name for name in names) == 2
+
+
+def test_the_report_names_no_folder_of_the_rehearsal_itself(rehearsal):
+    """The handler's workspace and the folders it pulls charts into are gone once the rehearsal ends: the report
+    names them ``<scratch>`` and ``<scratch>/tmp/<temporary>``, the same in every run."""
+    text = render(run(rehearsal, "fresh deploy"))
+    assert "helm upgrade karpenter <scratch>/tmp/<temporary>/karpenter " in text
+    assert re.findall(r"(?<![>\w])/tmp/\S*", text) == []
 
 
 def test_scaling_out_updates_the_node_pool_and_renames_the_jobs(rehearsal):
