@@ -21,11 +21,13 @@ from trainium_eks.manifests.jobs.fabric_check import (
     ENVIRONMENT_FILE,
     FABRIC_PROGRAM_SOURCE,
     MAX_RETRY,
+    NCCOM_REPORT,
     PROGRAM_CONFIG_MAP,
     PROGRAM_MOUNT,
     PROGRAM_PATH,
     SSHD,
     SSHD_RUN_DIR,
+    WORK_DIR,
     FabricCheckChart,
     FabricProgramChart,
     fabric_base_name,
@@ -178,7 +180,7 @@ def test_the_trainium_benchmark_is_nccom_test_as_aws_k8s_tester_runs_it_on_every
         "fp32",
         "--non-interactive",
         "--report-to-json-file",
-        "/tmp/nccom-test-results.json",
+        NCCOM_REPORT,
         "allr",
         "--hosts",
     ]
@@ -329,9 +331,10 @@ def pod_script(manifest, tmp_path, host, hosts):
     device_dir = str(root / "infiniband")
     script = re.sub(r"--efa-devices (\d+) ", rf"--efa-devices \1 --device-dir {device_dir} ", script)
     script = script.replace(ENVIRONMENT_FILE, str(root / "environment"))
-    script = script.replace(f"mkdir -p {SSHD_RUN_DIR}", f"mkdir -p {root}/run-sshd")
+    script = script.replace(f"mkdir -p {SSHD_RUN_DIR} {WORK_DIR}", f"mkdir -p {root}/run-sshd {root}/work")
     script = script.replace(SSHD, f"touch {root}/up")
     script = script.replace(f"> {DONE_FILE}", "> @ROOT@/done").replace(DONE_FILE, str(root / "done"))
+    script = script.replace(WORK_DIR, str(root / "work"))
     return script.replace("sleep 5", "sleep 0.05")
 
 

@@ -152,7 +152,9 @@ SSHD_RUN_DIR = "/run/sshd"
 """sshd's privilege separation directory (the DLC makes ``/var/run/sshd``, the same on Ubuntu)."""
 ENVIRONMENT_FILE = "/etc/environment"
 """Read by ``pam_env`` for every ssh session (Ubuntu's sshd runs with ``UsePAM yes``)."""
-DONE_FILE = "/tmp/trainium-eks-fabric-done"
+WORK_DIR = "/run/trainium-eks-fabric"
+"""The check's own folder in each pod (made by its script, beside sshd's): the verdict and the benchmark's report."""
+DONE_FILE = f"{WORK_DIR}/done"
 """Where node 0 writes its exit status on each peer."""
 SSHD_CAPABILITIES = (
     "AUDIT_WRITE",
@@ -178,7 +180,7 @@ benchmark itself needs none, as a training container (``worker_security``)."""
 
 NEURON_ROOT_COMM_PORT = 63182
 """Port of ``NEURON_RT_ROOT_COMM_ID`` on node 0 (aws-k8s-tester's)."""
-NCCOM_REPORT = "/tmp/nccom-test-results.json"
+NCCOM_REPORT = f"{WORK_DIR}/nccom-test-results.json"
 NCCL_TESTS_BINARY = "/opt/nccl-tests/build/all_reduce_perf"
 MAX_BYTES = "2G"
 
@@ -469,7 +471,7 @@ def fabric_script(chart: FabricCheckChart) -> str:
         f"for name in {names}; do",
         '  if [ -n "${!name+set}" ]; then printf \'%s="%s"\\n\' "$name" "${!name}"; fi',
         f"done > {ENVIRONMENT_FILE}",
-        f"mkdir -p {SSHD_RUN_DIR} && ssh-keygen -A > /dev/null",
+        f"mkdir -p {SSHD_RUN_DIR} {WORK_DIR} && ssh-keygen -A > /dev/null",
         f'{SSHD} || {{ echo "fabric check: sshd did not start on $(hostname)" >&2; exit 1; }}',
         'IFS=, read -r -a hosts <<< "${VC_NODE_HOSTS}"',
         f'if [ "${{#hosts[@]}}" -ne {workload.nodes} ]; then',
