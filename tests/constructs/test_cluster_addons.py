@@ -204,7 +204,9 @@ def test_ordering_is_expressed_as_stack_dependencies(template):
     account = logical_id(template, "AddonsTrainingNamespaceServiceAccount")
     claim = logical_id(template, "AddonsSharedVolumePersistentVolumeClaim")
     volcano = logical_id(template, "AddonsVolcano3")
-    assert volcano in depends_on(template, "AddonsVolcanoQueueQueue"), "CRDs and webhook before the Queue"
+    serving = logical_id(template, "AddonsVolcanoAdmissionServing")
+    assert volcano in depends_on(template, "AddonsVolcanoAdmissionServing"), "CRDs and webhook first"
+    assert serving in depends_on(template, "AddonsVolcanoQueueQueue"), "the webhook serving before the Queue"
     assert namespace in depends_on(template, "AddonsTrainingNamespaceServiceAccount")
     assert namespace in depends_on(template, "AddonsSharedVolumePersistentVolumeClaim")
     assert {namespace, logical_id(template, "AddonsTensorBoardService")} <= depends_on(
@@ -227,12 +229,25 @@ def test_ordering_is_expressed_as_stack_dependencies(template):
 
 def test_jobs_wait_until_volcanos_queue_controller_has_opened_the_queue(template):
     """Volcano's job and PodGroup webhooks deny a job whose queue has no state yet (admit_job.go validateJobCreate)."""
-    (value,) = resources_of(template, "Custom::AWSCDK-EKS-KubernetesObjectValue").values()
-    props = value["Properties"]
+    values = resources_of(template, "Custom::AWSCDK-EKS-KubernetesObjectValue")
+    props = values[logical_id(template, "AddonsVolcanoQueueOpen")]["Properties"]
     assert (props["ObjectType"], props["ObjectName"], props["JsonPath"]) == (
         "queues.scheduling.volcano.sh",
         "training",
         ".status.state",
+    )
+    assert int(props["TimeoutSeconds"]) == 300
+
+
+def test_the_queue_is_created_once_volcanos_admission_webhooks_serve(template):
+    """Helm's wait ends when the admission pod is ready, which is before its server writes its CA and listens; the
+    scheduler's ``default`` queue exists only once the queue webhooks have admitted it (tests/e2e/test_deploy.py)."""
+    values = resources_of(template, "Custom::AWSCDK-EKS-KubernetesObjectValue")
+    props = values[logical_id(template, "AddonsVolcanoAdmissionServing")]["Properties"]
+    assert (props["ObjectType"], props["ObjectName"], props["JsonPath"]) == (
+        "queues.scheduling.volcano.sh",
+        "default",
+        ".metadata.name",
     )
     assert int(props["TimeoutSeconds"]) == 300
 

@@ -57,6 +57,9 @@ KUBECTL_HANDLER_TIMEOUT = Duration.minutes(15)
 stack (aws-cdk ``packages/aws-cdk-lib/aws-eks-v2/lib/kubectl-provider.ts``: ``timeout: Duration.minutes(15)``; no
 isComplete step, so a command must end within one invocation)."""
 
+VOLCANO_DEFAULT_QUEUE = "default"
+"""The queue Volcano's scheduler creates at start (``pkg/scheduler/cache/cache.go`` at v1.15.1)."""
+
 QUEUE_OPEN_TIMEOUT = Duration.minutes(5)
 """How long the deploy waits for the Volcano queue to be opened by Volcano's queue controller (seconds, normally)."""
 
@@ -253,7 +256,28 @@ class ClusterAddons(Construct):
         )
         for nodes in after_nodes:
             self.volcano.node.add_dependency(nodes)
-        self.volcano_queue = self._apply("VolcanoQueue", VolcanoQueueChart(name=queue), after=[self.volcano])
+        self.volcano_admission_serving = eks.KubernetesObjectValue(
+            self,
+            "VolcanoAdmissionServing",
+            cluster=cluster,
+            object_type="queues.scheduling.volcano.sh",
+            object_name=VOLCANO_DEFAULT_QUEUE,
+            json_path=".metadata.name",
+            timeout=QUEUE_OPEN_TIMEOUT,
+        )
+        """Waits until Volcano's admission webhooks serve, seen as the ``default`` queue existing: Volcano's scheduler
+        creates it at start through the queue webhooks (failure policy Fail), retrying every second until they admit
+        it (volcano-sh/volcano v1.15.1 ``pkg/scheduler/cache/cache.go``, ``createIfNotExists``). Helm's wait is not
+        enough: it ends when the admission pod is ready, and the admission server answers its readiness probe before
+        it writes its CA into the webhook configurations (which its chart creates without one) and before it listens
+        (``cmd/webhook-manager/app/server.go``: ``StartHealthz``, ``addCaCertForWebhook``, then
+        ``ListenAndServeTLS``); a Queue created in between is denied. Found by ``tests/e2e/test_deploy.py`` on the
+        real API server and webhook. (The webhook configurations exist before the scheduler's first try: Helm creates
+        the release's objects before any of its pods runs.)"""
+        self.volcano_admission_serving.node.add_dependency(self.volcano)
+        self.volcano_queue = self._apply(
+            "VolcanoQueue", VolcanoQueueChart(name=queue), after=[self.volcano_admission_serving]
+        )
         self.volcano_queue_open = eks.KubernetesObjectValue(
             self,
             "VolcanoQueueOpen",

@@ -52,8 +52,11 @@ class KarpenterController(Construct):
     system nodes, with everything its reference CloudFormation for that version creates, scoped to this cluster:
 
     - the CRDs from the ``karpenter-crd`` chart (:data:`~trainium_eks.facts.versions.KARPENTER_CRD`; no pods, so it
-      is installed as soon as the cluster exists, beside the system nodes), then the controller chart with
-      ``--skip-crds``, so that a new pin upgrades the CRDs too; two replicas (the chart's
+      is installed as soon as the cluster exists, beside the system nodes), so that a new pin upgrades the CRDs too,
+      then the controller chart, asked to skip its CRDs (``skip_crds=True``; aws-eks-v2's Helm handler in
+      aws-cdk-lib 2.275.0 does not pass ``--skip-crds`` on, ``helm/__init__.py``, so Helm installs the chart's
+      ``crds/`` where they are missing: none are, as the CRD release comes first; ``tests/e2e/test_deploy.py``); two
+      replicas (the chart's
       hostname anti-affinity puts them on the two system nodes), ``settings.clusterName``,
       ``settings.interruptionQueue`` and ``AWS_REGION`` (:func:`controller_env`: IMDS is out of its pods' reach);
     - the controller's role through EKS Pod Identity (``kube-system/karpenter``), with the statements of the

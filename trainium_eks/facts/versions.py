@@ -339,9 +339,9 @@ KARPENTER = HelmChartPin(
     "No Helm hooks in charts/karpenter/templates (no helm.sh/hook annotation at the tag)",
     checked="2026-12-01",
 )
-"""The Karpenter controller, from its official OCI chart; installed with ``--skip-crds`` after
-:data:`KARPENTER_CRD`, so that an upgrade of the pin also upgrades the CRDs (Helm never upgrades a chart's crds/
-folder; the Karpenter upgrade guide installs the ``karpenter-crd`` chart for that reason)."""
+"""The Karpenter controller, from its official OCI chart; installed after :data:`KARPENTER_CRD`, so that an upgrade
+of the pin also upgrades the CRDs (Helm never upgrades a chart's crds/ folder; the Karpenter upgrade guide installs
+the ``karpenter-crd`` chart for that reason)."""
 
 KARPENTER_CONTROLLER = ImagePin(
     repository="public.ecr.aws/karpenter/controller",

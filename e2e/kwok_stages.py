@@ -1,0 +1,175 @@
+"""What kwok does to the nodes and pods it manages: its stages (kwok's ``Stage`` API, ``kwok.x-k8s.io/v1alpha1``),
+written here for the harness and passed with ``--config``. kwok ships no default stages in its binary (kwokctl adds
+them), and these say exactly what the tests rely on:
+
+- ``node-ready``: a new node becomes Ready with 127.0.0.1 as its address and the kubelet version of the control
+  plane, keeping the capacity the harness or Karpenter gave it (kwok renews the node's Lease as kubelet does).
+- ``pod-running``: a pod bound to a node starts: Running with a pod address from kwok, and ready unless a container
+  has a readiness probe: then the harness probes it (:mod:`e2e.components`), as kubelet would.
+- ``pod-job-complete``: a running pod of a Job (batch or Volcano) succeeds: the training containers' work is not
+  run, only its outcome; a pod whose program the harness runs itself (:data:`RUN_BY_HARNESS`) is left to it.
+- ``pod-delete``: a pod being deleted goes (as kubelet confirms a graceful deletion).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from trainium_eks.facts.control_plane import KUBERNETES_PATCH
+
+RUN_BY_HARNESS = "trainium-eks.e2e/run-by-harness"
+"""A pod annotation: the harness runs the pod's program and reports its end; kwok does not complete it."""
+
+_NOT_DELETED = """    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+"""
+
+STAGES = f"""apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: node-ready
+spec:
+  resourceRef: {{apiGroup: v1, kind: Node}}
+  selector:
+    matchExpressions:
+    - key: '.status.conditions.[] | select( .type == "Ready" ) | .status'
+      operator: 'NotIn'
+      values: ['True']
+  next:
+    statusTemplate: |
+      {{{{ $now := Now }}}}
+      conditions:
+      {{{{ range NodeConditions }}}}
+      - lastHeartbeatTime: {{{{ $now | Quote }}}}
+        lastTransitionTime: {{{{ $now | Quote }}}}
+        message: {{{{ .message | Quote }}}}
+        reason: {{{{ .reason | Quote }}}}
+        status: {{{{ .status | Quote }}}}
+        type: {{{{ .type | Quote }}}}
+      {{{{ end }}}}
+      addresses:
+      - {{address: "127.0.0.1", type: InternalIP}}
+      - {{address: {{{{ .metadata.name | Quote }}}}, type: Hostname}}
+      nodeInfo:
+        architecture: amd64
+        kubeletVersion: {KUBERNETES_PATCH}
+        kubeProxyVersion: {KUBERNETES_PATCH}
+        containerRuntimeVersion: kwok
+        kernelVersion: kwok
+        operatingSystem: linux
+        osImage: kwok
+        machineID: {{{{ .metadata.uid | Quote }}}}
+        systemUUID: {{{{ .metadata.uid | Quote }}}}
+        bootID: {{{{ .metadata.uid | Quote }}}}
+      phase: Running
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-running
+spec:
+  resourceRef: {{apiGroup: v1, kind: Pod}}
+  selector:
+    matchExpressions:
+{_NOT_DELETED}    - key: '.status.phase'
+      operator: 'In'
+      values: ['Pending']
+    - key: '.spec.nodeName'
+      operator: 'Exists'
+  next:
+    statusTemplate: |
+      {{{{ $now := Now }}}}
+      {{{{ $ready := "True" }}}}
+      {{{{ range .spec.containers }}}}{{{{ if .readinessProbe }}}}{{{{ $ready = "False" }}}}{{{{ end }}}}{{{{ end }}}}
+      conditions:
+      - {{type: Initialized, status: "True", lastTransitionTime: {{{{ $now | Quote }}}}}}
+      - {{type: Ready, status: {{{{ $ready | Quote }}}}, lastTransitionTime: {{{{ $now | Quote }}}}}}
+      - {{type: ContainersReady, status: {{{{ $ready | Quote }}}}, lastTransitionTime: {{{{ $now | Quote }}}}}}
+      containerStatuses:
+      {{{{ range .spec.containers }}}}
+      - image: {{{{ .image | Quote }}}}
+        name: {{{{ .name | Quote }}}}
+        ready: {{{{ if .readinessProbe }}}}false{{{{ else }}}}true{{{{ end }}}}
+        started: true
+        restartCount: 0
+        state: {{running: {{startedAt: {{{{ $now | Quote }}}}}}}}
+      {{{{ end }}}}
+      initContainerStatuses:
+      {{{{ range .spec.initContainers }}}}
+      - image: {{{{ .image | Quote }}}}
+        name: {{{{ .name | Quote }}}}
+        ready: true
+        restartCount: 0
+        state:
+          terminated:
+            exitCode: 0
+            reason: Completed
+            startedAt: {{{{ $now | Quote }}}}
+            finishedAt: {{{{ $now | Quote }}}}
+      {{{{ end }}}}
+      hostIP: "127.0.0.1"
+      {{{{ $ips := PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" )
+        ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}}}
+      {{{{ with $ips }}}}
+      podIP: {{{{ index . 0 | Quote }}}}
+      {{{{ end }}}}
+      phase: Running
+      startTime: {{{{ $now | Quote }}}}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-job-complete
+spec:
+  resourceRef: {{apiGroup: v1, kind: Pod}}
+  selector:
+    matchExpressions:
+{_NOT_DELETED}    - key: '.status.phase'
+      operator: 'In'
+      values: ['Running']
+    - key: '.metadata.ownerReferences.[].kind'
+      operator: 'In'
+      values: ['Job']
+    - key: '.metadata.annotations["{RUN_BY_HARNESS}"]'
+      operator: 'DoesNotExist'
+  next:
+    statusTemplate: |
+      {{{{ $now := Now }}}}
+      conditions:
+      - {{type: Ready, status: "False", reason: PodCompleted, lastTransitionTime: {{{{ $now | Quote }}}}}}
+      - {{type: ContainersReady, status: "False", reason: PodCompleted, lastTransitionTime: {{{{ $now | Quote }}}}}}
+      containerStatuses:
+      {{{{ range .spec.containers }}}}
+      - image: {{{{ .image | Quote }}}}
+        name: {{{{ .name | Quote }}}}
+        ready: false
+        started: false
+        restartCount: 0
+        state:
+          terminated:
+            exitCode: 0
+            reason: Completed
+            startedAt: {{{{ $now | Quote }}}}
+            finishedAt: {{{{ $now | Quote }}}}
+      {{{{ end }}}}
+      phase: Succeeded
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-delete
+spec:
+  resourceRef: {{apiGroup: v1, kind: Pod}}
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'Exists'
+  next:
+    delete: true
+"""
+
+
+def write_stages(path: Path) -> Path:
+    """Write :data:`STAGES` to ``path`` (kwok's ``--config``)."""
+    path.write_text(STAGES)
+    return path

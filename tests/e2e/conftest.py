@@ -1,0 +1,51 @@
+"""Fixtures of the tests on the real control plane: the built binaries (``make e2e-build``), the kubectl layer's
+tools, and a fresh test cluster per test, stopped at its end (its logs kept when the test failed)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Dict, Iterator
+
+import pytest
+
+from e2e.build import built_binaries, cache_root
+from e2e.cluster import TestCluster
+from e2e.layer import layer_tools
+
+
+@pytest.fixture(scope="session", autouse=True)
+def stop_on_sigterm() -> Iterator[None]:
+    """A SIGTERM (a CI timeout, ``kill``) ends the run through pytest's teardown, which stops every process."""
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    yield
+    signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.fixture(scope="session")
+def binaries() -> Dict[str, Path]:
+    """Every component's binary; the run fails (it does not skip) when they are not built."""
+    found = built_binaries()
+    if found is None:
+        pytest.fail("the e2e components are not built for their pinned versions: run `make e2e-build` first")
+    return found
+
+
+@pytest.fixture(scope="session")
+def tools() -> Dict[str, Path]:
+    """kubectl and helm of the kubectl layer."""
+    return layer_tools(cache_root())
+
+
+@pytest.fixture
+def cluster(binaries, tmp_path, request) -> Iterator[TestCluster]:
+    """A started test cluster in ``tmp_path``."""
+    if os.environ.get("TRAINIUM_EKS_E2E_NETNS") != "1":
+        pytest.fail("the e2e tests run inside a network namespace with only loopback up: use `make e2e`")
+    with TestCluster(binaries, tmp_path / "cluster") as started:
+        yield started

@@ -1,0 +1,63 @@
+"""Apply as a deploy does: every stack's template, in CloudFormation's order, through aws-eks-v2's kubectl handler
+with the kubectl layer's kubectl and helm, against the real API server with every CRD installed and the real
+Volcano, JobSet and Trainer webhooks serving; then a ``cdk destroy`` in CloudFormation's delete order, which leaves
+exactly the objects the library retains."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+import pytest
+
+import app as default_app
+from e2e.components import ComponentRunner
+from e2e.deploy import LiveStack, applied_objects
+from rehearsal.scenarios import (
+    COMPOSER_TRAINING,
+    DEFAULT,
+    GPU_GROUP,
+    KUBEFLOW_TRAINING,
+    NODE_GROUPS,
+    STACKS,
+    TRAINIUM_EKS,
+    default_app_source,
+)
+from tests.support.apps import new_app
+from trainium_eks.constructs.applied_chart import RETAINED_KINDS
+
+CASES = [(stack, variant) for stack in STACKS for variant in (DEFAULT, NODE_GROUPS)] + [(KUBEFLOW_TRAINING, GPU_GROUP)]
+assert {TRAINIUM_EKS, KUBEFLOW_TRAINING, COMPOSER_TRAINING} == set(STACKS)
+
+
+def _key(obj: Dict[str, Any]) -> str:
+    meta = obj["metadata"]
+    return f"{obj['kind']} {meta.get('namespace', '')}/{meta['name']}"
+
+
+def _present(cluster, objects: List[Dict[str, Any]]) -> List[str]:
+    found = []
+    for obj in objects:
+        meta = obj["metadata"]
+        namespace = meta.get("namespace", "default")
+        if cluster.api.get(obj["apiVersion"], obj["kind"], meta["name"], namespace) is not None:
+            found.append(_key(obj))
+    return found
+
+
+@pytest.mark.parametrize("stack,variant", CASES, ids=lambda v: v if isinstance(v, str) else v.label)
+def test_a_deploy_applies_everything_and_a_destroy_removes_it(cluster, binaries, tools, stack, variant):
+    template, region = default_app_source(new_app, default_app.build_app, stack)(variant)
+    with ComponentRunner(cluster, binaries) as runner, LiveStack(cluster, stack, region, tools) as live:
+        deployed = live.deploy(template)
+        assert not deployed.failures, f"{deployed.describe_failures()}\n{runner.describe()}\n{cluster.describe()}"
+        runner.check()
+        objects = applied_objects(live)
+        kept = applied_objects(live, retained=True)
+        assert objects, "the template applies Kubernetes objects"
+        assert _present(cluster, objects) == [_key(obj) for obj in objects]
+
+        destroyed = live.deploy(None)
+        assert not destroyed.failures, f"{destroyed.describe_failures()}\n{runner.describe()}\n{cluster.describe()}"
+        # Kept: the namespace, volume and claim of the training data (their resources' DeletionPolicy is Retain).
+        assert _present(cluster, objects) == [_key(obj) for obj in kept]
+        assert {obj["kind"] for obj in kept} <= RETAINED_KINDS
