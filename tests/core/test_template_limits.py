@@ -17,8 +17,8 @@ CRITICAL_PATH_TARGET_MINUTES = 26.1
 """The modeled critical path of the seed stack (26.1 min): the preflight (its log group, role, function and custom
 resource, 2.0 min: first in the deploy, nothing before it, by design), KMS key, cluster, the VPC CNI's Pod Identity
 role and add-on before the system nodes (1.6 min: the CNI's credentials no longer come from the node role, and the
-nodes are not Ready without it), the node role, the system node group, Volcano, the wait for its admission webhooks to serve (a Queue created before is denied:
-tests/e2e/test_deploy.py), its queue, the wait for the queue to be
+nodes are not Ready without it), the node role, the system node group, Volcano, the wait for its admission webhooks
+to serve (a Queue created before is denied: tests/e2e/test_deploy.py), its queue, the wait for the queue to be
 opened (Volcano's job webhook denies a job before), the jobs' releases. Volcano waits for the system nodes in
 CloudFormation, because its pre-install hook Job runs there and Helm gives that hook and the wait the whole --timeout
 each (README: Deploy behaviour). The deploy issue asks for 18; nothing else may lengthen the path meanwhile."""
