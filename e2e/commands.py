@@ -27,6 +27,9 @@ from typing import Dict, List, Optional
 
 import yaml
 
+from trainium_eks.facts import versions
+from trainium_eks.facts.control_plane import JOBSET
+
 KUBECONFIG_ENV = "TRAINIUM_EKS_E2E_KUBECONFIG"
 """The test cluster's kubeconfig, which ``aws eks update-kubeconfig`` copies."""
 UPSTREAM_ENV = "TRAINIUM_EKS_E2E_UPSTREAM"
@@ -34,10 +37,13 @@ UPSTREAM_ENV = "TRAINIUM_EKS_E2E_UPSTREAM"
 HELM_ENV = "TRAINIUM_EKS_E2E_HELM"
 """The real helm binary."""
 
-CHART_DEPENDENCIES: Dict[str, List[str]] = {"kubeflow-trainer-2.3.0": ["jobset-0.12.0"]}
+_TRAINER = f"kubeflow-trainer-{versions.KUBEFLOW_TRAINER.version}"
+_KARPENTER = f"karpenter-{versions.KARPENTER.version}"
+
+CHART_DEPENDENCIES: Dict[str, List[str]] = {_TRAINER: [f"jobset-{JOBSET.version.lstrip('v')}"]}
 """Chart folder -> the chart folders its Chart.yaml depends on (``../shared/upstream/SOURCES.md``)."""
 
-DISABLED_DEPENDENCIES: Dict[str, Dict[str, str]] = {"kubeflow-trainer-2.3.0": {"lws": "0.8.0"}}
+DISABLED_DEPENDENCIES: Dict[str, Dict[str, str]] = {_TRAINER: {"lws": "0.8.0"}}
 """Chart folder -> dependencies (name: version) that the published package carries but ``../shared/upstream`` does
 not, and that the stacks' values leave disabled (the Trainer chart's ``lws``, condition ``dataCache.enabled``): Helm
 checks that every dependency is in ``charts/`` even when its condition is false, so each gets an empty chart of its
@@ -46,7 +52,7 @@ name and version, which renders nothing; a release whose values enable one is re
 DEPENDENCY_CONDITIONS: Dict[str, str] = {"lws": "dataCache.enabled"}
 """Dependency -> the value that enables it (the chart's Chart.yaml)."""
 
-LINKED_CRDS: Dict[str, str] = {"karpenter-1.14.1": "karpenter-crd-1.14.1"}
+LINKED_CRDS: Dict[str, str] = {_KARPENTER: f"karpenter-crd-{versions.KARPENTER_CRD.version}"}
 """Chart folder -> the chart that renders the CRDs its ``crds/`` files link to. In the repository the Karpenter
 chart's ``crds/`` files are symlinks to ``pkg/apis/crds/`` (the snapshot keeps each as a file holding the link's
 target); ``helm package`` follows them, so the published chart holds the CRDs, which the ``karpenter-crd`` chart

@@ -23,9 +23,3 @@ def test_each_go_module_requires_the_pinned_version_and_builds_its_binaries_as_t
 def test_the_control_plane_is_the_patch_release_of_the_stacks_kubernetes_version():
     assert control_plane.KUBERNETES_PATCH.startswith(f"v{versions.DEFAULT_KUBERNETES_VERSION}.")
     assert versions.KUBECTL_LAYER_TOOLS["kubectl"] == control_plane.KUBERNETES_PATCH.lstrip("v")
-
-
-def test_the_controllers_are_at_the_versions_of_the_stacks_charts():
-    assert control_plane.VOLCANO.version == f"v{versions.VOLCANO.version}"
-    assert control_plane.KARPENTER.version == f"v{versions.KARPENTER.version}"
-    assert control_plane.TRAINER.version == f"v{versions.KUBEFLOW_TRAINER.version}"
