@@ -222,7 +222,10 @@ def test_held_jobs_share_one_release_account_per_namespace_and_one_creator_role_
         group: sorted(obj["kind"] for key, (obj, _) in access.items() if groups[key] == group)
         for group in groups.values()
     }
-    assert kinds == {"reader": ["Role", "RoleBinding", "ServiceAccount"], "vcjob": ["Role", "RoleBinding"]}
+    assert kinds == {
+        "reader": ["Role", "Role", "RoleBinding", "RoleBinding", "ServiceAccount"],
+        "vcjob": ["Role", "RoleBinding"],
+    }
     assert set(jobs.releases) == {second.ref, third.ref}
     for name, chart in (("Second", second), ("Third", third)):
         release, depends = by_prefix(found, f"Seq{name}")

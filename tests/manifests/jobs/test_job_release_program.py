@@ -1,4 +1,6 @@
-"""The job release program, run as the release Job runs it (``python3 -c <source> ...``) against a fake API server."""
+"""The job release program, run as the release Job runs it (``python3 -c <source> ...``) against a fake API server;
+and its capacity step, read from the held gang's manifest: which pods a gang will run, and the capacity Jobs that
+hold their nodes (the step itself runs on the real control plane: tests/e2e)."""
 
 import json
 import subprocess
@@ -8,16 +10,26 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
+from trainium_eks.core.conventions import Taint
 from trainium_eks.manifests.jobs.job_release import RELEASE_PROGRAM_SOURCE
 from trainium_eks.manifests.jobs.job_release_program import (
+    CAPACITY_COMPONENT,
+    CAPACITY_LABEL,
     DEADLINE_MARGIN_SECONDS,
     NEVER,
+    capacity_job,
+    capacity_settings,
     decide,
+    gang_pods,
     give_up_time,
     owned_manifest,
+    pod_requests,
     ref_of,
     state,
 )
+from trainium_eks.manifests.jobs.topology import NodeGroupTopology
+from trainium_eks.manifests.jobs.train_job import TrainJobChart
+from trainium_eks.manifests.jobs.volcano_job import VolcanoJobChart
 
 NS = "/namespaces/training"
 RELEASE = f"/apis/batch/v1{NS}/jobs/train-1-release-abc123"
@@ -281,3 +293,123 @@ def test_states_and_decisions():
     assert decide({"job/a": "done", "vcjob/b": "waiting"}) == ("wait", "vcjob/b")
     assert decide({"job/a": "failed", "vcjob/b": "waiting"}) == ("fail", "job/a")
     assert ref_of(HELD_MANIFEST) == "vcjob/train-1"
+
+
+# --- the capacity step --------------------------------------------------------------------------------------
+
+NEURON = (Taint("aws.amazon.com/neuron", "true", "NoSchedule"),)
+NEURON_POD = {
+    "nodeSelector": {"node.kubernetes.io/instance-type": "trn1.32xlarge"},
+    "tolerations": [{"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"}],
+    "schedulerName": "volcano",
+    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "fsx-claim"}}],
+    "initContainers": [{"name": "setup", "resources": {"requests": {"cpu": "4"}}}],
+    "containers": [
+        {
+            "name": "train",
+            "resources": {
+                "requests": {"cpu": "100", "memory": "400Gi"},
+                "limits": {"aws.amazon.com/neuron": "16", "vpc.amazonaws.com/efa": "8"},
+            },
+        },
+        {"name": "sidecar", "resources": {"requests": {"cpu": "500m", "memory": "256Mi"}}},
+    ],
+}
+
+
+def gang(*tasks):
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "train-1", "namespace": "training"},
+        "spec": {"tasks": [{"replicas": n, "template": {"spec": pod}} for n, pod in tasks]},
+    }
+
+
+def test_a_gang_is_the_pods_its_manifest_will_run_and_a_single_pod_or_a_batch_job_is_none():
+    assert gang_pods(gang((2, NEURON_POD))) == [(2, NEURON_POD)]
+    assert gang_pods(gang((1, NEURON_POD), (3, {"containers": []}))) == [(1, NEURON_POD), (3, {"containers": []})]
+    assert gang_pods(gang((1, NEURON_POD))) == []
+    assert gang_pods(gang((0, NEURON_POD), (1, NEURON_POD))) == []
+    batch = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "d"}, "spec": {"parallelism": 4}}
+    assert gang_pods(batch) == []
+    pytorch = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "p"},
+        "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": {"spec": NEURON_POD}}}},
+    }
+    assert gang_pods(pytorch) == []
+    pytorch["spec"]["pytorchReplicaSpecs"]["Worker"] = {"replicas": 3, "template": {"spec": NEURON_POD}}
+    assert gang_pods(pytorch) == [(1, NEURON_POD), (3, NEURON_POD)]
+
+
+def test_a_trainjobs_gang_is_its_nodes_with_the_placement_of_its_runtime_patch_and_its_resources_per_node():
+    group = NodeGroupTopology("m5.xlarge", 6, 6, 0, (), frozenset({"efs-sc-claim"}))
+    manifest = TrainJobChart(name="ddp", image="i:1", node_group=group, script="/t.py").manifest
+    ((count, pod),) = gang_pods(manifest)
+    assert count == 6 == manifest["spec"]["trainer"]["numNodes"]
+    assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "m5.xlarge"}
+    assert pod["containers"] == [{"name": "node", "resources": manifest["spec"]["trainer"]["resourcesPerNode"]}]
+
+
+def test_a_pod_requests_its_containers_sum_or_its_largest_init_container_and_a_limit_stands_for_a_request():
+    assert pod_requests(NEURON_POD) == {
+        "cpu": 100.5,
+        "memory": 400 * 2**30 + 256 * 2**20,
+        "aws.amazon.com/neuron": 16,
+        "vpc.amazonaws.com/efa": 8,
+    }
+    assert pod_requests({"initContainers": [{"resources": {"requests": {"cpu": "8"}}}], "containers": []}) == {"cpu": 8}
+
+
+def test_a_capacity_job_holds_the_nodes_of_the_gangs_pods_with_their_placement_on_the_default_scheduler():
+    job = capacity_job(gang((2, NEURON_POD)), 0, 2, NEURON_POD, "python:3.12", "train-1-release", "uid-1", 1800)
+    assert job["metadata"]["name"] == "train-1-capacity-0"
+    assert job["metadata"]["ownerReferences"] == [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "train-1-release", "uid": "uid-1"}
+    ]
+    labels = job["spec"]["template"]["metadata"]["labels"]
+    assert labels["app.kubernetes.io/name"] == CAPACITY_COMPONENT and labels[CAPACITY_LABEL] == "train-1"
+    assert (job["spec"]["parallelism"], job["spec"]["completions"], job["spec"]["activeDeadlineSeconds"]) == (
+        2,
+        2,
+        1860,
+    )
+    pod = job["spec"]["template"]["spec"]
+    assert "schedulerName" not in pod and "volumes" not in pod and "initContainers" not in pod
+    assert pod["nodeSelector"] == NEURON_POD["nodeSelector"] and pod["tolerations"] == NEURON_POD["tolerations"]
+    assert pod["terminationGracePeriodSeconds"] == 0 and pod["automountServiceAccountToken"] is False
+    (container,) = pod["containers"]
+    assert container["command"] == ["sleep", "1800"] and container["image"] == "python:3.12"
+    assert container["resources"] == {
+        "requests": {
+            "cpu": "100500m",
+            "memory": str(400 * 2**30 + 256 * 2**20),
+            "aws.amazon.com/neuron": "16",
+            "vpc.amazonaws.com/efa": "8",
+        },
+        "limits": {"aws.amazon.com/neuron": "16", "vpc.amazonaws.com/efa": "8"},
+    }
+    long_name = gang((2, NEURON_POD))
+    long_name["metadata"]["name"] = "x" * 63
+    assert len(capacity_job(long_name, 1, 2, NEURON_POD, "i", "r", "u", 60)["metadata"]["name"]) <= 63
+
+
+def test_capacity_settings_come_from_the_held_jobs_annotations_with_defaults():
+    assert capacity_settings(gang()) == {"timeout": 1800, "attempts": 3, "pause": 600}
+    held = gang()
+    held["metadata"]["annotations"] = {
+        "trainium-eks/capacity-timeout-seconds": "300",
+        "trainium-eks/capacity-attempts": "1",
+        "trainium-eks/capacity-pause-seconds": "not a number",
+    }
+    assert capacity_settings(held) == {"timeout": 300, "attempts": 1, "pause": 600}
+
+
+def test_the_volcano_job_charts_gang_is_one_pod_per_node_of_its_group_with_the_devices():
+    group = NodeGroupTopology("trn1.32xlarge", 2, 2, 8, NEURON, frozenset({"fsx-claim"}))
+    manifest = VolcanoJobChart(name="train", image="i:1", node_group=group, script="/t.py").manifest
+    ((count, pod),) = gang_pods(manifest)
+    assert count == 2
+    assert pod_requests(pod)["aws.amazon.com/neuron"] == 16 and pod_requests(pod)["vpc.amazonaws.com/efa"] == 8

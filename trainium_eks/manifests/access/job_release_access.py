@@ -10,6 +10,7 @@ from trainium_eks.manifests.jobs.job_release import RELEASE_SERVICE_ACCOUNT
 from trainium_eks.manifests.jobs.job_release_program import API
 
 READER_ROLE = "job-release-read"
+CAPACITY_ROLE = "job-release-capacity"
 
 
 def creator_role(kind: str) -> str:
@@ -54,11 +55,14 @@ class _RoleChart(LibraryChart):
 
 
 class JobReleaseAccessChart(_RoleChart):
-    """The service account ``job-release`` of a namespace and a Role to read the job kinds a release may wait for
+    """The service account ``job-release`` of a namespace, a Role to read the job kinds a release may wait for
     (``get`` on batch/v1 Jobs, Volcano Jobs, TrainJobs and PyTorchJobs: the program reads them one by one, and its own
-    Job for its uid). Nothing else: no list, no update, no delete, no pods; the Roles that let releases create the
-    kinds they hold are :class:`JobReleaseCreatorChart`. Training pods run as their own service account, which needs
-    no Kubernetes permission.
+    Job for its uid), and a Role to hold a gang's nodes before creating it
+    (:class:`~trainium_eks.manifests.jobs.job_release_program.Capacity`): ``create``, ``list`` and ``delete`` on
+    batch/v1 Jobs (its capacity Jobs, found by label), ``list`` on pods (are they bound?) and ``create`` on events
+    (CapacityHeld, CapacityNotHeld). Nothing else: no update, no pod creation, no secrets; the Roles that let releases
+    create the kinds they hold are :class:`JobReleaseCreatorChart`. Training pods run as their own service account,
+    which needs no Kubernetes permission.
 
     :param namespace: Required.
     """
@@ -73,6 +77,14 @@ class JobReleaseAccessChart(_RoleChart):
             group, resource = _group_and_resource(kind)
             rules.append({"apiGroups": [group], "resources": [resource], "verbs": ["get"]})
         self.add_bound_role(READER_ROLE, rules)
+        self.add_bound_role(
+            CAPACITY_ROLE,
+            [
+                {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create", "list", "delete"]},
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+                {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+            ],
+        )
 
 
 class JobReleaseCreatorChart(_RoleChart):

@@ -13,12 +13,25 @@ in a Volcano queue, whatever order the jobs arrive in and however often a job it
 It gives up after its release Job's ``activeDeadlineSeconds`` less :data:`DEADLINE_MARGIN_SECONDS` (read from the Job,
 so that the deadline can change without changing the pod template, which is immutable).
 
+A held gang (a Volcano Job, PyTorchJob or TrainJob of two pods or more: :func:`gang_pods`) gets every node it needs
+before it exists (:class:`Capacity`): Volcano gang-schedules a job only when all its pods fit, and when part of the
+gang fits on nodes already up it marks those pods schedulable, and Karpenter, which launches nodes only for pods marked
+unschedulable, then launches too few and the gang waits forever (volcano-sh/volcano v1.15.1
+``pkg/scheduler/api/job_info.go``; kubernetes-sigs/karpenter v1.14.1 ``pkg/utils/pod/scheduling.go``). So the release
+first creates capacity Jobs of the gang's exact pods (requests, placement) on the default scheduler, which binds each
+to a node with room or marks it unschedulable for Karpenter; once every pod is bound it deletes them, waits until
+they are gone and creates the gang, which then finds every node it needs empty. An attempt that does not hold every
+node within ``trainium-eks/capacity-timeout-seconds`` (an annotation of the held job; default 1800) gives every node
+back and records a ``CapacityNotHeld`` event on the release Job; after ``trainium-eks/capacity-pause-seconds`` (600)
+it tries again, up to ``trainium-eks/capacity-attempts`` (3), then fails the release (exit status 3).
+
 A job it waits for that does not exist yet may be held itself: when the release Job of that name
 (``<name>-release``) has failed, that job will never exist, and neither will this one; so a failure travels down a
 chain of held jobs at once instead of each later release waiting out its deadline.
 
 Exit status: 0 when the held job exists (created now, or by an earlier attempt of the same release Job); 3 when it
-never will: a job it waits for failed (or its release did), the wait timed out, the API server refused the held job
+never will: a job it waits for failed (or its release did), the wait timed out, its nodes could not be held in any
+attempt, the API server refused the held job
 (an admission webhook, a missing permission) or an object of that name exists that this release did not create; 2 on
 a usage error; 1 on anything else. The release Job's pod failure policy fails the Job at once on 2 and 3 and retries
 the rest.
@@ -31,6 +44,7 @@ import ssl
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 USAGE = "usage: job_release_program.py <namespace> <release job> [<kind>/<name> ...]"
@@ -75,13 +89,14 @@ def api_base():
     return os.environ.get("JOB_RELEASE_API_URL", f"https://{host}:{port}")
 
 
-def request(url, body=None):
-    """GET ``url`` (or POST ``body`` to it) as JSON with the service-account token; None when the object does not
-    exist. Raises ``ConnectionError`` when the server is unreachable or answers 5xx, 409 (a conflict), 429 (API
-    priority and fairness throttling) or 408 (the caller retries), ``Refused`` on any other error, with the server's
-    message."""
+def request(url, body=None, method=None):
+    """GET ``url`` (or POST ``body`` to it; or ``method`` with ``body``) as JSON with the service-account token; None
+    when the object does not exist (a GET or DELETE). Raises ``ConnectionError`` when the server is unreachable or
+    answers 5xx, 409 (a conflict), 429 (API priority and fairness throttling) or 408 (the caller retries),
+    ``Refused`` on any other error, with the server's message."""
     data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method="GET" if body is None else "POST")
+    method = method or ("GET" if body is None else "POST")
+    req = urllib.request.Request(url, data=data, method=method)
     req.add_header("Accept", "application/json")
     if data is not None:
         req.add_header("Content-Type", "application/json")
@@ -94,7 +109,7 @@ def request(url, body=None):
         with urllib.request.urlopen(req, context=context, timeout=30) as response:
             return json.load(response)
     except urllib.error.HTTPError as error:
-        if error.code == 404 and body is None:
+        if error.code == 404 and method in ("GET", "DELETE"):
             return None
         if error.code >= 500 or error.code in (408, 409, 429):
             raise ConnectionError(f"{url}: HTTP {error.code}") from error
@@ -196,6 +211,279 @@ def give_up_time(release_job):
     return start + max(0, int(deadline) - DEADLINE_MARGIN_SECONDS)
 
 
+# --- capacity: every node of a gang, held before the gang exists -----------------------------------------------
+
+CAPACITY_COMPONENT = "job-capacity"
+"""The ``app.kubernetes.io/name`` of the capacity Jobs, whose pods hold a gang's nodes until the gang is created."""
+CAPACITY_LABEL = "trainium-eks/capacity-for"
+"""Label of a capacity Job and its pods: the name of the held job whose nodes they hold."""
+CAPACITY_SETTINGS = {
+    "timeout": ("trainium-eks/capacity-timeout-seconds", 1800),
+    "attempts": ("trainium-eks/capacity-attempts", 3),
+    "pause": ("trainium-eks/capacity-pause-seconds", 600),
+}
+"""Setting -> (the held job's annotation that sets it, its default): how long one attempt may take to hold every
+node (30 minutes), how many attempts (3), and how long to wait between two (10 minutes, so that nodes launched in a
+failed attempt and given back can be reused or consolidated)."""
+HOLD_POLL_SECONDS = 5
+"""How often a release looks at its capacity pods once they hold every node, until they are gone."""
+_PLACEMENT = ("nodeSelector", "affinity", "tolerations", "topologySpreadConstraints", "priorityClassName")
+
+
+def gang_pods(held):
+    """``[(count, pod spec)]`` of the pods the gang ``held`` will run, read from its manifest: a Volcano Job's tasks,
+    a PyTorchJob's replica specs, a TrainJob's ``numNodes`` trainer pods (the pod spec of its ``runtimePatches`` for
+    the ``node`` replicated job, with ``resourcesPerNode``). Empty when it is not a gang of two pods or more (a
+    batch/v1 Job, a TrainJob that leaves ``numNodes`` to its runtime): such a job needs no capacity held first."""
+    kind = (ref_of(held) or "/").split("/")[0]
+    spec = held.get("spec") or {}
+    if kind == "vcjob":
+        shapes = [(t.get("replicas", 1), (t.get("template") or {}).get("spec") or {}) for t in spec.get("tasks") or ()]
+    elif kind == "pytorchjob":
+        replicas = (spec.get("pytorchReplicaSpecs") or {}).values()
+        shapes = [(r.get("replicas", 1), (r.get("template") or {}).get("spec") or {}) for r in replicas]
+    elif kind == "trainjob":
+        trainer = spec.get("trainer") or {}
+        pod = {}
+        for patch in spec.get("runtimePatches") or ():
+            template = (patch.get("trainingRuntimeSpec") or {}).get("template") or {}
+            for replicated in (template.get("spec") or {}).get("replicatedJobs") or ():
+                if replicated.get("name") == "node":
+                    pod.update(
+                        (((replicated.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+                    )
+        pod["containers"] = [{"name": "node", "resources": trainer.get("resourcesPerNode") or {}}]
+        shapes = [(trainer.get("numNodes", 1), pod)]
+    else:
+        return []
+    shapes = [(int(count), pod) for count, pod in shapes if int(count) > 0]
+    return shapes if sum(count for count, _ in shapes) > 1 else []
+
+
+def pod_requests(pod):
+    """What a pod of ``pod`` (a pod spec) requests: its containers' requests summed, or its largest init
+    container's where that is more (Kubernetes' effective request); a limit stands for a missing request."""
+
+    def of(container):
+        resources = container.get("resources") or {}
+        return {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+
+    total = {}
+    for container in pod.get("containers") or ():
+        for name, value in of(container).items():
+            total[name] = total.get(name, 0) + quantity(value)
+    for container in pod.get("initContainers") or ():
+        for name, value in of(container).items():
+            total[name] = max(total.get(name, 0), quantity(value))
+    return total
+
+
+def quantity(value):
+    """A Kubernetes quantity as a number (CPU in cores, memory in bytes, devices in units)."""
+    text = str(value)
+    units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+    if text.endswith("m"):
+        return float(text[:-1]) / 1000
+    for unit, factor in units.items():
+        if text.endswith(unit):
+            return float(text[: -len(unit)]) * factor
+    return float(text)
+
+
+def capacity_job(held, index, count, pod, image, owner_name, owner_uid, timeout):
+    """The capacity Job that holds the nodes of ``count`` pods of shape ``pod`` of the gang ``held``: as many pods,
+    each requesting what a gang pod requests (devices and huge pages as limits too, as Kubernetes requires of them)
+    with the gang pod's placement (node selector, affinity, tolerations, spread, priority), on the default scheduler,
+    so that kube-scheduler binds each to a node that has room or marks it unschedulable, for which Karpenter launches
+    one (kubernetes-sigs/karpenter v1.14.1 ``pkg/utils/pod/scheduling.go``: it provisions for pods marked
+    unschedulable). Its pods run ``sleep`` in the release image as ``nobody``, and go at once when deleted."""
+    name = held["metadata"]["name"]
+    requests = {key: format_quantity(value) for key, value in pod_requests(pod).items()}
+    limits = {key: value for key, value in requests.items() if "/" in key or key.startswith("hugepages-")}
+    labels = {
+        "app.kubernetes.io/part-of": "trainium-eks",
+        "app.kubernetes.io/name": CAPACITY_COMPONENT,
+        CAPACITY_LABEL: name,
+    }
+    spec = {key: pod[key] for key in _PLACEMENT if pod.get(key)}
+    spec.update(
+        {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 0,
+            "automountServiceAccountToken": False,
+            "enableServiceLinks": False,
+            "securityContext": {
+                "runAsNonRoot": True,
+                "runAsUser": 65534,
+                "runAsGroup": 65534,
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
+            "containers": [
+                {
+                    "name": "hold",
+                    "image": image,
+                    "command": ["sleep", str(int(timeout))],
+                    "resources": {"requests": requests, "limits": limits},
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "readOnlyRootFilesystem": True,
+                        "capabilities": {"drop": ["ALL"]},
+                    },
+                }
+            ],
+        }
+    )
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": f"{name[:48]}-capacity-{index}",
+            "namespace": held["metadata"].get("namespace"),
+            "labels": labels,
+        },
+        "spec": {
+            "parallelism": count,
+            "completions": count,
+            "backoffLimit": 6,
+            "activeDeadlineSeconds": int(timeout) + 60,
+            "template": {"metadata": {"labels": labels}, "spec": spec},
+        },
+    }
+    return owned_manifest(job, owner_name, owner_uid)
+
+
+def format_quantity(number):
+    """A number of :func:`quantity` as a Kubernetes quantity (CPU and devices below one in millis)."""
+    if number == int(number):
+        return str(int(number))
+    return f"{int(round(number * 1000))}m"
+
+
+def capacity_settings(held):
+    """Setting -> value (:data:`CAPACITY_SETTINGS`), from the held job's annotations where they are integers."""
+    annotations = (held.get("metadata") or {}).get("annotations") or {}
+    settings = {}
+    for setting, (annotation, default) in CAPACITY_SETTINGS.items():
+        try:
+            settings[setting] = max(1, int(annotations.get(annotation, default)))
+        except (TypeError, ValueError):
+            settings[setting] = default
+    return settings
+
+
+class Capacity:
+    """The capacity of one held gang, acquired in attempts: create its capacity Jobs, wait until each of their pods
+    is bound to a node, then delete them and wait until they are gone, so that the gang finds every node it needs
+    empty; an attempt that does not hold every node within its timeout gives every node back (deletes its Jobs), says
+    so in an event, and is retried after a pause, up to the attempts allowed."""
+
+    def __init__(self, base, namespace, release, owner_uid, image, held, shapes):
+        self.base, self.namespace, self.release, self.owner_uid = base, namespace, release, owner_uid
+        self.image, self.held, self.shapes = image, held, shapes
+        self.settings = capacity_settings(held)
+        self.name = held["metadata"]["name"]
+        self.total = sum(count for count, _ in shapes)
+        self.attempt = 0
+        self.since = None
+        self.pause_until = None
+        self.releasing = False
+
+    def _list(self, path):
+        selector = urllib.parse.quote(f"{CAPACITY_LABEL}={self.name}")
+        return (request(f"{self.base}{path.format(ns=self.namespace)}?labelSelector={selector}") or {}).get(
+            "items"
+        ) or []
+
+    def step(self, now):
+        """One look: ('ready', message) once every node is held and given to the gang, ('wait', message), or
+        ('fail', message) when the last attempt ran out."""
+        jobs_path = "/apis/batch/v1/namespaces/{ns}/jobs"
+        listed = self._list("/api/v1/namespaces/{ns}/pods")
+        pods = [p for p in listed if not p["metadata"].get("deletionTimestamp")]
+        if self.releasing:
+            if listed:
+                return "wait", f"{len(listed)} capacity pods of {self.name} still going"
+            self.event("CapacityHeld", f"held {self.total} pods' nodes for {self.name}; creating it", "Normal")
+            return "ready", f"every node of {self.name} held"
+        if self.pause_until is not None and now < self.pause_until:
+            return "wait", f"pausing before attempt {self.attempt + 1} to hold {self.name}'s nodes"
+        jobs = [j for j in self._list(jobs_path) if not j["metadata"].get("deletionTimestamp")]
+        if not jobs:
+            self.attempt += 1
+            self.since, self.pause_until = now, None
+            for index, (count, pod) in enumerate(self.shapes):
+                manifest = capacity_job(
+                    self.held, index, count, pod, self.image, self.release, self.owner_uid, self.settings["timeout"]
+                )
+                request(self.base + jobs_path.format(ns=self.namespace), manifest)
+            return "wait", f"attempt {self.attempt}: holding {self.total} pods' nodes for {self.name}"
+        if self.since is None:  # a restarted release finds the Jobs of an earlier attempt
+            self.attempt = max(self.attempt, 1)
+            self.since = min(parse_time(j["metadata"].get("creationTimestamp")) or now for j in jobs)
+        bound = [
+            p
+            for p in pods
+            if (p.get("spec") or {}).get("nodeName") and (p.get("status") or {}).get("phase") in ("Pending", "Running")
+        ]
+        if len(bound) >= self.total:
+            self.give_back(jobs)
+            self.releasing = True
+            return "wait", f"every node of {self.name} held; giving them to it"
+        if now - self.since < self.settings["timeout"]:
+            return "wait", f"{len(bound)} of {self.total} nodes of {self.name} held (attempt {self.attempt})"
+        self.give_back(jobs)
+        message = (
+            f"held {len(bound)} of {self.total} nodes of {self.name} after {self.settings['timeout']} s "
+            f"(attempt {self.attempt} of {self.settings['attempts']}); gave them back"
+        )
+        self.event("CapacityNotHeld", message, "Warning")
+        if self.attempt >= self.settings["attempts"]:
+            return "fail", message
+        self.pause_until = now + self.settings["pause"]
+        return "wait", message
+
+    def give_back(self, jobs):
+        """Delete the capacity Jobs and their pods."""
+        for job in jobs:
+            path = f"/apis/batch/v1/namespaces/{self.namespace}/jobs/{job['metadata']['name']}"
+            request(self.base + path, {"propagationPolicy": "Background"}, method="DELETE")
+
+    def event(self, reason, message, kind):
+        """An event on the release Job (best effort: a refused event does not stop the release)."""
+        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{self.release}.", "namespace": self.namespace},
+            "involvedObject": {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "name": self.release,
+                "namespace": self.namespace,
+                "uid": self.owner_uid,
+            },
+            "reason": reason,
+            "message": message,
+            "type": kind,
+            "source": {"component": "job-release"},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        try:
+            request(f"{self.base}/api/v1/namespaces/{self.namespace}/events", event)
+        except (Refused, ConnectionError) as error:
+            print(f"job release: event {reason} not recorded: {error}", flush=True)
+
+
+def parse_time(text):
+    """Seconds since the epoch of a Kubernetes timestamp, or None."""
+    try:
+        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except (AttributeError, ValueError):
+        return None
+
+
 def parse(argv, environ):
     """(namespace, release job, waits, held manifest, held ref), or None on a usage error."""
     if len(argv) < 2:
@@ -222,12 +510,18 @@ def main(argv, environ=os.environ):
     gives_up_at = None
     base = api_base()
     owner_uid = None
+    capacity = None
+    shapes = gang_pods(held)
     while True:
+        poll = POLL_SECONDS
         try:
             if owner_uid is None:
                 own = request(base + object_path(namespace, f"job/{release}")) or {}
                 owner_uid = own["metadata"]["uid"]
                 gives_up_at = give_up_time(own)
+                if shapes:  # its capacity pods run the release's own image
+                    image = own["spec"]["template"]["spec"]["containers"][0]["image"]
+                    capacity = Capacity(base, namespace, release, owner_uid, image, held, shapes)
             existing = request(base + object_path(namespace, held_ref))
             if existing is not None:
                 if owned_by(existing, owner_uid):
@@ -241,13 +535,25 @@ def main(argv, environ=os.environ):
             if action == "fail":
                 print(f"job release: {detail} failed (or its release did); {held_ref} is not created", flush=True)
                 return NEVER
+            if action == "create" and capacity is not None:
+                action, detail = capacity.step(time.time())
+                if action == "fail":
+                    print(f"job release: {detail}; {held_ref} is not created", flush=True)
+                    return NEVER
+                if capacity.releasing:
+                    poll = HOLD_POLL_SECONDS
+                action = "create" if action == "ready" else "hold"
             if action == "create":
                 collection = API[held_ref.split("/")[0]][2].format(ns=namespace)
                 request(base + collection, owned_manifest(held, release, owner_uid))
                 after = f" after {', '.join(waits)} completed" if waits else ""
                 print(f"job release: created {held_ref}{after}", flush=True)
                 return 0
-            message = f"waiting for {detail} in namespace {namespace} before creating {held_ref}"
+            message = (
+                detail
+                if action == "hold"
+                else f"waiting for {detail} in namespace {namespace} before creating {held_ref}"
+            )
         except ConnectionError as error:
             message = f"API not reachable, retrying: {error}"
         except Refused as error:
@@ -260,7 +566,7 @@ def main(argv, environ=os.environ):
             print(f"job release: gave up at the release Job's deadline, {message}", flush=True)
             return NEVER
         print(f"job release: {message}", flush=True)
-        time.sleep(POLL_SECONDS)
+        time.sleep(poll)
 
 
 if __name__ == "__main__":
