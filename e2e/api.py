@@ -15,6 +15,12 @@ class ApiError(RuntimeError):
         super().__init__(f"{status}: {message}")
         self.status = status
 
+    @property
+    def transient(self) -> bool:
+        """Whether a retry may succeed (429: too many requests or storage (re)initializing; 5xx), as client-go's
+        callers retry them."""
+        return self.status == 429 or self.status >= 500
+
 
 class Api:
     """Requests to ``server`` as the holder of ``token``, trusting ``ca_file``.

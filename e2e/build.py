@@ -58,14 +58,16 @@ def ldflags(component: GoComponent) -> str:
 
 
 def key(component: GoComponent, go: str) -> str:
-    """The digest of everything that decides the component's binaries."""
+    """The digest of everything that decides the component's binaries (the module's own Go files included)."""
     digest = hashlib.sha256()
     folder = MODULES / component.name
     for part in (go, ldflags(component), repr(component.binaries), repr(component.patch)):
         digest.update(part.encode() + b"\0")
     files = ["go.mod", "go.sum"] + ([component.patch.file] if component.patch else [])
+    own = sorted(str(path.relative_to(folder)) for path in folder.rglob("*.go"))  # the module's own packages
+    files += [name for name in own if name not in files]
     for name in files:
-        digest.update((folder / name).read_bytes() + b"\0")
+        digest.update(name.encode() + b"\0" + (folder / name).read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 

@@ -6,7 +6,9 @@ pod's arguments, environment and mounted files) is the chart's, as the stacks re
 
 from __future__ import annotations
 
+import json
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
@@ -14,7 +16,10 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 import yaml
 
 from e2e.cluster import free_port
+from e2e.karpenter_kwok import LAUNCH_FAILURES_FILE, NODE_CLASS_CRD, instance_types_document
 from e2e.pki import CertificateAuthority
+from rehearsal.kubelet_expansion import expand
+from trainium_eks.manifests.jobs.job_release import RELEASE_COMPONENT, RELEASE_IMAGE
 
 
 @dataclass
@@ -24,7 +29,10 @@ class PodRun:
     :param pod: The pod.
     :param container: The container run.
     :param root: The pod's folder (its volumes, kubeconfig, temporary files).
+    :param workdir: The test cluster's folder (where a test leaves files for the components, as
+        :data:`~e2e.karpenter_kwok.LAUNCH_FAILURES_FILE`).
     :param kubeconfig: The pod's service-account kubeconfig.
+    :param token: The pod's service-account token (also in ``kubeconfig``).
     :param mounts: Mount path -> local path of its ConfigMap and Secret volumes.
     :param env: Its environment.
     :param binaries: Binary name -> path.
@@ -39,7 +47,9 @@ class PodRun:
     pod: Dict[str, Any]
     container: Mapping[str, Any]
     root: Path
+    workdir: Path
     kubeconfig: Path
+    token: str
     mounts: Dict[str, Path]
     env: Dict[str, str]
     binaries: Dict[str, Path]
@@ -64,6 +74,12 @@ class PodRun:
             translated.append(f"{name}={self.local(value)}" if has_value and value.startswith("/") else str(arg))
         return translated
 
+    def command(self) -> List[str]:
+        """The container's command and arguments as kubelet runs them (``$(VAR)`` expanded with its environment),
+        with every argument that is a path in a mount turned into the local path."""
+        words = [expand(str(w), self.env) for w in [*(self.container.get("command") or []), *self.args()]]
+        return [self.local(w) if w.startswith("/") else w for w in words]
+
     def service_name(self) -> str:
         """The pod's name with the namespace, for certificate and file names."""
         return f"{self.pod['metadata']['namespace']}-{self.pod['metadata']['name']}"
@@ -80,10 +96,11 @@ class ComponentImage:
     """A container image the harness runs, by the repository in its reference.
 
     :param repository: A regular expression the image reference (without tag) must match.
-    :param binary: The binary that runs it.
+    :param binary: The binary built from Go that runs it (None: the container's own command runs, as ``adapt`` sets
+        it).
     :param adapt: Sets the run's ``argv``, environment and ``webhook_port``.
-    :param runs: Whether a container of that image is the component (False: the image runs another program, as
-        Volcano's admission-init Job runs a shell script from the webhook image; kwok completes that pod).
+    :param runs: Whether a container of that image in that pod is the component (False: the image runs another
+        program, as Volcano's admission-init Job runs a shell script from the webhook image; kwok completes that pod).
     :param crds: CRDs the stand-in needs that the stacks do not install: files of the component's Go module (in the
         module cache, where its build put it).
     :param rules: RBAC rules the stand-in needs beyond the chart's for the real component (bound to the pod's
@@ -91,19 +108,20 @@ class ComponentImage:
     """
 
     repository: str
-    binary: str
+    binary: Optional[str]
     adapt: Callable[[PodRun], None]
-    runs: Callable[[Mapping[str, Any]], bool] = lambda container: True
+    runs: Callable[[Mapping[str, Any], Mapping[str, Any]], bool] = lambda pod, container: True
     crds: Tuple[str, ...] = ()
     rules: Tuple[Mapping[str, Any], ...] = ()
 
     def matches(self, pod: Mapping[str, Any], container: Mapping[str, Any]) -> bool:
         reference = str(container.get("image", "")).split("@")[0].rsplit(":", 1)[0]
-        return re.search(self.repository, reference) is not None and self.runs(container)
+        return re.search(self.repository, reference) is not None and self.runs(pod, container)
 
     def prepare(self, run: PodRun) -> PodRun:
         self.adapt(run)
-        run.argv.insert(0, str(run.binaries[self.binary]))
+        if self.binary is not None:
+            run.argv.insert(0, str(run.binaries[self.binary]))
         return run
 
 
@@ -183,13 +201,41 @@ def _trainer(run: PodRun) -> None:
 
 def _karpenter(run: PodRun) -> None:
     """Karpenter's core with the kwok cloud provider, in place of the AWS provider's controller: the chart's
-    environment (settings), its ports moved, leader election kept (the chart runs two replicas)."""
+    environment (settings), its ports moved, leader election kept (the chart runs two replicas), the library's
+    instance catalog as the provider's instance types (:mod:`e2e.karpenter_kwok`), and the launches a test makes
+    fail (:data:`~e2e.karpenter_kwok.LAUNCH_FAILURES_FILE`)."""
+    instance_types = run.root / "instance_types.json"
+    instance_types.write_text(json.dumps(instance_types_document()))
+    run.env["INSTANCE_TYPES_FILE_PATH"] = str(instance_types)
+    run.env["TRAINIUM_EKS_E2E_LAUNCH_FAILURES"] = str(run.workdir / LAUNCH_FAILURES_FILE)
     run.env["METRICS_PORT"] = str(free_port())
     run.env["HEALTH_PROBE_PORT"] = str(free_port())
     run.ready_url = f"http://127.0.0.1:{run.env['HEALTH_PROBE_PORT']}/readyz"
     # In a pod, the namespace comes from the service-account mount; outside one it must be given.
     run.env["LEADER_ELECTION_NAMESPACE"] = run.pod["metadata"]["namespace"]
     run.argv = run.args()
+
+
+SERVICE_ACCOUNT_MOUNT = "/run/secrets/kubernetes.io/serviceaccount"
+"""Where kubelet mounts a pod's service-account token, CA and namespace (``/var/run`` is ``/run``)."""
+
+
+def _in_cluster_program(run: PodRun) -> None:
+    """A program of the pod's own image (its command, on this machine's Python), reaching the API server as an
+    in-cluster client does: ``KUBERNETES_SERVICE_HOST``/``PORT`` (kubelet's environment) and the service-account
+    files at kubelet's mount path, which the harness bind-mounts over ``/run`` in a mount namespace of the process
+    alone (the machine's ``/run`` is untouched)."""
+    account = run.root / "run" / SERVICE_ACCOUNT_MOUNT.removeprefix("/run/")
+    account.mkdir(parents=True, exist_ok=True)
+    (account / "token").write_text(run.token)
+    (account / "ca.crt").write_bytes(run.pki.pair.cert.read_bytes())
+    (account / "namespace").write_text(run.pod["metadata"]["namespace"])
+    command = run.command()
+    if command and command[0] == "python3":
+        command[0] = sys.executable
+    mount = 'mount --bind "$0" /run && exec "$@"'
+    run.argv = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", mount, str(run.root / "run")]
+    run.argv.extend(command)
 
 
 COMPONENT_IMAGES = (
@@ -199,7 +245,7 @@ COMPONENT_IMAGES = (
         r"volcanosh/vc-webhook-manager$",
         "vc-webhook-manager",
         _volcano_admission,
-        runs=lambda container: not container.get("command"),
+        runs=lambda pod, container: not container.get("command"),
     ),
     ComponentImage(r"jobset/jobset$", "jobset-controller", _jobset),
     ComponentImage(r"kubeflow/trainer/trainer-controller-manager$", "trainer-controller-manager", _trainer),
@@ -207,7 +253,7 @@ COMPONENT_IMAGES = (
         r"karpenter/controller$",
         "karpenter-kwok",
         _karpenter,
-        crds=("kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml",),
+        crds=(NODE_CLASS_CRD,),
         # The kwok provider's node class, and the Node it creates where EC2's kubelet would register one: the rules
         # of ../shared/upstream/charts/karpenter-kwok-1.14.1 (clusterrole-kwok.yaml, clusterrole.yaml) that the AWS
         # chart's ClusterRoles do not have.
@@ -221,5 +267,15 @@ COMPONENT_IMAGES = (
             {"apiGroups": ["karpenter.sh"], "resources": ["nodeclaims/finalizers"], "verbs": ["update", "patch"]},
         ),
     ),
+    ComponentImage(
+        re.escape(RELEASE_IMAGE.split("@")[0].rsplit(":", 1)[0]) + "$",
+        None,
+        _in_cluster_program,
+        runs=lambda pod, container: (
+            (pod["metadata"].get("labels") or {}).get("app.kubernetes.io/name") == RELEASE_COMPONENT
+        ),
+    ),
 )
-"""The images of the stacks' charts that run as processes; every other pod is kwok's alone."""
+"""The images of the stacks' charts that run as processes, and the release Jobs' program
+(:mod:`trainium_eks.manifests.jobs.job_release_program`, run with the token of the ``job-release`` service account,
+so that its RBAC is the real check); every other pod is kwok's alone."""

@@ -6,7 +6,9 @@ the real check); kwok reports the pod's status as for every other pod.
 Kubelet's behaviour that matters to the components is kept: a process is started when its pod is bound to a node,
 stopped when the pod is deleted or leaves the node, and restarted when it ends on its own, after kubelet's back-off
 (10 s doubling to 300 s, ``pkg/kubelet/kubelet.go`` ``backOffPeriod``/``MaxContainerBackOff``): a controller that
-exits because the API server does not serve its CRDs yet (Trainer's runtime index) comes back as in a cluster.
+exits because the API server does not serve its CRDs yet (Trainer's runtime index) comes back as in a cluster; a
+process whose pod's ``restartPolicy`` does not restart it (a Job's pod) ends its pod, Succeeded or Failed with the
+container's exit code.
 
 What cannot be kept on loopback is adapted per image (:mod:`e2e.component_images`): every listening port is moved
 to a free port of 127.0.0.1, and a webhook server serves a certificate of the harness CA. The webhook configurations
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import datetime
 import os
 import shutil
 import threading
@@ -37,7 +40,9 @@ from e2e.api import ApiError
 from e2e.build import module_source
 from e2e.cluster import TestCluster, write_kubeconfig
 from e2e.component_images import COMPONENT_IMAGES, ComponentImage, PodRun
+from e2e.karpenter_kwok import reconcile_node_classes
 from e2e.processes import HarnessError
+from rehearsal.kubelet_expansion import expand
 from trainium_eks.facts.control_plane import COMPONENTS
 
 BACKOFF_FIRST, BACKOFF_MAX = 10.0, 300.0
@@ -56,6 +61,8 @@ class _Running:
     run: PodRun
     restarts: int = 0
     restart_at: Optional[float] = None
+    exit_code: Optional[int] = None
+    """Set when the process ended for good (its pod's restart policy does not restart it)."""
     started_at: float = field(default_factory=time.monotonic)
 
 
@@ -99,11 +106,20 @@ class ComponentRunner:
         for key, running in list(self.running.items()):
             process = self.cluster.processes.started.get(_process_name(key))
             state = "running" if process and process.popen.poll() is None else "ended"
-            lines.append(f"{key} ({running.image.binary}): {state}, {running.restarts} restarts")
+            program = running.image.binary or running.run.argv[-1]
+            lines.append(f"{key} ({program}): {state}, {running.restarts} restarts")
             if process is not None:
                 lines.append("    " + process.tail(800).replace("\n", "\n    "))
         lines.extend(f"runner error: {error}" for error in self.errors)
         return "\n".join(lines)
+
+    def _serving(self, binary: str) -> bool:
+        """Whether a process of ``binary`` is running."""
+        for key, running in list(self.running.items()):
+            process = self.cluster.processes.started.get(_process_name(key))
+            if running.image.binary == binary and process is not None and process.popen.poll() is None:
+                return True
+        return False
 
     def restarts(self) -> Dict[str, int]:
         """Pod key -> how often its process was restarted."""
@@ -115,6 +131,11 @@ class ComponentRunner:
                 self._sync()
                 self._reconcile_webhooks()
                 self.cluster.csi.reconcile(self.cluster.api)
+                if self._serving("karpenter-kwok"):
+                    reconcile_node_classes(self.cluster.api)
+            except ApiError as error:
+                if not error.transient:  # a busy or (re)initializing server: the next look tries again
+                    self._report(error)
             except Exception as error:  # noqa: BLE001 - reported through check(), the loop goes on
                 self._report(error)
             self._stop.wait(self.interval)
@@ -223,7 +244,9 @@ class ComponentRunner:
                 pod=copy.deepcopy(dict(pod)),
                 container=container,
                 root=root,
+                workdir=self.cluster.workdir,
                 kubeconfig=kubeconfig,
+                token=token,
                 mounts=mounts,
                 env=env,
                 binaries=dict(self.binaries),
@@ -258,7 +281,14 @@ class ComponentRunner:
 
     def _keep_up(self, key: str, running: _Running) -> None:
         process = self.cluster.processes.started.get(_process_name(key))
-        if process is not None and process.popen.poll() is None:
+        if running.exit_code is not None or process is None or process.popen.poll() is None:
+            return
+        code = process.popen.returncode
+        policy = running.run.pod["spec"].get("restartPolicy", "Always")
+        if policy == "Never" or (policy == "OnFailure" and code == 0):
+            exit_code = code if code >= 0 else 128 - code  # a signal's number, as a shell reports it
+            self._report_end(running.run, exit_code)
+            running.exit_code = exit_code  # once reported: a failed report is tried again at the next look
             return
         now = time.monotonic()
         if running.restart_at is None:
@@ -269,6 +299,36 @@ class ComponentRunner:
             running.started_at = now
             self.cluster.processes.stop_one(_process_name(key))
             self._launch(key, running.run)
+
+    def _report_end(self, run: PodRun, exit_code: int) -> None:
+        """A pod whose container will not restart ended: its status as kubelet reports it (Succeeded on exit 0,
+        else Failed, with the container's exit code, which a Job's pod failure policy reads)."""
+        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        meta = run.pod["metadata"]
+        containers = [
+            {
+                "name": c["name"],
+                "image": c["image"],
+                "ready": False,
+                "started": False,
+                "restartCount": 0,
+                "state": {
+                    "terminated": {
+                        "exitCode": exit_code,
+                        "reason": "Completed" if exit_code == 0 else "Error",
+                        "finishedAt": now,
+                    }
+                },
+            }
+            for c in run.pod["spec"]["containers"]
+        ]
+        not_ready = {"status": "False", "reason": "PodCompleted", "lastTransitionTime": now}
+        status = {
+            "phase": "Succeeded" if exit_code == 0 else "Failed",
+            "conditions": [{"type": "Ready", **not_ready}, {"type": "ContainersReady", **not_ready}],
+            "containerStatuses": containers,
+        }
+        self.cluster.api.patch("v1", "Pod", meta["name"], {"status": status}, meta["namespace"], "status")
 
     def _end(self, key: str) -> None:
         self.cluster.processes.stop_one(_process_name(key))
@@ -296,8 +356,9 @@ class ComponentRunner:
         return mounts
 
     def _environment(self, pod: Mapping[str, Any], container: Mapping[str, Any], kubeconfig: Path) -> Dict[str, str]:
-        """The container's environment (literal values and the downward API), with ``KUBECONFIG`` for in-cluster
-        clients that read it; the process gets nothing of the harness's own environment but ``PATH``."""
+        """The container's environment (literal values, expanded as kubelet does, and the downward API), with
+        kubelet's ``KUBERNETES_SERVICE_HOST``/``PORT`` (the API server here) and ``KUBECONFIG`` for in-cluster clients
+        that read it; the process gets nothing of the harness's own environment but ``PATH``."""
         meta = pod["metadata"]
         fields = {
             "metadata.name": meta["name"],
@@ -307,10 +368,15 @@ class ComponentRunner:
             "status.podIP": "127.0.0.1",
             "status.hostIP": "127.0.0.1",
         }
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(kubeconfig.parent)}
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(kubeconfig.parent),
+            "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+            "KUBERNETES_SERVICE_PORT": str(self.cluster.port),
+        }
         for item in container.get("env") or []:
             if "value" in item:
-                env[item["name"]] = str(item["value"])
+                env[item["name"]] = expand(str(item["value"]), env)
             elif "fieldRef" in (item.get("valueFrom") or {}):
                 env[item["name"]] = fields.get(item["valueFrom"]["fieldRef"]["fieldPath"], "")
             elif "resourceFieldRef" in (item.get("valueFrom") or {}):

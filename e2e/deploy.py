@@ -1,7 +1,8 @@
 """Deploy and destroy a stack's template on the test cluster as CloudFormation would: its steps in CloudFormation's
 order (:func:`rehearsal.cfn_changes.plan`), every Kubernetes object and Helm release through aws-eks-v2's own
 kubectl handler (:class:`rehearsal.handler.HandlerWorkspace`) with the real kubectl and helm of the kubectl layer
-against the real API server (:mod:`e2e.commands`), and the managed node groups' nodes as kwok nodes.
+against the real API server (:mod:`e2e.commands`), the managed node groups' nodes as kwok nodes, and the Karpenter
+NodePools for Karpenter's kwok provider (:mod:`e2e.karpenter_kwok`).
 
 What has no offline stand-in is not done: the cluster itself exists before the first step (an
 ``AWS::EKS::Cluster`` step only records its id), and the other AWS resources (VPC, IAM, Lambda, ...) are planned but
@@ -21,6 +22,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from e2e import commands
 from e2e.cluster import TestCluster
+from e2e.karpenter_kwok import for_kwok, install_node_class_crd, uses_node_pools
 from rehearsal.cfn_changes import Deployment, Plan, Step, plan
 from rehearsal.handler import HandlerWorkspace, Invocation
 from rehearsal.intrinsics import Resolver, StackIdentity
@@ -202,7 +204,7 @@ class LiveStack:
         if step.resource_type in HANDLER_TYPES and step.operation in ("Create", "Update", "Delete"):
             workspace = self._workspace()
             try:
-                run.invocation = workspace.invoke(custom_resource_event(step, self.identity, index))
+                run.invocation = workspace.invoke(self._event(step, index))
             finally:
                 self._idle.put(workspace)
             if run.failed:
@@ -213,6 +215,17 @@ class LiveStack:
             run.note = self._remove_nodes(step.logical_id)
         elif step.resource_type == ADDON_TYPE and step.operation == "Create":
             run.note = self.cluster.csi.install(self.cluster.api, str(step.properties.get("AddonName")))
+
+    def _event(self, step: Step, index: int) -> Dict[str, Any]:
+        """The step's CloudFormation event, its NodePools for Karpenter's kwok provider
+        (:func:`e2e.karpenter_kwok.for_kwok`; the provider's node class CRD installed first)."""
+        event = custom_resource_event(step, self.identity, index)
+        for properties in (event["ResourceProperties"], event.get("OldResourceProperties") or {}):
+            manifest = properties.get("Manifest")
+            if manifest and uses_node_pools(manifest):
+                install_node_class_crd(self.cluster.api)
+                properties["Manifest"] = for_kwok(manifest)
+        return event
 
     def _workspace(self) -> LiveHandlerWorkspace:
         """An idle handler environment, or a new one."""

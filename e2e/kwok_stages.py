@@ -7,7 +7,8 @@ them), and these say exactly what the tests rely on:
 - ``pod-running``: a pod bound to a node starts: Running with a pod address from kwok, and ready unless a container
   has a readiness probe: then the harness probes it (:mod:`e2e.components`), as kubelet would.
 - ``pod-job-complete``: a running pod of a Job (batch or Volcano) succeeds: the training containers' work is not
-  run, only its outcome; a pod whose program the harness runs itself (:data:`RUN_BY_HARNESS`) is left to it.
+  run, only its outcome; the release Jobs' pods, whose program the harness runs (:mod:`e2e.component_images`), are
+  left to it, and the capacity Jobs' pods, which hold their nodes until the release deletes them, keep running.
 - ``pod-delete``: a pod being deleted goes (as kubelet confirms a graceful deletion).
 """
 
@@ -16,9 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainium_eks.facts.control_plane import KUBERNETES_PATCH
-
-RUN_BY_HARNESS = "trainium-eks.e2e/run-by-harness"
-"""A pod annotation: the harness runs the pod's program and reports its end; kwok does not complete it."""
+from trainium_eks.manifests.jobs.job_release import RELEASE_COMPONENT
+from trainium_eks.manifests.jobs.job_release_program import CAPACITY_COMPONENT
 
 _NOT_DELETED = """    - key: '.metadata.deletionTimestamp'
       operator: 'DoesNotExist'
@@ -130,8 +130,9 @@ spec:
     - key: '.metadata.ownerReferences.[].kind'
       operator: 'In'
       values: ['Job']
-    - key: '.metadata.annotations["{RUN_BY_HARNESS}"]'
-      operator: 'DoesNotExist'
+    - key: '.metadata.labels["app.kubernetes.io/name"]'
+      operator: 'NotIn'
+      values: ['{RELEASE_COMPONENT}', '{CAPACITY_COMPONENT}']
   next:
     statusTemplate: |
       {{{{ $now := Now }}}}

@@ -1,7 +1,9 @@
-"""Apply as a deploy does: every stack's template, in CloudFormation's order, through aws-eks-v2's kubectl handler
-with the kubectl layer's kubectl and helm, against the real API server with every CRD installed and the real
-Volcano, JobSet and Trainer webhooks serving; then a ``cdk destroy`` in CloudFormation's delete order, which leaves
-exactly the objects the library retains."""
+"""A user's whole stack lifecycle on the real control plane: a deploy applies every stack's template, in
+CloudFormation's order, through aws-eks-v2's kubectl handler with the kubectl layer's kubectl and helm, against the
+real API server with every CRD installed and the real Volcano, JobSet and Trainer webhooks serving; the seed jobs run
+to their end on their own (the release programs as processes with the ``job-release`` token, the gangs placed by the
+real Volcano scheduler on nodes the real Karpenter core launches through its kwok provider); then a ``cdk destroy``
+in CloudFormation's delete order leaves exactly the objects the library retains, and no node."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import pytest
 import app as default_app
 from e2e.components import ComponentRunner
 from e2e.deploy import LiveStack, applied_objects
+from e2e.seed_runs import SEED_RUN_MINUTES, seed_jobs, wait_for_jobs
 from rehearsal.scenarios import (
     COMPOSER_TRAINING,
     DEFAULT,
@@ -45,7 +48,9 @@ def _present(cluster, objects: List[Dict[str, Any]]) -> List[str]:
 
 
 @pytest.mark.parametrize("stack,variant", CASES, ids=lambda v: v if isinstance(v, str) else v.label)
-def test_a_deploy_applies_everything_and_a_destroy_removes_it(cluster, binaries, tools, stack, variant):
+def test_a_deploy_applies_everything_runs_the_seed_jobs_and_a_destroy_removes_it_all(
+    cluster, binaries, tools, stack, variant
+):
     template, region = default_app_source(new_app, default_app.build_app, stack)(variant)
     with ComponentRunner(cluster, binaries) as runner, LiveStack(cluster, stack, region, tools) as live:
         deployed = live.deploy(template)
@@ -56,8 +61,21 @@ def test_a_deploy_applies_everything_and_a_destroy_removes_it(cluster, binaries,
         assert objects, "the template applies Kubernetes objects"
         assert _present(cluster, objects) == [_key(obj) for obj in objects]
 
+        jobs = seed_jobs(objects)
+        assert jobs, "every stack runs seed jobs"
+        states = wait_for_jobs(
+            cluster.api,
+            jobs,
+            timeout=SEED_RUN_MINUTES * 60,
+            check=runner.check,
+            describe=lambda: f"{runner.describe()}\n{cluster.describe()}",
+        )
+        assert set(states.values()) == {"done"}, states
+
         destroyed = live.deploy(None)
         assert not destroyed.failures, f"{destroyed.describe_failures()}\n{runner.describe()}\n{cluster.describe()}"
         # Kept: the namespace, volume and claim of the training data (their resources' DeletionPolicy is Retain).
         assert _present(cluster, objects) == [_key(obj) for obj in kept]
         assert {obj["kind"] for obj in kept} <= RETAINED_KINDS
+        # Karpenter's nodes went before Karpenter did (the EC2NodeClass's finalizer held its delete until then).
+        assert [node["metadata"]["name"] for node in cluster.api.list("v1", "Node")] == [], cluster.describe()

@@ -12,11 +12,15 @@ from trainium_eks.facts.control_plane import COMPONENTS
 
 
 @pytest.mark.parametrize("component", COMPONENTS, ids=lambda c: c.name)
-def test_each_go_module_requires_the_pinned_version_and_builds_its_binaries_as_tools(component):
+def test_each_go_module_requires_the_pinned_version_and_builds_its_binaries_as_tools_or_its_own(component):
     go_mod = (MODULES / component.name / "go.mod").read_text()
     assert re.search(rf"^\s*(require\s+)?{re.escape(component.module)} {re.escape(component.version)}\b", go_mod, re.M)
+    own = f"trainium-eks/e2e/modules/{component.name}/"
     for _, package in component.binaries:
-        assert re.search(rf"^\s*(tool\s+)?{re.escape(package)}$", go_mod, re.M), package
+        if package.startswith(own):  # a main package of our own, in the module's folder
+            assert (MODULES / component.name / package.removeprefix(own) / "main.go").is_file(), package
+        else:
+            assert re.search(rf"^\s*(tool\s+)?{re.escape(package)}$", go_mod, re.M), package
     assert (MODULES / component.name / "go.sum").is_file()
 
 

@@ -107,9 +107,11 @@ KARPENTER = GoComponent(
     name="karpenter",
     module="sigs.k8s.io/karpenter",
     version="v" + versions.KARPENTER.version,
-    binaries=(("karpenter-kwok", "sigs.k8s.io/karpenter/kwok"),),
+    binaries=(("karpenter-kwok", "trainium-eks/e2e/modules/karpenter/launch"),),
     source="Karpenter's core at the stacks' Karpenter version, with its kwok cloud provider (the controller of "
-    "aws/karpenter-provider-aws is the same core with the EC2 provider, which cannot run offline)",
+    "aws/karpenter-provider-aws is the same core with the EC2 provider, which cannot run offline), started as "
+    "sigs.k8s.io/karpenter/kwok starts it by our e2e/modules/karpenter/launch, which can fail launches with "
+    "insufficient capacity as a test asks",
 )
 
 VOLCANO = GoComponent(

@@ -1,0 +1,75 @@
+"""The jobs a deployed stack runs (its seed sequences): every job its template applies, and every job its release
+Jobs create, read by the release program's own rules (:mod:`trainium_eks.manifests.jobs.job_release_program`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+
+from e2e.api import Api, ApiError
+from e2e.processes import wait_for
+from rehearsal.kubelet_expansion import expand
+from trainium_eks.manifests.jobs.job_release_program import API, ref_of, state
+
+SEED_RUN_MINUTES = 15
+"""How long a stack's seed jobs may take on the test cluster (release programs poll every 20 s; kwok nodes are Ready
+at once; the longest sequence has five links, about 2 minutes)."""
+
+JobRef = Tuple[str, str]
+"""(namespace, ``<kind>/<name>``) of a job."""
+
+
+def seed_jobs(applied: List[Mapping[str, Any]]) -> List[JobRef]:
+    """The jobs of ``applied`` (a stack's applied objects) and the held jobs their release Jobs create."""
+    found: List[JobRef] = []
+    for obj in applied:
+        ref = ref_of(obj)
+        if ref is None:
+            continue
+        namespace = obj["metadata"].get("namespace", "default")
+        found.append((namespace, ref))
+        for container in obj["spec"].get("template", {}).get("spec", {}).get("containers", []):
+            for item in container.get("env") or []:
+                if item.get("name") == "HELD_JOB":
+                    found.append((namespace, ref_of(json.loads(expand(item["value"], {})))))
+    return found
+
+
+def job_states(api: Api, jobs: List[JobRef]) -> Dict[JobRef, str]:
+    """Each job's state: 'done', 'failed' or 'waiting' (not created yet, or running)."""
+    return {(namespace, ref): state(ref.split("/")[0], _read(api, namespace, ref)) for namespace, ref in jobs}
+
+
+def wait_for_jobs(
+    api: Api,
+    jobs: List[JobRef],
+    *,
+    timeout: float,
+    check: Optional[Callable[[], None]] = None,
+    describe: Optional[Callable[[], str]] = None,
+) -> Dict[JobRef, str]:
+    """Wait (at most ``timeout`` seconds: HarnessError with each job's state and ``describe()``) until no job of
+    ``jobs`` is waiting; their states."""
+    states: Dict[JobRef, str] = {}
+
+    def finished() -> bool:
+        states.update(job_states(api, jobs))
+        return "waiting" not in states.values()
+
+    def described() -> str:
+        lines = [f"{namespace}/{ref}: {found}" for (namespace, ref), found in states.items()]
+        return "\n".join(lines) + ("\n" + describe() if describe is not None else "")
+
+    wait_for("the seed jobs finished", finished, timeout=timeout, interval=5, check=check, describe=described)
+    return states
+
+
+def _read(api: Api, namespace: str, ref: str) -> Optional[Dict[str, Any]]:
+    kind, name = ref.split("/")
+    api_version, object_kind, _ = API[kind]
+    try:
+        return api.get(api_version, object_kind, name, namespace)
+    except ApiError as error:
+        if error.status == 404:  # a kind the server does not serve (its CRD is not installed): not created
+            return None
+        raise
