@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from trainium_eks.core.conventions import Taint
+from trainium_eks.manifests.jobs import job_release_program as program
 from trainium_eks.manifests.jobs.job_release import RELEASE_PROGRAM_SOURCE
 from trainium_eks.manifests.jobs.job_release_program import (
     CAPACITY_COMPONENT,
@@ -413,3 +414,78 @@ def test_the_volcano_job_charts_gang_is_one_pod_per_node_of_its_group_with_the_d
     ((count, pod),) = gang_pods(manifest)
     assert count == 2
     assert pod_requests(pod)["aws.amazon.com/neuron"] == 16 and pod_requests(pod)["vpc.amazonaws.com/efa"] == 8
+
+
+class CapacityApi:
+    """The requests a Capacity makes, answered from lists of capacity Jobs and pods; ``fail_creates`` POSTs of Jobs
+    answer as a conflict would (ConnectionError)."""
+
+    def __init__(self, fail_creates=0):
+        self.jobs, self.pods, self.events, self.deleted = [], [], [], []
+        self.fail_creates = fail_creates
+
+    def __call__(self, url, body=None, method=None):
+        if method == "DELETE":
+            name = url.rsplit("/", 1)[1]
+            self.deleted.append(name)
+            self.jobs = [j for j in self.jobs if j["metadata"]["name"] != name]
+            self.pods = []
+            return {}
+        if body is None:
+            return {"items": self.pods if "/pods?" in url else self.jobs}
+        if body.get("kind") == "Event":
+            self.events.append(body["reason"])
+            return body
+        if self.fail_creates:
+            self.fail_creates -= 1
+            raise ConnectionError("HTTP 409")
+        self.jobs.append({"metadata": {"name": body["metadata"]["name"], "creationTimestamp": None}})
+        return body
+
+    def bind(self, count):
+        self.pods = [
+            {"metadata": {}, "spec": {"nodeName": f"n{i}"}, "status": {"phase": "Running"}} for i in range(count)
+        ]
+
+
+def capacity(monkeypatch, fail_creates=0, **annotations):
+    api = CapacityApi(fail_creates)
+    monkeypatch.setattr(program, "request", api)
+    held = gang((1, NEURON_POD), (1, {"containers": []}))
+    held["metadata"]["annotations"] = {f"trainium-eks/capacity-{k}-seconds": str(v) for k, v in annotations.items()}
+    held["metadata"]["annotations"]["trainium-eks/capacity-attempts"] = "2"
+    shapes = gang_pods(held)
+    return api, program.Capacity("https://api", "training", "train-1-release", "uid", "image", held, shapes)
+
+
+def test_capacity_gives_the_nodes_to_the_gang_once_every_pod_is_bound_and_its_jobs_are_gone(monkeypatch):
+    api, held = capacity(monkeypatch)
+    assert held.step(0)[0] == "wait" and len(api.jobs) == 2
+    api.bind(1)
+    assert held.step(10) == ("wait", "1 of 2 nodes of train-1 held (attempt 1)")
+    api.bind(2)
+    assert held.step(20)[0] == "wait" and api.deleted == ["train-1-capacity-0", "train-1-capacity-1"]
+    assert held.step(25) == ("ready", "every node of train-1 held") and api.events == ["CapacityHeld"]
+
+
+def test_capacity_gives_every_node_back_at_the_timeout_pauses_and_fails_after_the_last_attempt(monkeypatch):
+    api, held = capacity(monkeypatch, timeout=60, pause=30)
+    held.step(0)
+    api.bind(1)
+    action, message = held.step(61)
+    assert action == "wait" and "held 1 of 2 nodes" in message and api.jobs == [] and api.events == ["CapacityNotHeld"]
+    assert held.step(80)[1].startswith("pausing before attempt 2")
+    assert held.step(91)[1].startswith("attempt 2") and len(api.jobs) == 2
+    action, message = held.step(152)
+    assert action == "fail" and "attempt 2 of 2" in message and api.jobs == []
+
+
+def test_a_capacity_job_whose_create_failed_is_created_at_the_next_look_in_the_same_attempt(monkeypatch):
+    api, held = capacity(monkeypatch, fail_creates=1)
+    with pytest.raises(ConnectionError):
+        held.step(0)
+    held.step(20)
+    assert held.attempt == 1 and sorted(j["metadata"]["name"] for j in api.jobs) == [
+        "train-1-capacity-0",
+        "train-1-capacity-1",
+    ]

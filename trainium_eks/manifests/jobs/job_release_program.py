@@ -408,18 +408,20 @@ class Capacity:
         if self.pause_until is not None and now < self.pause_until:
             return "wait", f"pausing before attempt {self.attempt + 1} to hold {self.name}'s nodes"
         jobs = [j for j in self._list(jobs_path) if not j["metadata"].get("deletionTimestamp")]
-        if not jobs:
-            self.attempt += 1
-            self.since, self.pause_until = now, None
-            for index, (count, pod) in enumerate(self.shapes):
-                manifest = capacity_job(
-                    self.held, index, count, pod, self.image, self.release, self.owner_uid, self.settings["timeout"]
-                )
+        if self.since is None:  # a new attempt, or a restarted release that finds one under way
+            started = [parse_time(j["metadata"].get("creationTimestamp")) or now for j in jobs]
+            self.attempt = self.attempt + 1 if not jobs else max(self.attempt, 1)
+            self.since, self.pause_until = min(started, default=now), None
+        names = {j["metadata"]["name"] for j in jobs}
+        for index, (count, pod) in enumerate(self.shapes):
+            manifest = capacity_job(
+                self.held, index, count, pod, self.image, self.release, self.owner_uid, self.settings["timeout"]
+            )
+            if manifest["metadata"]["name"] not in names:  # a failed create (a conflict, a 5xx) is tried again
                 request(self.base + jobs_path.format(ns=self.namespace), manifest)
+                jobs.append(manifest)
+        if len(names) < len(self.shapes):
             return "wait", f"attempt {self.attempt}: holding {self.total} pods' nodes for {self.name}"
-        if self.since is None:  # a restarted release finds the Jobs of an earlier attempt
-            self.attempt = max(self.attempt, 1)
-            self.since = min(parse_time(j["metadata"].get("creationTimestamp")) or now for j in jobs)
         bound = [
             p
             for p in pods
@@ -427,11 +429,12 @@ class Capacity:
         ]
         if len(bound) >= self.total:
             self.give_back(jobs)
-            self.releasing = True
+            self.since, self.releasing = None, True
             return "wait", f"every node of {self.name} held; giving them to it"
         if now - self.since < self.settings["timeout"]:
             return "wait", f"{len(bound)} of {self.total} nodes of {self.name} held (attempt {self.attempt})"
         self.give_back(jobs)
+        self.since = None
         message = (
             f"held {len(bound)} of {self.total} nodes of {self.name} after {self.settings['timeout']} s "
             f"(attempt {self.attempt} of {self.settings['attempts']}); gave them back"
