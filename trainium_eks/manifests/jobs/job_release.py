@@ -92,8 +92,11 @@ class JobReleaseChart(LibraryChart):
     pod, no Volcano PodGroup, nothing reserved in a queue, in every order of arrival and after any restart of the jobs
     it waits for (a restarted job is still not complete). The release program
     (:mod:`~trainium_eks.manifests.jobs.job_release_program`) polls the jobs' status with the service account
-    ``job-release``, then creates the held job with the release Job as its owner: when CloudFormation deletes the
-    release Job (the held job changed, or left the app), Kubernetes' garbage collector deletes the held job with it.
+    ``job-release``, then, for a gang of two pods or more, holds every node the gang needs with capacity Jobs of its
+    pods' shape (:class:`~trainium_eks.manifests.jobs.job_release_program.Capacity`: a gang placed in part on nodes
+    already up would otherwise never get the rest from Karpenter), then creates the held job with the release Job as
+    its owner: when CloudFormation deletes the release Job (the held job changed, or left the app), Kubernetes'
+    garbage collector deletes the held job (and any capacity Job) with it.
 
     The release Job, named ``<held job>-release``: the program, from the namespace's ConfigMap
     (:class:`ReleaseProgramChart`, applied before it), on Python's standard library in a pinned slim Python image
