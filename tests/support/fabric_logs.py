@@ -30,11 +30,12 @@ NCCOM_SLOW = """\
 Avg bus bandwidth:      10.0550GB/s
 """
 
-# Older releases print time(us); a failed size prints a failure instead of figures.
+# Older releases print time(us); a failed size prints a failure instead of figures, naming its log file in the
+# container's temporary folder (elided here: the parser reads only the failure).
 NCCOM_OLD_WITH_A_FAILURE = """\
            size(B)    count(elems)    type    time(us)    algbw(GB/s)    busbw(GB/s)
            1048576          262144    fp32        1328           0.74           1.45
-          33554432    Failure running neuron-bench - log file /tmp/nccom_test_log_7pqpdfjf.log
+          33554432    Failure running neuron-bench - log file .../nccom_test_log_7pqpdfjf.log
 1 errors found - test failed
 """
 
@@ -51,7 +52,7 @@ NCCOM_NO_EFA = """\
 2026-Dec-01 10:00:15.0924 93703:93705 [0] init.cc:655 CCOM WARN Unable to run multi-instance workload.  Ofi plugin \
 is not installed or EFA is not enabled
        size(B)    count(elems)    type    time:avg(us)    algbw(GB/s)    busbw(GB/s)
-    2147483648    Failure running neuron-bench - log file /tmp/nccom_test_log_x.log
+    2147483648    Failure running neuron-bench - log file .../nccom_test_log_x.log
 1 errors found - test failed
 """
 
