@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import copy
 import datetime
+import math
 import os
 import shutil
 import threading
@@ -44,6 +45,7 @@ from e2e.karpenter_kwok import reconcile_node_classes
 from e2e.processes import HarnessError
 from rehearsal.kubelet_expansion import expand
 from trainium_eks.facts.control_plane import COMPONENTS
+from trainium_eks.manifests.jobs.job_release_program import quantity
 
 BACKOFF_FIRST, BACKOFF_MAX = 10.0, 300.0
 """Kubelet's restart back-off of a container that ended: 10 s, doubled each time, at most 300 s."""
@@ -452,14 +454,5 @@ def _resource_field(container: Mapping[str, Any], ref: Mapping[str, Any]) -> str
     value = ((container.get("resources") or {}).get(section) or {}).get(name)
     if value is None:
         return "0"
-    return str(_quantity(str(value), name))
-
-
-def _quantity(value: str, name: str) -> int:
-    units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "K": 10**3, "M": 10**6, "G": 10**9}
-    if value.endswith("m"):
-        number = int(value[:-1]) / 1000
-    else:
-        unit = next((u for u in units if value.endswith(u)), "")
-        number = float(value[: -len(unit)] if unit else value) * units.get(unit, 1)
-    return max(1, int(-(-number // 1))) if name == "cpu" else int(number)
+    number = quantity(value)  # cores, bytes or units
+    return str(max(1, math.ceil(number)) if name == "cpu" else int(number))

@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from trainium_eks.core.conventions import Taint
+from trainium_eks.manifests.chart import PART_OF, locked_down_container, unprivileged_pod
 from trainium_eks.manifests.jobs import job_release_program as program
 from trainium_eks.manifests.jobs.job_release import RELEASE_PROGRAM_SOURCE
 from trainium_eks.manifests.jobs.job_release_program import (
@@ -381,6 +382,11 @@ def test_a_capacity_job_holds_the_nodes_of_the_gangs_pods_with_their_placement_o
     assert "schedulerName" not in pod and "volumes" not in pod and "initContainers" not in pod
     assert pod["nodeSelector"] == NEURON_POD["nodeSelector"] and pod["tolerations"] == NEURON_POD["tolerations"]
     assert pod["terminationGracePeriodSeconds"] == 0 and pod["automountServiceAccountToken"] is False
+    # The program runs on the standard library alone: the library's own security facts, written again, agree.
+    assert pod["securityContext"] == unprivileged_pod() and pod["containers"][0]["securityContext"] == (
+        locked_down_container()
+    )
+    assert labels["app.kubernetes.io/part-of"] == PART_OF
     (container,) = pod["containers"]
     assert container["command"] == ["sleep", "1800"] and container["image"] == "python:3.12"
     assert container["resources"] == {

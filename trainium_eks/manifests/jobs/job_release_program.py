@@ -316,6 +316,7 @@ def capacity_job(held, index, count, pod, image, owner_name, owner_uid, timeout)
                 "runAsNonRoot": True,
                 "runAsUser": 65534,
                 "runAsGroup": 65534,
+                "fsGroup": 65534,
                 "seccompProfile": {"type": "RuntimeDefault"},
             },
             "containers": [
