@@ -142,3 +142,13 @@ def test_without_an_az_id_synth_warns_that_the_offering_is_unchecked():
     pool, _ = standalone(availability_zone_id=None)
     messages = [m.entry.data for m in cdk.App.of(pool).synth().get_stack_by_name("Standalone").messages]
     assert any("No availability_zone_id" in str(m) for m in messages)
+
+
+def test_another_instance_type_is_another_pool_and_the_same_settings_the_same_pool(built):
+    """A changed instance type creates a new NodePool and EC2NodeClass (CloudFormation then deletes the old ones and
+    Karpenter their nodes at once); anything else keeps the pool's name, and its nodes."""
+    pool, _ = built
+    assert standalone()[0].pool_name == pool.pool_name
+    assert standalone(max_nodes=4)[0].pool_name == pool.pool_name
+    other = standalone(instance_type="trn1n.32xlarge")[0].pool_name
+    assert other != pool.pool_name and other.split("-")[0] == pool.pool_name.split("-")[0] == "trn"

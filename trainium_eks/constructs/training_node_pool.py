@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from aws_cdk import Annotations, Duration
@@ -195,7 +196,7 @@ class TrainingNodePool(Construct):
         self.labels: Dict[str, str] = training_node_labels(instance, labels)
         self.taints: List[eks.TaintSpec] = training_node_taints(instance, taints)
         self.chart = KarpenterNodePoolChart(
-            name=_pool_name(self),
+            name=_pool_name(self, instance.name),
             instance=instance,
             availability_zone_id=availability_zone_id,
             subnet_id=subnet.subnet_id,
@@ -260,11 +261,15 @@ class TrainingNodePool(Construct):
         )
 
 
-def _pool_name(scope: Construct) -> str:
-    """A DNS label for the pool, unique in the cluster and stable: the construct's id, lower-cased, with its
-    address's first characters (two stacks never share a cluster)."""
+def _pool_name(scope: Construct, instance_type: str) -> str:
+    """A DNS label for the pool, unique in the cluster (two stacks never share one): the construct's id, lower-cased,
+    and 8 hex characters of a hash of its address and instance type. Another instance type is another pool:
+    CloudFormation creates it, with the jobs for the new type, then deletes the old one, whose nodes Karpenter
+    terminates at once (a NodePool owns its NodeClaims). Renamed in place, the pool would keep the old type's nodes
+    until they had been empty for the idle timeout (its drift budget is 0), counted against its limits, so that the
+    new type's gang could not launch until then."""
     base = "".join(c if c.isalnum() else "-" for c in scope.node.id.lower()).strip("-")[:40] or "pool"
-    return f"{base}-{scope.node.addr[:8]}"
+    return f"{base}-{hashlib.sha256(f'{scope.node.addr}/{instance_type}'.encode()).hexdigest()[:8]}"
 
 
 _NODE_GROUP_SETTINGS = ("instance_type", "node_count", "capacity", "root_volume_size_gib")
