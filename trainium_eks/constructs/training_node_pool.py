@@ -265,9 +265,10 @@ def _pool_name(scope: Construct, instance_type: str) -> str:
     """A DNS label for the pool, unique in the cluster (two stacks never share one): the construct's id, lower-cased,
     and 8 hex characters of a hash of its address and instance type. Another instance type is another pool:
     CloudFormation creates it, with the jobs for the new type, then deletes the old one, whose nodes Karpenter
-    terminates at once (a NodePool owns its NodeClaims). Renamed in place, the pool would keep the old type's nodes
-    until they had been empty for the idle timeout (its drift budget is 0), counted against its limits, so that the
-    new type's gang could not launch until then."""
+    terminates at once (a NodePool owns its NodeClaims: kubernetes-sigs/karpenter v1.14.1
+    ``pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go``). Renamed in place, the pool would keep the old
+    type's nodes until they had been empty for the idle timeout (its drift budget is 0), counted against its limits,
+    so that the new type's gang could not launch until then."""
     base = "".join(c if c.isalnum() else "-" for c in scope.node.id.lower()).strip("-")[:40] or "pool"
     return f"{base}-{hashlib.sha256(f'{scope.node.addr}/{instance_type}'.encode()).hexdigest()[:8]}"
 
