@@ -484,6 +484,7 @@ PROPS = {
         "max_retries",
         "resource_fraction",
         "internet_egress",
+        "deadline_seconds",
     ],
     "DatasetStagingChart": [
         "name",
@@ -497,6 +498,7 @@ PROPS = {
         "namespace",
         "service_account",
         "backoff_limit",
+        "deadline_seconds",
     ],
     "NeuronDevicePluginChart": ["image", "instance_types"],
     "EfaDevicePluginChart": ["registry", "image", "instance_types"],
@@ -546,6 +548,7 @@ PROPS = {
         "args",
         "env",
         "wait_for",
+        "deadline_seconds",
     ],
     "PyTorchJobChart": [
         "name",
@@ -557,6 +560,7 @@ PROPS = {
         "args",
         "env",
         "wait_for",
+        "deadline_seconds",
     ],
     "TrainingRuntimeChart": ["name", "volcano", "queue", "max_restarts"],
     "EfsVolumeChart": ["volume", "namespace", "storage_class_name", "volume_name", "claim_name"],

@@ -9,6 +9,8 @@ from tests.support.apps import REPO, build_default_app, default_template
 from tests.support.k8s_validation import validate_objects
 from tests.support.launches import flag, volcano_launch
 from tests.support.manifests import job_manifests, pod_spec, release_manifests
+from tests.support.sequences import RecordingSequence
+from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.workloads import bert_phase1
 
 
@@ -166,3 +168,41 @@ def test_a_users_job_composes_into_the_stack_as_the_readme_shows(tmp_path):
     template = app.synth().get_stack_by_name("TrainiumEks").template
     etcd = [k for k in template["Resources"] if k.startswith("JobsEtcdtraining")]
     assert etcd, "a job that rendezvouses through etcd brings the etcd server of its namespace"
+
+
+def test_every_seed_job_ends_by_its_deadline(template):
+    jobs = job_manifests(template)
+    hour = 3600
+    assert jobs["Staging"]["spec"]["activeDeadlineSeconds"] == bert_phase1.STAGING_DEADLINE_SECONDS == 4 * hour
+    assert pod_spec(jobs["Precompile"])["activeDeadlineSeconds"] == bert_phase1.PRECOMPILE_DEADLINE_SECONDS == 4 * hour
+    assert pod_spec(jobs["Training"])["activeDeadlineSeconds"] == bert_phase1.TRAINING_DEADLINE_SECONDS == 72 * hour
+    for check in ("PrecompileFabricCheck", "TrainingFabricCheck"):
+        assert pod_spec(jobs[check])["activeDeadlineSeconds"] == 2 * hour and jobs[check]["spec"]["maxRetry"] == 2
+    for name in ("Precompile", "Training"):
+        assert jobs[name]["spec"]["maxRetry"] == 3, "three attempts, each bounded by the pods' deadline"
+
+
+def test_the_training_deadline_is_about_twice_the_run_at_the_published_throughput():
+    script = (REPO / "images" / "bert-pretrain" / "pretrain_bert.py").read_text()
+    assert f'"--max_steps", type=int, default={bert_phase1.MAX_STEPS},' in script, "the seed run's --max_steps"
+    args = bert_phase1.script_args("/out")
+    per_step = int(flag(args, "--batch_size")) * int(flag(args, "--grad_accum_usteps")) * 64
+    hours = bert_phase1.MAX_STEPS * per_step / (2 * 53655.8 / 16) / 3600
+    assert 37 < hours < 39, "Neuron 2.23.0's 16-node figure, per node, on two nodes"
+    assert 1.8 < bert_phase1.TRAINING_DEADLINE_SECONDS / 3600 / hours < 2
+
+
+def test_each_deadline_of_the_seed_run_is_the_callers_to_set():
+    sequence = RecordingSequence()
+    nodes = NodeGroupTopology("trn1.32xlarge", 2, 2, 8, (), frozenset({"fsx-claim"}))
+    jobs = bert_phase1.add_bert_phase1_jobs(
+        sequence,
+        image="example.com/bert:1",
+        node_group=nodes,
+        staging_deadline_seconds=600,
+        precompile_deadline_seconds=1200,
+        training_deadline_seconds=86400,
+    )
+    assert jobs.staging.manifest["spec"]["activeDeadlineSeconds"] == 600
+    assert (jobs.precompile.deadline_seconds, jobs.training.deadline_seconds) == (1200, 86400)
+    assert jobs.training.bound_seconds == 3 * 86400

@@ -20,3 +20,13 @@ def test_the_staging_job_downloads_the_authors_archive_checked_by_its_sha256():
 def test_both_workloads_stage_and_read_the_same_data_set():
     assert composer_resnet.cifar10_staging is cifar10_ddp.cifar10_staging is cifar10_dataset.cifar10_staging
     assert composer_resnet.DATASET_DIRECTORY == cifar10_ddp.DATASET_DIRECTORY == cifar10_dataset.DATASET_DIRECTORY
+
+
+def test_the_staging_job_ends_within_an_hour_unless_told_otherwise():
+    assert cifar10_dataset.STAGING_DEADLINE_SECONDS == 3600
+    chart = cifar10_dataset.cifar10_staging(RecordingSequence(), image="example.com/cifar:1", node_group=CPU)
+    assert chart.manifest["spec"]["activeDeadlineSeconds"] == 3600
+    longer = cifar10_dataset.cifar10_staging(
+        RecordingSequence(), image="example.com/cifar:1", node_group=CPU, deadline_seconds=7200
+    )
+    assert longer.manifest["spec"]["activeDeadlineSeconds"] == 7200

@@ -71,3 +71,11 @@ def test_the_run_template_writes_to_the_runs_folder_and_is_one_the_workflow_acce
     problems = Problems("workflow")
     check_train_job(problems, template, "training")
     assert list(problems) == []
+
+
+def test_the_whole_trainjob_ends_within_two_hours_of_its_creation_unless_told_otherwise():
+    jobs = cifar10_ddp.add_cifar10_jobs(RecordingSequence(), image=IMAGE, node_group=CPU)
+    assert jobs.training.manifest["spec"]["activeDeadlineSeconds"] == cifar10_ddp.DEADLINE_SECONDS == 2 * 3600
+    assert jobs.staging.manifest["spec"]["activeDeadlineSeconds"] == 3600, "the data set's staging deadline"
+    longer = cifar10_ddp.add_cifar10_jobs(RecordingSequence(), image=IMAGE, node_group=CPU, deadline_seconds=6 * 3600)
+    assert longer.training.manifest["spec"]["activeDeadlineSeconds"] == 6 * 3600

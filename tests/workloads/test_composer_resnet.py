@@ -68,3 +68,14 @@ def test_neuron_nodes_are_refused_and_nothing_is_added():
         composer_resnet.add_composer_jobs(sequence, image=IMAGE, node_group=TRN1)
     assert any("Composer on Neuron nodes (trn1.32xlarge) is not supported" in p for p in raised.value.problems)
     assert sequence.added == [], "no staging job without the runs that need it"
+
+
+def test_each_attempt_of_either_run_ends_within_four_hours_unless_told_otherwise():
+    jobs = composer_resnet.add_composer_jobs(RecordingSequence(), image=IMAGE, node_group=G5_12X)
+    assert composer_resnet.RUN_DEADLINE_SECONDS == 4 * 3600
+    for run in (jobs.baseline, jobs.recipe):
+        (task,) = run.manifest["spec"]["tasks"]
+        assert task["template"]["spec"]["activeDeadlineSeconds"] == 4 * 3600 and run.bound_seconds == 12 * 3600
+    assert jobs.staging.manifest["spec"]["activeDeadlineSeconds"] == 3600
+    slower = composer_resnet.add_composer_jobs(RecordingSequence(), image=IMAGE, node_group=CPU, deadline_seconds=86400)
+    assert (slower.baseline.deadline_seconds, slower.recipe.deadline_seconds) == (86400, 86400)

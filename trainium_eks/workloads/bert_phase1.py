@@ -12,6 +12,7 @@ from typing import List, Optional
 from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.core.conventions import OUTPUT_ROOT, SHARED_MOUNT
 from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
+from trainium_eks.manifests.jobs.job_deadline import HOUR
 from trainium_eks.manifests.jobs.job_naming import JOB_NAME
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.manifests.jobs.volcano_job import VolcanoJobChart
@@ -33,6 +34,28 @@ resumes its own run; a changed job (another argument, image or node count) start
 one made with other settings."""
 PRECOMPILE_STEPS = 10
 """Optimizer steps the pre-compilation job runs to trace every graph (the tutorial's ``--steps_this_run 10``)."""
+
+STAGING_DEADLINE_SECONDS = 4 * HOUR
+"""``activeDeadlineSeconds`` of the staging Job, all its attempts: the "50+ GB" tarball (the tutorial's README)
+streamed from S3 onto FSx, up to four times (``backoff_limit`` 3) at about 14 MB/s."""
+
+PRECOMPILE_DEADLINE_SECONDS = 4 * HOUR
+"""``activeDeadlineSeconds`` of each pre-compilation pod, so of each of its three attempts: the image pull on two new
+nodes, then :data:`PRECOMPILE_STEPS` steps whose graphs the Neuron compiler compiles on an empty cache. No Neuron
+document gives that time for BERT-large: 4 hours is a margin, not a measure."""
+
+MAX_STEPS = 28125
+"""Optimizer steps of the whole run: ``--max_steps`` of ``images/bert-pretrain/pretrain_bert.py``, which the seed run
+leaves at its default."""
+
+TRAINING_DEADLINE_SECONDS = 72 * HOUR
+"""``activeDeadlineSeconds`` of each training pod, so of each of its three attempts (at most 9 days in all). The run
+is :data:`MAX_STEPS` steps of 16 x 32 x 64 = 32,768 sequences, 921.6 million sequences; at the BERT-large phase-1
+throughput the Neuron SDK publishes for trn1.32xlarge (autocast bf16 with stochastic rounding, LAMB, micro-batch 16:
+53,655.8 seq/s on 16 nodes, 3,353 a node, Neuron 2.23.0: "Trn1/Trn1n Training Performance",
+https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/benchmarks/trn1/trn1-training-performance.html, last
+updated 2025-05-20), two nodes take about 38 hours: 72 leave room for a slower script and the checkpoints. An attempt
+cut by its deadline restarts (Volcano's ``PodFailed -> RestartJob``) and resumes from its newest checkpoint."""
 
 
 @dataclass(frozen=True)
@@ -71,9 +94,19 @@ def add_bert_phase1_jobs(
     image: str,
     node_group: NodeGroupTopology,
     staging_nodes: Optional[NodeGroupTopology] = None,
+    staging_deadline_seconds: int = STAGING_DEADLINE_SECONDS,
+    precompile_deadline_seconds: int = PRECOMPILE_DEADLINE_SECONDS,
+    training_deadline_seconds: int = TRAINING_DEADLINE_SECONDS,
 ) -> BertPhase1Jobs:
     """Add the staging, pre-compilation and training jobs to ``sequence``, each created once the one before has
     completed (held by its release Job). The staging Job runs on ``staging_nodes`` (default: ``node_group``).
+
+    Each job ends by its deadline (:mod:`~trainium_eks.manifests.jobs.job_deadline`): ``staging_deadline_seconds``
+    bounds the whole staging Job (default: :data:`STAGING_DEADLINE_SECONDS`, 4 hours);
+    ``precompile_deadline_seconds`` and ``training_deadline_seconds`` bound each attempt of the Volcano jobs, each of
+    which runs at most three times (defaults: :data:`PRECOMPILE_DEADLINE_SECONDS`, 4 hours, and
+    :data:`TRAINING_DEADLINE_SECONDS`, 72 hours). The fabric checks keep theirs
+    (:data:`~trainium_eks.manifests.jobs.fabric_check.POD_DEADLINE_SECONDS`, 2 hours an attempt, two attempts).
 
     The stack stages on its system nodes: a one-node copy on a Karpenter pool leaves one warm node when the two-node
     pre-compilation gang arrives; Volcano places one of the gang's pods there, discards the placement for want of the
@@ -87,6 +120,7 @@ def add_bert_phase1_jobs(
         unsigned=True,
         image=image,
         node_group=staging_nodes or node_group,
+        deadline_seconds=staging_deadline_seconds,
         resolve=sequence.resolve,
     )
     common = dict(image=image, node_group=node_group, script=SCRIPT, cache_set=CACHE_SET, resolve=sequence.resolve)
@@ -95,12 +129,14 @@ def add_bert_phase1_jobs(
         precompile=True,
         wait_for=[staging],
         args=script_args(OUTPUT) + ["--steps_this_run", str(PRECOMPILE_STEPS)],
+        deadline_seconds=precompile_deadline_seconds,
         **common,
     )
     training = VolcanoJobChart(
         name="bert-phase1-train",
         wait_for=[precompile],
         args=script_args(OUTPUT),
+        deadline_seconds=training_deadline_seconds,
         **common,
     )
     sequence.add("Staging", staging)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
+from trainium_eks.manifests.jobs.job_deadline import HOUR
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 
 DATASET_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
@@ -17,9 +18,22 @@ DATASET_SHA256 = "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001
 DATASET_DIRECTORY = "cifar10"
 """The data set's directory on the shared volume."""
 
+STAGING_DEADLINE_SECONDS = HOUR
+"""``activeDeadlineSeconds`` of the staging Job, all its attempts: one hour for the 163 MB archive (the authors' page),
+downloaded up to four times (``backoff_limit`` 3), and the pull of the training image (multi-GB PyTorch CUDA images)
+on a node that may be new."""
 
-def cifar10_staging(sequence: JobSequence, *, image: str, node_group: NodeGroupTopology) -> DatasetStagingChart:
-    """The job that downloads CIFAR-10 once onto the shared volume (``/data/cifar10``), checked by its SHA-256."""
+
+def cifar10_staging(
+    sequence: JobSequence,
+    *,
+    image: str,
+    node_group: NodeGroupTopology,
+    deadline_seconds: int = STAGING_DEADLINE_SECONDS,
+) -> DatasetStagingChart:
+    """The job that downloads CIFAR-10 once onto the shared volume (``/data/cifar10``), checked by its SHA-256, and
+    fails once ``deadline_seconds`` have passed (the Job's ``activeDeadlineSeconds``; default:
+    :data:`STAGING_DEADLINE_SECONDS`, 1 hour)."""
     return DatasetStagingChart(
         name="cifar10-data",
         source=DATASET_URL,
@@ -27,5 +41,6 @@ def cifar10_staging(sequence: JobSequence, *, image: str, node_group: NodeGroupT
         directory=DATASET_DIRECTORY,
         image=image,
         node_group=node_group,
+        deadline_seconds=deadline_seconds,
         resolve=sequence.resolve,
     )

@@ -14,6 +14,7 @@ from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.core.conventions import OUTPUT_ROOT, SHARED_MOUNT
 from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
 from trainium_eks.manifests.jobs.distributed_workload import Launcher
+from trainium_eks.manifests.jobs.job_deadline import HOUR
 from trainium_eks.manifests.jobs.job_naming import JOB_NAME
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.manifests.jobs.train_job import TrainJobChart
@@ -26,6 +27,14 @@ LAUNCHER = "/opt/cifar10/launch.py"
 OUTPUT = f"{OUTPUT_ROOT}/{JOB_NAME}"
 """Each TrainJob's checkpoints, in a folder named after the job: a changed job never resumes another's run."""
 EPOCHS = 3
+"""Epochs of the seed run (the training script's default)."""
+
+DEADLINE_SECONDS = 2 * HOUR
+"""``spec.activeDeadlineSeconds`` of the seed TrainJob: the bound of the whole TrainJob, its three attempts included,
+from its creation by its release. The run is small: :data:`EPOCHS` epochs of the PyTorch tutorial's CNN (62,006
+parameters), each of the 6 processes training on a sixth of the 50,000 images an epoch; most of the two hours is room
+for pulling the multi-GB PyTorch CUDA image onto six new nodes and for restarts, each of which resumes from the last
+epoch's checkpoint."""
 
 
 @dataclass(frozen=True)
@@ -69,9 +78,16 @@ def add_cifar10_jobs(
     image: str,
     node_group: NodeGroupTopology,
     staging: Optional[DatasetStagingChart] = None,
+    deadline_seconds: int = DEADLINE_SECONDS,
 ) -> Cifar10Jobs:
     """Add the TrainJob, held until the data is staged, to ``sequence``, on ``node_group``; and the staging job, unless
-    ``staging`` is one the sequence already has."""
+    ``staging`` is one the sequence already has (to give the staging Job another deadline than
+    :data:`~trainium_eks.workloads.cifar10_dataset.STAGING_DEADLINE_SECONDS`, pass one made with
+    :func:`~trainium_eks.workloads.cifar10_dataset.cifar10_staging`).
+
+    The TrainJob fails, and its pods are deleted, once ``deadline_seconds`` have passed since its creation
+    (``spec.activeDeadlineSeconds``; :mod:`~trainium_eks.manifests.jobs.job_deadline`). Default:
+    :data:`DEADLINE_SECONDS` (2 hours)."""
     if staging is None:
         staging = cifar10_staging(sequence, image=image, node_group=node_group)
         sequence.add("Staging", staging)
@@ -83,6 +99,7 @@ def add_cifar10_jobs(
         launcher=Launcher.DIRECT,
         args=script_args(),
         wait_for=[staging],
+        deadline_seconds=deadline_seconds,
         resolve=sequence.resolve,
     )
     sequence.add("Training", training)

@@ -18,6 +18,7 @@ from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.core.conventions import OUTPUT_ROOT, SHARED_MOUNT
 from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
 from trainium_eks.manifests.jobs.distributed_workload import DEFAULT_RESOURCE_FRACTION, Launcher
+from trainium_eks.manifests.jobs.job_deadline import HOUR
 from trainium_eks.manifests.jobs.job_naming import JOB_NAME
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.manifests.jobs.volcano_job import VolcanoJobChart
@@ -31,6 +32,11 @@ EPOCHS = 40
 """Epochs of the baseline run (the recipe run trains ``EPOCHS x scale_schedule_ratio``): long enough for the recipe's
 schedule (progressive resizing over its first 40 %, fine-tuning at full size in the last 20 %) and short enough that
 both runs fit in about an hour on one GPU."""
+
+RUN_DEADLINE_SECONDS = 4 * HOUR
+"""``activeDeadlineSeconds`` of each pod of either run, so of each of its three attempts (at most 12 hours a run):
+both runs together fit in about an hour on the default g5.xlarge (:data:`EPOCHS`); 4 hours for one leave room for
+the image pull on a new node. On slower nodes (a CPU type) give ``deadline_seconds``."""
 
 DEFAULT_RECIPE = ComposerRecipe.preset("mild")
 """The recipe of the second run: MosaicML's "mild" ResNet recipe (BlurPool, ChannelsLast, EMA, label smoothing,
@@ -81,12 +87,23 @@ def add_composer_jobs(
     image: str,
     node_group: NodeGroupTopology,
     recipe: ComposerRecipe = DEFAULT_RECIPE,
+    deadline_seconds: int = RUN_DEADLINE_SECONDS,
 ) -> ComposerComparisonJobs:
     """Add the staging job, the baseline run (after the staging) and the recipe run (after the baseline, so that
-    the two never share the nodes and their times compare) to ``sequence``, on ``node_group``."""
+    the two never share the nodes and their times compare) to ``sequence``, on ``node_group``.
+
+    Each run's pods carry ``activeDeadlineSeconds`` = ``deadline_seconds``, so each of its attempts ends by then and
+    the run within three times that (:mod:`~trainium_eks.manifests.jobs.job_deadline`). Default:
+    :data:`RUN_DEADLINE_SECONDS` (4 hours). The staging Job's deadline is
+    :data:`~trainium_eks.workloads.cifar10_dataset.STAGING_DEADLINE_SECONDS` (1 hour)."""
     staging = cifar10_staging(sequence, image=image, node_group=node_group)
     common = dict(
-        image=image, node_group=node_group, script=SCRIPT, launcher=Launcher.COMPOSER, resolve=sequence.resolve
+        image=image,
+        node_group=node_group,
+        script=SCRIPT,
+        launcher=Launcher.COMPOSER,
+        deadline_seconds=deadline_seconds,
+        resolve=sequence.resolve,
     )
     workers = data_loader_workers(node_group)
     baseline = VolcanoJobChart(

@@ -10,7 +10,13 @@ import pytest
 from tests.support.k8s_validation import validate_objects
 from trainium_eks.core.conventions import Taint
 from trainium_eks.core.validation import ConfigurationError
-from trainium_eks.manifests.jobs.dataset_staging import DOWNLOAD, STAGED_MARKER, STAGING_SCRIPT, DatasetStagingChart
+from trainium_eks.manifests.jobs.dataset_staging import (
+    DEFAULT_DEADLINE_SECONDS,
+    DOWNLOAD,
+    STAGED_MARKER,
+    STAGING_SCRIPT,
+    DatasetStagingChart,
+)
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 
 NODES = NodeGroupTopology(
@@ -198,3 +204,14 @@ def test_https_sources_need_their_sha256():
     (manifest,) = https.manifests()
     (container,) = manifest["spec"]["template"]["spec"]["containers"]
     assert container["command"][-1] == "ab" * 32 and container["env"] == [{"name": "DOWNLOAD", "value": DOWNLOAD}]
+
+
+def test_the_whole_staging_job_ends_by_its_deadline(tmp_path):
+    staging = chart()
+    (manifest,) = staging.manifests()
+    assert manifest["spec"]["activeDeadlineSeconds"] == 4 * 3600 == DEFAULT_DEADLINE_SECONDS, "the default: 4 hours"
+    (manifest,) = chart(deadline_seconds=600).manifests()
+    assert manifest["spec"]["activeDeadlineSeconds"] == 600 and manifest["spec"]["backoffLimit"] == 3
+    validate_objects([manifest], tmp_path)
+    with pytest.raises(ConfigurationError, match="deadline_seconds=30: an integer from 60 to 7776000"):
+        chart(deadline_seconds=30)

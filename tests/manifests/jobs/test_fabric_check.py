@@ -451,3 +451,15 @@ def test_the_nvidia_check_runs_mpirun_across_every_gpu_of_every_host(tmp_path):
     name = manifest["metadata"]["name"]
     assert argv[argv.index("--host") + 1] == f"{name}-node-0.{name}:8,{name}-node-1.{name}:8"
     assert argv[argv.index("--host") + 2 :] == FabricCheckChart.nccl_tail()
+
+
+def test_each_attempt_of_a_check_ends_by_its_pods_deadline_and_the_check_by_two_of_them():
+    check = job().fabric_check
+    assert check.deadline_seconds == fabric_check.POD_DEADLINE_SECONDS == 2 * 3600, "the default: 2 hours"
+    assert check.bound_seconds == MAX_RETRY * 2 * 3600 == 4 * 3600
+    assert fabric_check.MIN_POD_DEADLINE_SECONDS >= fabric_check.REPORT_WAIT_SECONDS, "no deadline before a verdict"
+    own = FabricCheckChart(workload=job(fabric_check=False).workload, gated_job="my-job", deadline_seconds=3 * 3600)
+    (manifest,) = own.manifests()
+    assert task(manifest)["template"]["spec"]["activeDeadlineSeconds"] == 3 * 3600 and own.bound_seconds == 6 * 3600
+    with pytest.raises(ConfigurationError, match="deadline_seconds=600: an integer from 3600 to 7776000"):
+        FabricCheckChart(workload=job(fabric_check=False).workload, gated_job="my-job", deadline_seconds=600)

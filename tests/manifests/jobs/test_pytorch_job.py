@@ -1,6 +1,10 @@
 """PyTorchJobChart: the Kubeflow training-operator PyTorchJob as the workshop wrote it."""
 
+import pytest
+
+from tests.support.k8s_validation import validate_objects
 from tests.support.kubeflow_jobs import pytorchjob
+from trainium_eks.core.validation import ConfigurationError
 
 
 def test_pytorchjob_as_the_workshop_wrote_it():
@@ -29,3 +33,14 @@ def test_pytorchjob_pods_reach_the_internet_only_when_asked():
     for replica in manifest["spec"]["pytorchReplicaSpecs"].values():
         assert replica["template"]["metadata"]["labels"]["trainium-eks/egress-internet"] == "true"
         assert replica["template"]["spec"]["automountServiceAccountToken"] is False
+
+
+def test_pytorchjob_ends_by_its_deadline_and_its_running_pods_with_it(tmp_path):
+    chart, manifest = pytorchjob()
+    run_policy = manifest["spec"]["runPolicy"]
+    assert run_policy["activeDeadlineSeconds"] == 24 * 3600 == chart.deadline_seconds, "the default: 24 hours"
+    assert run_policy["cleanPodPolicy"] == "Running", "with None the operator deletes no pod past the deadline"
+    assert pytorchjob(deadline_seconds=600)[1]["spec"]["runPolicy"]["activeDeadlineSeconds"] == 600
+    validate_objects([manifest], tmp_path)
+    with pytest.raises(ConfigurationError, match="deadline_seconds=-1: an integer from 60 to 7776000"):
+        pytorchjob(deadline_seconds=-1)

@@ -122,3 +122,14 @@ def test_trainjob_pods_reach_the_internet_only_when_asked_through_the_patch_labe
     labels = replicated["template"]["spec"]["template"]["metadata"]["labels"]
     assert labels == {"trainium-eks/egress-internet": "true"}
     validate_objects([online], tmp_path)
+
+
+def test_the_whole_trainjob_ends_by_its_deadline(tmp_path):
+    chart, manifest = trainjob()
+    assert manifest["spec"]["activeDeadlineSeconds"] == 24 * 3600 == chart.deadline_seconds, "the default: 24 hours"
+    assert "activeDeadlineSeconds" not in patched_pod(manifest), "the Trainer bounds the TrainJob, not its pods"
+    shorter, manifest = trainjob(deadline_seconds=7200)
+    assert manifest["spec"]["activeDeadlineSeconds"] == 7200 and shorter.job_name != chart.job_name
+    validate_objects([manifest], tmp_path)
+    with pytest.raises(ConfigurationError, match="deadline_seconds=0: an integer from 60 to 7776000"):
+        trainjob(deadline_seconds=0)

@@ -275,3 +275,22 @@ def test_workers_hold_no_token_no_capability_and_reach_the_internet_only_when_as
     assert online["metadata"]["name"] != manifest["metadata"]["name"], "a different job"
     with pytest.raises(ConfigurationError, match="internet_egress"):
         job(internet_egress="yes")
+
+
+def test_every_pod_ends_by_its_deadline_and_the_job_by_deadline_times_attempts():
+    chart, manifest = job()
+    assert pod(manifest)["activeDeadlineSeconds"] == 24 * 3600 == chart.deadline_seconds, "the default: 24 hours"
+    assert "activeDeadlineSeconds" not in manifest["spec"], "a Volcano Job has no deadline of its own"
+    assert chart.bound_seconds == 3 * 24 * 3600, "maxRetry 3: three attempts of 24 hours"
+    shorter, manifest = job(deadline_seconds=3600, max_retries=0)
+    assert pod(manifest)["activeDeadlineSeconds"] == 3600 and shorter.bound_seconds == 3600, "one attempt at least"
+    assert shorter.job_name != chart.job_name, "another deadline is another job, never an update in place"
+
+
+@pytest.mark.parametrize("deadline", [0, 59, 90 * 24 * 3600 + 1, "24h", True, None, 3600.0])
+def test_a_deadline_out_of_range_is_refused_with_the_other_problems(deadline):
+    with pytest.raises(ConfigurationError) as raised:
+        job(deadline_seconds=deadline, nodes=99)
+    problems = raised.value.problems
+    assert any(p.startswith(f"deadline_seconds={deadline!r}: an integer from 60 to 7776000") for p in problems)
+    assert any(p.startswith("nodes=99") for p in problems), "reported with every other problem, at once"

@@ -31,7 +31,7 @@ EXECUTION_ARN = "$states.context.Execution.Id"
 def trainjob_template(train_job: TrainJobChart, deadline_seconds: int) -> Dict[str, Any]:
     """The TrainJob of ``train_job`` with the run's name, node count, hyperparameters (:data:`HYPERPARAMETERS_ENV`)
     and job name (:data:`JOB_NAME_ENV`) as JSONata, the execution that created it (:data:`EXECUTION_ANNOTATION`),
-    ending after ``deadline_seconds`` (``activeDeadlineSeconds``).
+    ending after ``deadline_seconds`` (``activeDeadlineSeconds``, in place of the chart's own ``deadline_seconds``).
 
     Strings that a JSONata state cannot hold as plain literals in the validator's reading (empty, multi-line, or
     starting with ``{%``) become JSONata string literals, which evaluate to the same string."""

@@ -24,7 +24,12 @@ from trainium_eks.manifests import audit_exceptions as audit
 from trainium_eks.manifests.audit_exceptions import checkov_skips, image_skips
 from trainium_eks.manifests.jobs import job_naming
 from trainium_eks.manifests.jobs.job_chart import JobChart
+from trainium_eks.manifests.jobs.job_deadline import HOUR, check_deadline
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
+
+DEFAULT_DEADLINE_SECONDS = 4 * HOUR
+"""``activeDeadlineSeconds`` of a staging Job built without one: 4 hours for the whole Job, every retry included
+(four copies of the BERT phase-1 tarball, "50+ GB" by the tutorial's README, in that time take about 14 MB/s)."""
 
 STAGED_MARKER = ".staged"
 """File written last into a staged dataset; its presence means the copy is complete."""
@@ -96,6 +101,10 @@ class DatasetStagingChart(JobChart):
       pods may open HTTPS connections outside the VPC
       (label :data:`~trainium_eks.core.conventions.EGRESS_INTERNET_LABEL`, admitted by the training namespace's
       NetworkPolicies). It is not deleted when it finishes: the release Jobs of later jobs read its status.
+    - ``activeDeadlineSeconds`` = ``deadline_seconds`` bounds the whole Job, its retries included: once past, the Job
+      controller deletes its pod and the Job fails with the reason ``DeadlineExceeded``
+      (:mod:`~trainium_eks.manifests.jobs.job_deadline` cites the controller's source); a copy cut short has no marker,
+      so it is never taken for the dataset.
 
     The job's name carries a hash of its spec (:attr:`job_name`); :attr:`ref` is how later jobs wait for it
     (``job/<name>``).
@@ -112,6 +121,8 @@ class DatasetStagingChart(JobChart):
     :param namespace: Default: ``training``.
     :param service_account: Default: ``training``.
     :param backoff_limit: Default: 3.
+    :param deadline_seconds: ``activeDeadlineSeconds`` of the Job, from 60 seconds to 90 days. Default:
+        :data:`DEFAULT_DEADLINE_SECONDS` (4 hours).
     :param resolve: Turns CDK tokens into CloudFormation before hashing. Default: none.
     """
 
@@ -129,6 +140,7 @@ class DatasetStagingChart(JobChart):
         namespace: str = DEFAULT_NAMESPACE,
         service_account: str = DEFAULT_SERVICE_ACCOUNT,
         backoff_limit: int = 3,
+        deadline_seconds: int = DEFAULT_DEADLINE_SECONDS,
         resolve: Optional[Callable[[Any], Any]] = None,
     ) -> None:
         problems = Problems(f"dataset staging job {name!r}")
@@ -148,6 +160,7 @@ class DatasetStagingChart(JobChart):
         check_dns_label(problems, "namespace", namespace)
         check_dns_subdomain(problems, "service_account", service_account)
         check_integer(problems, "backoff_limit", backoff_limit, minimum=0, maximum=100)
+        check_deadline(problems, "deadline_seconds", deadline_seconds)
         if not isinstance(node_group, NodeGroupTopology):
             problems.add("node_group", node_group, "a NodeGroupTopology (TrainingNodeGroup.topology)")
             problems.raise_if_any()
@@ -159,6 +172,8 @@ class DatasetStagingChart(JobChart):
         super().__init__(name, namespace=namespace)
 
         self.destination = f"{SHARED_MOUNT}/{directory.strip('/')}"
+        self.deadline_seconds: int = deadline_seconds
+        """``activeDeadlineSeconds``: the bound of the whole Job."""
         labels = {**self.selector_labels(), "app.kubernetes.io/instance": job_naming.PLACEHOLDER}
         pod: Dict[str, Any] = {
             "serviceAccountName": service_account,
@@ -206,6 +221,7 @@ class DatasetStagingChart(JobChart):
             },
             "spec": {
                 "backoffLimit": backoff_limit,
+                "activeDeadlineSeconds": deadline_seconds,
                 "template": {"metadata": {"labels": {**labels, EGRESS_INTERNET_LABEL: "true"}}, "spec": pod},
             },
         }

@@ -61,7 +61,9 @@ ConfigMap :data:`PROGRAM_CONFIG_MAP`, :class:`FabricProgramChart`) around the be
 status to :data:`DONE_FILE` on every peer over ssh and exits with it; each peer exits with the status node 0 wrote
 (0 when node 0 passed), or 1 when none came within :data:`REPORT_WAIT_SECONDS`. The pods' ``activeDeadlineSeconds``
 (:data:`POD_DEADLINE_SECONDS`, image pulls included) bounds a pod that hangs all the same: Volcano has no deadline of a
-whole job.
+whole job, so a pod past it fails (``DeadlineExceeded``), the job restarts as for any failed pod, and the whole check
+runs at most :data:`MAX_RETRY` attempts of :data:`POD_DEADLINE_SECONDS`, 4 hours, on its nodes
+(:mod:`~trainium_eks.manifests.jobs.job_deadline` cites the kubelet's and Volcano's source).
 
 **Failures and retries.** A retry reruns the benchmark on the same nodes (a ``RestartJob`` recreates the pods; the
 nodes stay), so it helps only with what passes: a peer slow to start, a benchmark that could not bootstrap. Hence
@@ -87,7 +89,13 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from trainium_eks.core.conventions import FABRIC_CHECK_LABEL, FABRIC_RESULT_MARKER
-from trainium_eks.core.validation import ConfigurationError, Problems, check_dns_label, check_label_value
+from trainium_eks.core.validation import (
+    ConfigurationError,
+    Problems,
+    check_dns_label,
+    check_integer,
+    check_label_value,
+)
 from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import Accelerator
 from trainium_eks.manifests.addons.volcano_queue import DEFAULT_QUEUE
@@ -105,6 +113,7 @@ from trainium_eks.manifests.jobs.fabric_floor import (
     fabric_floor_gbps,
 )
 from trainium_eks.manifests.jobs.job_chart import JobChart, check_wait_for
+from trainium_eks.manifests.jobs.job_deadline import MAX_DEADLINE_SECONDS, volcano_bound_seconds
 from trainium_eks.manifests.jobs.job_release import held_annotations, kubelet_literal
 from trainium_eks.manifests.jobs.mounted_program import MountedProgram, MountedProgramChart, program_source
 
@@ -146,7 +155,11 @@ BENCHMARK_TIMEOUT_SECONDS = 1800
 REPORT_WAIT_SECONDS = PEER_WAIT_SECONDS + BENCHMARK_TIMEOUT_SECONDS + 300
 """How long a peer waits for node 0's verdict before it fails."""
 POD_DEADLINE_SECONDS = 2 * 3600
-"""``activeDeadlineSeconds`` of each pod: a bound on a hung pod, image pulls and all waits included."""
+"""``activeDeadlineSeconds`` of each pod by default: a bound on a hung pod, image pulls and all waits included (its
+waits, :data:`REPORT_WAIT_SECONDS`, take 50 minutes at most)."""
+MIN_POD_DEADLINE_SECONDS = REPORT_WAIT_SECONDS + 600
+"""The shortest pod deadline a check takes: a peer's longest wait for the verdict, and ten minutes more (an image pull
+longer than that needs a longer deadline)."""
 SSHD = "/usr/sbin/sshd"
 SSHD_RUN_DIR = "/run/sshd"
 """sshd's privilege separation directory (the DLC makes ``/var/run/sshd``, the same on Ubuntu)."""
@@ -218,7 +231,7 @@ class FabricCheckChart(JobChart):
       job's requests and limits (Neuron devices, EFA interfaces, GPUs, CPU and memory), environment, node selector and
       tolerations; a memory-backed ``/dev/shm``; the program's ConfigMap at :data:`PROGRAM_MOUNT`
       (:class:`FabricProgramChart`); no service account token; ``restartPolicy: Never``; ``activeDeadlineSeconds``
-      :data:`POD_DEADLINE_SECONDS`;
+      ``deadline_seconds`` (the whole check: at most ``deadline_seconds`` x :data:`MAX_RETRY`, :attr:`bound_seconds`);
     - :data:`~trainium_eks.core.conventions.FABRIC_CHECK_LABEL` = the guarded job's name on the job and its pods.
 
     The job charts build it (``fabric_check=True``, the default); build one yourself to check a node group with a
@@ -233,6 +246,8 @@ class FabricCheckChart(JobChart):
         :meth:`label_for` once it is named.
     :param gated_spec: The guarded job's spec as hashed, less its wait for the check: what the check's name covers
         besides its own spec. Default: none.
+    :param deadline_seconds: ``activeDeadlineSeconds`` of each pod, from :data:`MIN_POD_DEADLINE_SECONDS` (1 hour
+        while its waits are those of the module) to 90 days. Default: :data:`POD_DEADLINE_SECONDS` (2 hours).
     :param resolve: Turns CDK tokens into their CloudFormation form before hashing. Default: none.
     """
 
@@ -249,6 +264,7 @@ class FabricCheckChart(JobChart):
         wait_for: Sequence[Any] = (),
         gated_job: Optional[str] = None,
         gated_spec: Any = None,
+        deadline_seconds: int = POD_DEADLINE_SECONDS,
         resolve: Optional[Callable[[Any], Any]] = None,
     ) -> None:
         problems = Problems("fabric check")
@@ -258,6 +274,13 @@ class FabricCheckChart(JobChart):
         check_dns_label(problems, "queue", queue)
         check_fabric_floor(problems, "fabric_floor_fraction", floor_fraction)
         check_wait_for(problems, wait_for)
+        check_integer(
+            problems,
+            "deadline_seconds",
+            deadline_seconds,
+            minimum=MIN_POD_DEADLINE_SECONDS,
+            maximum=MAX_DEADLINE_SECONDS,
+        )
         if gated_job is not None:
             check_label_value(problems, "gated_job", gated_job)
         if not fabric_check_applies(workload):
@@ -271,6 +294,8 @@ class FabricCheckChart(JobChart):
         self.workload = workload
         self.queue = queue
         self.floor_fraction = float(floor_fraction)
+        self.deadline_seconds: int = deadline_seconds
+        """``activeDeadlineSeconds`` of each pod (of each attempt)."""
         instance = workload.node_group.instance
         self.benchmark = "nccom" if workload.accelerator is Accelerator.NEURON else "nccl"
         """``nccom`` (nccom-test) on Neuron nodes, ``nccl`` (nccl-tests) on NVIDIA nodes."""
@@ -293,6 +318,12 @@ class FabricCheckChart(JobChart):
         if gated_job is not None:
             self.label_for(gated_job)
 
+    @property
+    def bound_seconds(self) -> int:
+        """The longest the check may run on its nodes: :attr:`deadline_seconds` times its attempts
+        (:func:`~trainium_eks.manifests.jobs.job_deadline.volcano_bound_seconds`)."""
+        return volcano_bound_seconds(self.deadline_seconds, MAX_RETRY)
+
     def label_for(self, gated_job: str) -> None:
         """Add the job, labelled with the guarded job's name ``gated_job`` (once)."""
         if self.gated_job is not None:
@@ -314,7 +345,7 @@ class FabricCheckChart(JobChart):
         pod = {
             "restartPolicy": "Never",
             "automountServiceAccountToken": False,
-            "activeDeadlineSeconds": POD_DEADLINE_SECONDS,
+            "activeDeadlineSeconds": self.deadline_seconds,
             "securityContext": dict(RUNTIME_DEFAULT_SECCOMP),
             **workload.node_group.pod_placement(),
             "containers": [

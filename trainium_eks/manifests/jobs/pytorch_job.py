@@ -9,6 +9,7 @@ from trainium_eks.core.validation import Problems, check_dns_label, check_intege
 from trainium_eks.manifests.addons.volcano_queue import DEFAULT_QUEUE
 from trainium_eks.manifests.jobs import job_naming
 from trainium_eks.manifests.jobs.distributed_job_chart import PET_CONTRACT, DistributedJobChart
+from trainium_eks.manifests.jobs.job_deadline import DEFAULT_DEADLINE_SECONDS, check_deadline
 
 PYTORCH_JOB_API_VERSION = "kubeflow.org/v1"
 CONTAINER = "pytorch"
@@ -22,9 +23,15 @@ class PyTorchJobChart(DistributedJobChart):
     - ``pytorchReplicaSpecs``: ``Master`` (one replica) and ``Worker`` (nodes - 1), each with the container
       ``pytorch``, the same pod (environment contract, devices, CPU and memory, ``/dev/shm``, claims, tolerations,
       node selector, service account) and ``restartPolicy: OnFailure``;
-    - ``nprocPerNode`` (a string, as the CRD wants), ``runPolicy`` (``cleanPodPolicy: None`` keeps the pods for their
-      logs; ``backoffLimit``; ``schedulingPolicy`` with ``minAvailable`` = nodes and the Volcano queue, used when the
-      operator runs with ``--gang-scheduler-name=volcano``);
+    - ``nprocPerNode`` (a string, as the CRD wants), ``runPolicy``: ``activeDeadlineSeconds`` = ``deadline_seconds``,
+      the bound of the whole job, every restart included, counted from the operator's first status of it;
+      ``cleanPodPolicy: Running``: when the job has ended (succeeded, failed, or past its deadline) the operator deletes
+      its running and pending pods and keeps the finished ones for their logs. Not ``None``: the operator marks a job
+      past its deadline failed first and then deletes only the pods ``cleanPodPolicy`` names, none for ``None``, so
+      its pods would run on (kubeflow/trainer v1.9.4 ``pkg/controller.v1/common/job.go`` ``ReconcileJobs``,
+      ``DeletePodsAndServices``; :mod:`~trainium_eks.manifests.jobs.job_deadline`); ``backoffLimit``;
+      ``schedulingPolicy`` with ``minAvailable`` = nodes and the Volcano queue, used when the operator runs with
+      ``--gang-scheduler-name=volcano``;
     - optionally ``elasticPolicy`` (``min_nodes`` to ``nodes``, c10d rendezvous).
 
     The library renders and checks PyTorchJobs; it does not install the v1 operator (its CRDs are too large for the
@@ -35,6 +42,8 @@ class PyTorchJobChart(DistributedJobChart):
     :param queue: Volcano queue of ``schedulingPolicy``, or None. Default: ``training``.
     :param min_nodes: With a value, an elastic job (``elasticPolicy``) that runs on ``min_nodes`` to ``nodes`` nodes.
         Default: none (a fixed-size job).
+    :param deadline_seconds: ``runPolicy.activeDeadlineSeconds``, the whole job's, from 60 seconds to 90 days.
+        Default: :data:`~trainium_eks.manifests.jobs.job_deadline.DEFAULT_DEADLINE_SECONDS` (24 hours).
     :param wait_for: Jobs to wait for: the job is held until they have completed. Default: none.
     :param fabric_check: On more than one EFA node, run a collective benchmark across the job's nodes first, as a
         Volcano Job in ``queue`` (the library's default queue when ``queue`` is None: the check needs Volcano even when
@@ -55,15 +64,19 @@ class PyTorchJobChart(DistributedJobChart):
         namespace: str = DEFAULT_NAMESPACE,
         queue: Optional[str] = DEFAULT_QUEUE,
         min_nodes: Optional[int] = None,
+        deadline_seconds: int = DEFAULT_DEADLINE_SECONDS,
         resolve: Optional[Callable[[Any], Any]] = None,
         **workload: Any,
     ) -> None:
         problems = Problems(f"PyTorch job {name!r}")
+        check_deadline(problems, "deadline_seconds", deadline_seconds)
         if queue is not None:
             check_dns_label(problems, "queue", queue)
         if min_nodes is not None:
             check_integer(problems, "min_nodes", min_nodes, minimum=1, maximum=workload.get("nodes") or 450)
         super().__init__(problems, name=name, namespace=namespace, workload=workload, queue=queue)
+        self.deadline_seconds: int = deadline_seconds
+        """``runPolicy.activeDeadlineSeconds``: the bound of the whole job."""
 
         pod = {**self.workload.pod_spec(CONTAINER, PET_CONTRACT), "restartPolicy": "OnFailure"}
         template = {
@@ -90,7 +103,8 @@ class PyTorchJobChart(DistributedJobChart):
             "nprocPerNode": str(self.workload.processes_per_node),
             "pytorchReplicaSpecs": replicas,
             "runPolicy": {
-                "cleanPodPolicy": "None",
+                "cleanPodPolicy": "Running",
+                "activeDeadlineSeconds": deadline_seconds,
                 "backoffLimit": self.workload.max_retries,
                 "schedulingPolicy": scheduling,
             },

@@ -17,6 +17,7 @@ from trainium_eks.manifests.addons.volcano_queue import DEFAULT_QUEUE
 from trainium_eks.manifests.jobs import job_naming
 from trainium_eks.manifests.jobs.distributed_job_chart import PET_CONTRACT, DistributedJobChart
 from trainium_eks.manifests.jobs.distributed_workload import RUNTIME_DEFAULT_SECCOMP, worker_security
+from trainium_eks.manifests.jobs.job_deadline import DEFAULT_DEADLINE_SECONDS, check_deadline
 
 RUNTIME_ATTEMPTS = DEFAULT_MAX_RESTARTS + 1
 """How many times a TrainJob on the library's runtime may run: its failure policy's restarts and the first run."""
@@ -41,7 +42,11 @@ class TrainJobChart(DistributedJobChart):
       node selector and tolerations of the node group, the service account, the shared claims and their mounts, the
       pods' security (the runtime's default seccomp profile; no privilege escalation, no capabilities), the label of
       ``internet_egress``, and the Volcano queue (the annotation ``scheduling.volcano.sh/queue-name`` of the patch's
-      template metadata, where the Trainer's Volcano plugin reads it; ``queue=None``: the runtime's).
+      template metadata, where the Trainer's Volcano plugin reads it; ``queue=None``: the runtime's);
+    - ``spec.activeDeadlineSeconds`` = ``deadline_seconds``: the bound of the whole TrainJob, every restart of its
+      JobSet included, counted from its creation (so from its release, for a held job); once past, the Trainer fails
+      it (``DeadlineExceeded``) and deletes its JobSet, and with it the Jobs and their pods
+      (:mod:`~trainium_eks.manifests.jobs.job_deadline` cites the Trainer's source).
 
     A TrainJob that waits for others is held by :class:`~trainium_eks.constructs.job_sequence.JobSequence` until they
     have completed. Restarts after a failure are the runtime's (``TrainingRuntimeChart(max_restarts=2)``: three
@@ -54,6 +59,8 @@ class TrainJobChart(DistributedJobChart):
     :param runtime: The ClusterTrainingRuntime. Default: :data:`DEFAULT_RUNTIME`.
     :param namespace: Default: ``training``.
     :param queue: Volcano queue, or None. Default: ``training``.
+    :param deadline_seconds: ``spec.activeDeadlineSeconds``, the whole TrainJob's, from 60 seconds to 90 days.
+        Default: :data:`~trainium_eks.manifests.jobs.job_deadline.DEFAULT_DEADLINE_SECONDS` (24 hours).
     :param wait_for: Jobs to wait for (their charts or references). Default: none.
     :param fabric_check: On more than one EFA node, run a collective benchmark across the job's nodes first, as a
         Volcano Job in ``queue`` (the library's default queue when ``queue`` is None), and hold the TrainJob until it
@@ -75,11 +82,13 @@ class TrainJobChart(DistributedJobChart):
         runtime: str = DEFAULT_RUNTIME,
         namespace: str = DEFAULT_NAMESPACE,
         queue: Optional[str] = DEFAULT_QUEUE,
+        deadline_seconds: int = DEFAULT_DEADLINE_SECONDS,
         resolve: Optional[Callable[[Any], Any]] = None,
         **workload: Any,
     ) -> None:
         problems = Problems(f"train job {name!r}")
         check_dns_label(problems, "runtime", runtime)
+        check_deadline(problems, "deadline_seconds", deadline_seconds)
         if queue is not None:
             check_dns_label(problems, "queue", queue)
         if workload.get("max_retries", RUNTIME_ATTEMPTS) != RUNTIME_ATTEMPTS:
@@ -91,6 +100,8 @@ class TrainJobChart(DistributedJobChart):
             )
         super().__init__(problems, name=name, namespace=namespace, workload=workload, queue=queue)
         self.queue = queue
+        self.deadline_seconds: int = deadline_seconds
+        """``spec.activeDeadlineSeconds``: the bound of the whole TrainJob."""
 
         metadata: Dict[str, Any] = {
             "name": job_naming.PLACEHOLDER,
@@ -117,6 +128,7 @@ class TrainJobChart(DistributedJobChart):
                         "env": self.workload.environment(),
                     },
                     "runtimePatches": [{"manager": PATCH_MANAGER, "trainingRuntimeSpec": self._runtime_patch()}],
+                    "activeDeadlineSeconds": deadline_seconds,
                 },
             },
             resolve,

@@ -14,6 +14,7 @@ from trainium_eks.manifests.audit_exceptions import checkov_skips, worker_skips
 from trainium_eks.manifests.jobs import job_naming
 from trainium_eks.manifests.jobs.distributed_job_chart import DistributedJobChart
 from trainium_eks.manifests.jobs.distributed_workload import MASTER_PORT, NodeContract
+from trainium_eks.manifests.jobs.job_deadline import DEFAULT_DEADLINE_SECONDS, check_deadline, volcano_bound_seconds
 
 VOLCANO_JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
 TASK = "node"
@@ -52,7 +53,13 @@ class VolcanoJobChart(DistributedJobChart):
     - per node, ``NEURON_CC_FLAGS=--cache_dir=<cache root>/<cache set>_<node index>`` from ``VC_TASK_INDEX`` (the
       tutorial's per-replica compile cache);
     - everything else of :class:`~trainium_eks.manifests.jobs.distributed_workload.DistributedWorkload` (environment
-      contract, devices, CPU and memory requests, ``/dev/shm``, claims, tolerations, node selector, service account).
+      contract, devices, CPU and memory requests, ``/dev/shm``, claims, tolerations, node selector, service account);
+    - ``activeDeadlineSeconds`` = ``deadline_seconds`` on every pod. A Volcano Job has no deadline of its own, so this
+      is the bound: a pod active on its node longer fails (``DeadlineExceeded``), Volcano restarts the whole job as for
+      any failed pod, and the job fails after ``max_retries`` attempts (one for 0); the job runs at most
+      ``deadline_seconds`` x attempts on its nodes (:attr:`bound_seconds`;
+      :mod:`~trainium_eks.manifests.jobs.job_deadline` cites the kubelet's and Volcano's source). A restarted job starts
+      its script again, so a script that resumes from its checkpoints continues where the attempt stopped.
 
     The job's name is ``<name>-<hash of the rendered spec>`` (:attr:`job_name`): changing any setting yields a new
     job, never an update of an immutable pod template.
@@ -61,6 +68,8 @@ class VolcanoJobChart(DistributedJobChart):
     :param rendezvous: ``Rendezvous`` or its value (``"etcd"``). Default: ``Rendezvous.C10D``.
     :param namespace: Default: ``training``.
     :param queue: Volcano queue. Default: ``training``.
+    :param deadline_seconds: ``activeDeadlineSeconds`` of each pod, so of each attempt, from 60 seconds to 90 days.
+        Default: :data:`~trainium_eks.manifests.jobs.job_deadline.DEFAULT_DEADLINE_SECONDS` (24 hours).
     :param resolve: Turns CDK tokens into their CloudFormation form before hashing (``Stack.resolve``). Default:
         none (values are hashed as they are).
     :param wait_for: The jobs to wait for (their charts, or ``job/<name>``, ``vcjob/<name>``...): the job is held until
@@ -85,14 +94,18 @@ class VolcanoJobChart(DistributedJobChart):
         rendezvous: Any = Rendezvous.C10D,
         namespace: str = DEFAULT_NAMESPACE,
         queue: str = DEFAULT_QUEUE,
+        deadline_seconds: int = DEFAULT_DEADLINE_SECONDS,
         resolve: Optional[Callable[[Any], Any]] = None,
         **workload: Any,
     ) -> None:
         problems = Problems(f"training job {name!r}")
         chosen = coerce_enum(problems, "rendezvous", rendezvous, Rendezvous)
         check_dns_label(problems, "queue", queue)
+        check_deadline(problems, "deadline_seconds", deadline_seconds)
         super().__init__(problems, name=name, namespace=namespace, workload=workload, queue=queue)
         self.rendezvous: Rendezvous = chosen
+        self.deadline_seconds: int = deadline_seconds
+        """``activeDeadlineSeconds`` of each pod (of each attempt)."""
 
         task = {
             "name": TASK,
@@ -115,7 +128,10 @@ class VolcanoJobChart(DistributedJobChart):
                         **checkov_skips(worker_skips(self.workload.image)),
                     },
                 },
-                "spec": self.workload.pod_spec("worker", _volcano_contract(chosen)),
+                "spec": {
+                    **self.workload.pod_spec("worker", _volcano_contract(chosen)),
+                    "activeDeadlineSeconds": deadline_seconds,
+                },
             },
         }
         self.add_job(
@@ -138,6 +154,12 @@ class VolcanoJobChart(DistributedJobChart):
             },
             resolve,
         )
+
+    @property
+    def bound_seconds(self) -> int:
+        """The longest the job may run on its nodes: :attr:`deadline_seconds` times its attempts
+        (:func:`~trainium_eks.manifests.jobs.job_deadline.volcano_bound_seconds`)."""
+        return volcano_bound_seconds(self.deadline_seconds, self.workload.max_retries)
 
     @property
     def needs_etcd(self) -> bool:
