@@ -26,6 +26,7 @@ from e2e.csi import CsiRegistrations
 from e2e.kwok_stages import write_stages
 from e2e.pki import CertificateAuthority, service_account_keys
 from e2e.processes import HarnessError, ProcessGroup, wait_for
+from e2e.service_proxy import ServiceProxy
 
 KWOK_NODE_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}
 """The annotation of every node kwok manages (Karpenter's kwok provider sets it on the nodes it launches)."""
@@ -63,12 +64,15 @@ class TestCluster:
     :param binaries: Binary name -> path (:func:`e2e.build.binaries`).
     :param workdir: Where data, certificates and logs go (default: a new temporary folder, removed on exit unless
         the run failed).
+    :param job_seconds: How long a job's pod runs on a kwok node before it succeeds (:mod:`e2e.kwok_stages`).
+        Default: 0 (it succeeds once running).
     """
 
     __test__ = False  # not a pytest class
 
-    def __init__(self, binaries: Mapping[str, Path], workdir: Optional[Path] = None) -> None:
+    def __init__(self, binaries: Mapping[str, Path], workdir: Optional[Path] = None, job_seconds: float = 0) -> None:
         self.binaries = dict(binaries)
+        self.job_seconds = job_seconds
         self._own_workdir = workdir is None
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="trainium-eks-e2e-"))
         self.processes = ProcessGroup(self.workdir / "logs")
@@ -79,6 +83,8 @@ class TestCluster:
         self.kubeconfig = self.workdir / "admin.kubeconfig"
         self.api = Api(self.server, self.admin_token, str(self.pki.pair.cert))
         self.csi = CsiRegistrations()
+        self.service_proxy: Optional[ServiceProxy] = None
+        """How the API server reaches Services (webhooks), from :meth:`start` on (:mod:`e2e.service_proxy`)."""
 
     # --- lifecycle ---------------------------------------------------------------------------------------------
 
@@ -109,8 +115,12 @@ class TestCluster:
         )
 
     def stop(self, keep: bool = False) -> None:
-        """Stop every process by its id; remove the scratch folder unless ``keep`` (a failed run keeps its logs)."""
+        """Stop every process by its id, then the service proxy; remove the scratch folder unless ``keep`` (a failed
+        run keeps its logs)."""
         self.processes.stop()
+        if self.service_proxy is not None:
+            self.service_proxy.stop()
+            self.service_proxy = None
         if self._own_workdir and not keep:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -148,6 +158,9 @@ class TestCluster:
         tokens = self.workdir / "tokens.csv"
         tokens.write_text(f'{self.admin_token},e2e-admin,e2e-admin,"system:masters"\n')
         self.service_account_key = sa_key
+        self.service_proxy = ServiceProxy()
+        egress = self.workdir / "egress-selector.yaml"
+        egress.write_text(self.service_proxy.egress_configuration())
         self.processes.start(
             "kube-apiserver",
             [
@@ -165,6 +178,7 @@ class TestCluster:
                 f"--service-account-signing-key-file={sa_key}",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
+                f"--egress-selector-config-file={egress}",
                 "--allow-privileged=true",
                 f"--cert-dir={self.workdir / 'apiserver-certs'}",
                 "--v=1",
@@ -224,7 +238,7 @@ class TestCluster:
                 f"--server-address=127.0.0.1:{free_port()}",
                 "--cidr=10.0.0.1/16",
                 "--node-lease-duration-seconds=40",
-                f"--config={write_stages(self.workdir / 'kwok-stages.yaml')}",
+                f"--config={write_stages(self.workdir / 'kwok-stages.yaml', self.job_seconds)}",
             ],
         )
 

@@ -148,7 +148,7 @@ def _volcano_controllers(run: PodRun) -> None:
 def _volcano_admission(run: PodRun) -> None:
     """The webhook server on a free port of 127.0.0.1 with a harness certificate (the chart's admission-init Job,
     which writes the certificate Secret, does not run: kwok completes its pod)."""
-    pair = run.pki.serving(run.service_name())
+    pair = run.pki.serving(run.service_name(), [f"*.{run.pod['metadata']['namespace']}.svc"])
     run.webhook_port = free_port()
     healthz = _loopback()
     run.ready_url = f"https://{healthz}/healthz"  # served with the webhook's certificate
@@ -183,7 +183,7 @@ def _controller_runtime_config(run: PodRun, cert_management: str) -> None:
     local_config.write_text(yaml.safe_dump(config))
     certs = run.root / "tmp" / "k8s-webhook-server" / "serving-certs"
     certs.mkdir(parents=True, exist_ok=True)
-    pair = run.pki.serving(run.service_name())
+    pair = run.pki.serving(run.service_name(), [f"*.{run.pod['metadata']['namespace']}.svc"])
     (certs / "tls.crt").write_bytes(pair.cert.read_bytes())
     (certs / "tls.key").write_bytes(pair.key.read_bytes())
     run.env["TMPDIR"] = str(run.root / "tmp")

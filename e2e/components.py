@@ -11,12 +11,13 @@ process whose pod's ``restartPolicy`` does not restart it (a Job's pod) ends its
 container's exit code.
 
 What cannot be kept on loopback is adapted per image (:mod:`e2e.component_images`): every listening port is moved
-to a free port of 127.0.0.1, and a webhook server serves a certificate of the harness CA. The webhook configurations
-that name the Service of a running webhook pod get ``url: https://127.0.0.1:<port><path>`` instead, as soon as its
-process starts (the API server cannot dial a Service address here; in a cluster the Service routes to the pod once
-it is ready). Their ``caBundle`` stays whatever the component writes into them (Volcano's admission server writes its
-CA after it starts answering its readiness probe, as in a cluster), except where the harness turned the component's
-own certificate rotation off (JobSet, Trainer): then the harness writes the CA, as the rotation would.
+to a free port of 127.0.0.1, and a webhook server serves a certificate of the harness CA for
+``*.<namespace>.svc``. The webhook configurations keep naming their Services: once a webhook pod's process has
+started, the API server's service proxy (:mod:`e2e.service_proxy`) routes its Service's address to that port, as
+kube-proxy routes it to the pod in a cluster. Their ``caBundle`` stays whatever the component writes into them
+(Volcano's admission server writes its CA after it starts answering its readiness probe, as in a cluster), except
+where the harness turned the component's own certificate rotation off (JobSet, Trainer): then the harness writes
+the CA, as the rotation would.
 """
 
 from __future__ import annotations
@@ -405,27 +406,29 @@ class ComponentRunner:
         return served
 
     def _reconcile_webhooks(self) -> None:
+        """Route each Service of a running webhook pod through the API server's service proxy
+        (:mod:`e2e.service_proxy`), and write the harness CA into the ``caBundle`` of the webhooks that name it where
+        the harness turned the component's own certificate rotation off."""
         served = self._served_services()
-        if not served:
+        if not served or self.cluster.service_proxy is None:
             return
+        for (namespace, name), run in served.items():
+            service = self.cluster.api.get("v1", "Service", name, namespace) or {}
+            address = (service.get("spec") or {}).get("clusterIP")
+            for port in (service.get("spec") or {}).get("ports") or []:
+                if address and address != "None":
+                    self.cluster.service_proxy.route(address, int(port["port"]), run.webhook_port)
         bundle = base64.b64encode(self.cluster.pki.pem).decode()
         for kind in WEBHOOK_KINDS:
             for config in self.cluster.api.list(ADMISSION_API, kind):
                 changed = False
                 for webhook in config.get("webhooks") or []:
                     client = webhook.get("clientConfig") or {}
-                    service = client.get("service")
-                    if not service:
-                        continue
-                    run = served.get((service["namespace"], service["name"]))
-                    if run is None:
-                        continue
-                    url = f"https://127.0.0.1:{run.webhook_port}{service.get('path') or '/'}"
-                    webhook["clientConfig"] = {"url": url}
-                    ca_bundle = bundle if run.ca_bundle_by_harness else client.get("caBundle")
-                    if ca_bundle:
-                        webhook["clientConfig"]["caBundle"] = ca_bundle
-                    changed = True
+                    service = client.get("service") or {}
+                    run = served.get((service.get("namespace"), service.get("name")))
+                    if run is not None and run.ca_bundle_by_harness and client.get("caBundle") != bundle:
+                        client["caBundle"] = bundle
+                        changed = True
                 if changed:
                     try:
                         self.cluster.api.request(
