@@ -211,7 +211,7 @@ def handler_calls_succeed(result: ScenarioResult) -> List[str]:
 
 
 def jobs_run_to_completion(result: ScenarioResult) -> List[str]:
-    """The jobs of the deployed stack (with the scenario's extra jobs) run on its nodes, from no job at all, in every
+    """The jobs of the deployed stack run on its nodes, from no job at all, in every
     order of arrival (each fabric check next to the job it guards: :func:`~.scheduling_run.arrival_orders`), with no
     failure and with one failed attempt of each: every job completes, no pod waits for what
     no node will have, nothing waits for ever, and once the jobs have ended no node Karpenter launched is left after
@@ -220,7 +220,7 @@ def jobs_run_to_completion(result: ScenarioResult) -> List[str]:
     if not result.new_template:
         return []
     objects = [obj for _, obj in desired_objects(result)]
-    arrivals = [obj for obj in objects if is_job(obj)] + list(result.scenario.extra_jobs)
+    arrivals = [obj for obj in objects if is_job(obj)]
     standing = [obj for obj in objects if not is_job(obj)]
     scheduling = stack_scheduling(result.new_template)
     reports = rehearse_jobs(

@@ -100,16 +100,13 @@ class Promise:
 
 @dataclass(frozen=True)
 class Scenario:
-    """Deploy ``new`` over ``old`` (None: nothing deployed / ``cdk destroy``) and check ``promises``; ``extra_jobs``
-    are jobs users start on the deployed stack (a hybrid workflow's run), which the scheduling rehearsal runs beside
-    the stack's own."""
+    """Deploy ``new`` over ``old`` (None: nothing deployed / ``cdk destroy``) and check ``promises``."""
 
     name: str
     stack: str
     old: Optional[Variant]
     new: Optional[Variant]
     promises: Tuple[Promise, ...]
-    extra_jobs: Tuple[Mapping[str, Any], ...] = ()
 
 
 @dataclass

@@ -58,7 +58,7 @@ def stack_parts(stack: str, **context: str) -> Tuple[list, List[Dict[str, Any]],
 def test_every_stacks_jobs_complete_in_every_order_with_one_failed_attempt_each(stack, context):
     """KubeflowTraining is not here: its 6-node TrainJob gets its nodes only through the release program's capacity
     step, which this model does not run (without it the model stalls as the real components did); the real control
-    plane runs it (tests/e2e/test_deploy.py)."""
+    plane runs it (tests/e2e/test_lifecycle.py)."""
     nodes, standing, jobs = stack_parts(stack, **context)
     arrivals = jobs
     scheduling = stack_scheduling(stack_template(stack, **context).to_json())
