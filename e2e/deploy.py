@@ -15,10 +15,11 @@ import json
 import queue
 import sys
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from e2e import commands
 from e2e.cluster import TestCluster
@@ -31,6 +32,7 @@ from rehearsal.simulated_cluster import Node, nodes_of
 from trainium_eks.core.conventions import EFA_RESOURCE, GPU_RESOURCE, NEURON_CORE_RESOURCE, NEURON_DEVICE_RESOURCE
 
 NODEGROUP_TYPE = "AWS::EKS::Nodegroup"
+NODEGROUP_LABEL = "eks.amazonaws.com/nodegroup"
 ADDON_TYPE = "AWS::EKS::Addon"
 REPO = Path(__file__).resolve().parents[1]
 UPSTREAM = REPO.parent / "shared" / "upstream"
@@ -125,11 +127,6 @@ def kwok_node(node: Node, zone: str) -> Dict[str, Any]:
     return {"labels": labels, "taints": node.taints, "capacity": capacity}
 
 
-def node_name(node: Node) -> str:
-    """A Kubernetes name for a node of the model (lower case)."""
-    return node.name.lower()
-
-
 class LiveStack:
     """One stack deployed on ``cluster``; a context manager that stops the handler processes on exit.
 
@@ -144,12 +141,23 @@ class LiveStack:
     :param region: Its region.
     :param tools: The kubectl layer's kubectl and helm.
     :param concurrency: How many steps run at once at most.
+    :param hold: Which creates of a handler resource to hold back (:attr:`held`) until :meth:`arrive` runs them, in
+        an order a test chooses. Default: none.
     """
 
     def __init__(
-        self, cluster: TestCluster, stack: str, region: str, tools: Mapping[str, Path], concurrency: int = 8
+        self,
+        cluster: TestCluster,
+        stack: str,
+        region: str,
+        tools: Mapping[str, Path],
+        concurrency: int = 8,
+        hold: Optional[Callable[[Step], bool]] = None,
     ) -> None:
         self.cluster = cluster
+        self.hold = hold
+        self.held: List[Tuple[int, StepResult]] = []
+        """(index in the plan, step) of each create held back, in the plan's order."""
         self.identity = StackIdentity(stack, region)
         self.tools = dict(tools)
         self.concurrency = concurrency
@@ -201,20 +209,41 @@ class LiveStack:
         if failed.is_set():
             return
         step = run.step
-        if step.resource_type in HANDLER_TYPES and step.operation in ("Create", "Update", "Delete"):
-            workspace = self._workspace()
-            try:
-                run.invocation = workspace.invoke(self._event(step, index))
-            finally:
-                self._idle.put(workspace)
+        if self.hold is not None and step.operation == "Create" and self.hold(step):
+            with self._lock:
+                self.held.append((index, run))
+                self.held.sort(key=lambda held: held[0])
+            run.note = "held back"
+        elif step.resource_type in HANDLER_TYPES and step.operation in ("Create", "Update", "Delete"):
+            self._invoke(index, run)
             if run.failed:
                 failed.set()
         elif step.resource_type == NODEGROUP_TYPE and step.operation == "Create":
-            run.note = self._add_nodes(template, step.logical_id)
+            run.note = self._add_nodes(template, step)
         elif step.resource_type == NODEGROUP_TYPE and step.operation == "Delete":
-            run.note = self._remove_nodes(step.logical_id)
+            run.note = self._remove_nodes(step)
         elif step.resource_type == ADDON_TYPE and step.operation == "Create":
             run.note = self.cluster.csi.install(self.cluster.api, str(step.properties.get("AddonName")))
+
+    def arrive(self, held: List[Tuple[int, StepResult]], gap: float) -> List[StepResult]:
+        """Run held creates (from :attr:`held`) one after the other in the order given, ``gap`` seconds apart; the
+        runs that failed."""
+        failed = []
+        for position, (index, run) in enumerate(held):
+            if position:
+                time.sleep(gap)
+            self._invoke(index, run)
+            if run.failed:
+                failed.append(run)
+        return failed
+
+    def _invoke(self, index: int, run: StepResult) -> None:
+        """Run the handler with the step's event in an idle execution environment."""
+        workspace = self._workspace()
+        try:
+            run.invocation = workspace.invoke(self._event(run.step, index))
+        finally:
+            self._idle.put(workspace)
 
     def _event(self, step: Step, index: int) -> Dict[str, Any]:
         """The step's CloudFormation event, its NodePools for Karpenter's kwok provider
@@ -237,25 +266,37 @@ class LiveStack:
                 self._workspaces.append(workspace)
             return workspace
 
-    def _add_nodes(self, template: Mapping[str, Any], group: str) -> str:
+    def _add_nodes(self, template: Mapping[str, Any], step: Step) -> str:
         """The node group's nodes, spread over the zones of its subnets in turn (an Auto Scaling group balances
         its instances across its zones); the subnets' zones are not resolved offline, so each subnet of the group
-        counts as one zone of the stack's region (a, b, c...)."""
+        counts as one zone of the stack's region (a, b, c...). Each is named after the node group's physical id
+        and labelled with it (``eks.amazonaws.com/nodegroup``, the node group's name on EKS), so that a replaced
+        node group's new nodes join beside the old ones, which its delete then removes."""
+        group = step.logical_id
         subnets = (template["Resources"][group]["Properties"].get("Subnets")) or [None]
         added = []
         members = [node for node in nodes_of(template) if node.group == group]
         for index, node in enumerate(members):
             zone = f"{self.identity.region}{'abcdef'[index % len(subnets)]}"
-            self.cluster.add_node(node_name(node), **kwok_node(node, zone))
-            added.append(node_name(node))
+            spec = kwok_node(node, zone)
+            spec["labels"][NODEGROUP_LABEL] = _label_value(step.physical_id)
+            name = f"{step.physical_id}-{index}".lower()
+            self.cluster.add_node(name, **spec)
+            added.append(name)
         return f"nodes {', '.join(added)} joined"
 
-    def _remove_nodes(self, group: str) -> str:
+    def _remove_nodes(self, step: Step) -> str:
         removed = []
-        for node in self.cluster.api.list("v1", "Node", selector=f"eks.amazonaws.com/nodegroup={group}"):
+        selector = f"{NODEGROUP_LABEL}={_label_value(step.physical_id)}"
+        for node in self.cluster.api.list("v1", "Node", selector=selector):
             self.cluster.api.delete("v1", "Node", node["metadata"]["name"])
             removed.append(node["metadata"]["name"])
         return f"nodes {', '.join(removed)} removed"
+
+
+def _label_value(text: str) -> str:
+    """``text`` as a label value: at most 63 characters, ending in a letter or digit."""
+    return text[-63:].strip("-_.")
 
 
 def _waits_for(step: Step, earlier: Step) -> bool:

@@ -6,9 +6,10 @@ them), and these say exactly what the tests rely on:
   plane, keeping the capacity the harness or Karpenter gave it (kwok renews the node's Lease as kubelet does).
 - ``pod-running``: a pod bound to a node starts: Running with a pod address from kwok, and ready unless a container
   has a readiness probe: then the harness probes it (:mod:`e2e.components`), as kubelet would.
-- ``pod-job-complete``: a running pod of a Job (batch or Volcano) succeeds: the training containers' work is not
-  run, only its outcome; the release Jobs' pods, whose program the harness runs (:mod:`e2e.component_images`), are
-  left to it, and the capacity Jobs' pods, which hold their nodes until the release deletes them, keep running.
+- ``pod-job-complete``: a running pod of a Job (batch or Volcano) succeeds, at once or after the seconds a test
+  gives (a run that lasts, for what happens during it): the training containers' work is not run, only its
+  outcome; the release Jobs' pods, whose program the harness runs (:mod:`e2e.component_images`), are left to it,
+  and the capacity Jobs' pods, which hold their nodes until the release deletes them, keep running.
 - ``pod-delete``: a pod being deleted goes (as kubelet confirms a graceful deletion).
 """
 
@@ -133,7 +134,7 @@ spec:
     - key: '.metadata.labels["app.kubernetes.io/name"]'
       operator: 'NotIn'
       values: ['{RELEASE_COMPONENT}', '{CAPACITY_COMPONENT}']
-  next:
+{{job_delay}}  next:
     statusTemplate: |
       {{{{ $now := Now }}}}
       conditions:
@@ -170,7 +171,9 @@ spec:
 """
 
 
-def write_stages(path: Path) -> Path:
-    """Write :data:`STAGES` to ``path`` (kwok's ``--config``)."""
-    path.write_text(STAGES)
+def write_stages(path: Path, job_seconds: float = 0) -> Path:
+    """Write :data:`STAGES` to ``path`` (kwok's ``--config``), a job's pod running ``job_seconds`` before it
+    succeeds."""
+    delay = f"  delay: {{durationMilliseconds: {round(job_seconds * 1000)}}}\n" if job_seconds else ""
+    path.write_text(STAGES.replace("{job_delay}", delay))
     return path

@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from e2e.api import Api, ApiError
 from e2e.processes import wait_for
 from rehearsal.kubelet_expansion import expand
-from trainium_eks.manifests.jobs.job_release_program import API, ref_of, state
+from trainium_eks.manifests.jobs.job_release_program import API, DONE_CONDITIONS, parse, ref_of, state
 
 SEED_RUN_MINUTES = 15
 """How long a stack's seed jobs may take on the test cluster (release programs poll every 20 s; kwok nodes are Ready
@@ -73,3 +73,35 @@ def _read(api: Api, namespace: str, ref: str) -> Optional[Dict[str, Any]]:
         if error.status == 404:  # a kind the server does not serve (its CRD is not installed): not created
             return None
         raise
+
+
+def created_before_its_waits_ended(api: Api, applied: List[Mapping[str, Any]]) -> List[str]:
+    """Each held job (of ``applied``'s release Jobs) that exists but was created before a job it waits for had
+    completed: a release that let its job go too early (timestamps are whole seconds: equal counts as after)."""
+    found = []
+    for obj in applied:
+        if obj.get("apiVersion") != "batch/v1" or obj.get("kind") != "Job":
+            continue
+        container = (obj["spec"]["template"]["spec"].get("containers") or [{}])[0]
+        env = {item["name"]: expand(item.get("value", ""), {}) for item in container.get("env") or []}
+        if "HELD_JOB" not in env:
+            continue
+        namespace, _, waits, _, held_ref = parse(container["command"][2:], env)
+        job = _read(api, namespace, held_ref)
+        if job is None:
+            continue
+        for wait in waits:
+            ended = _ended_at(wait.split("/")[0], _read(api, namespace, wait))
+            if ended is None or job["metadata"]["creationTimestamp"] < ended:
+                found.append(f"{held_ref} created at {job['metadata']['creationTimestamp']}, {wait} ended at {ended}")
+    return found
+
+
+def _ended_at(kind: str, job: Optional[Mapping[str, Any]]) -> Optional[str]:
+    """When a job completed (RFC 3339, whole seconds), or None."""
+    if job is None or state(kind, job) != "done":
+        return None
+    status = job.get("status") or {}
+    if kind == "vcjob":
+        return (status.get("state") or {}).get("lastTransitionTime")
+    return next(c["lastTransitionTime"] for c in status["conditions"] if c["type"] == DONE_CONDITIONS[kind])

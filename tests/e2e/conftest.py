@@ -44,8 +44,10 @@ def tools() -> Dict[str, Path]:
 
 @pytest.fixture
 def cluster(binaries, tmp_path, request) -> Iterator[TestCluster]:
-    """A started test cluster in ``tmp_path``."""
+    """A started test cluster in ``tmp_path``; a test marked ``job_seconds(N)`` gets one whose job pods run N
+    seconds before they succeed (:class:`e2e.cluster.TestCluster`)."""
     if os.environ.get("TRAINIUM_EKS_E2E_NETNS") != "1":
         pytest.fail("the e2e tests run inside a network namespace with only loopback up: use `make e2e`")
-    with TestCluster(binaries, tmp_path / "cluster") as started:
+    marker = request.node.get_closest_marker("job_seconds")
+    with TestCluster(binaries, tmp_path / "cluster", job_seconds=marker.args[0] if marker else 0) as started:
         yield started

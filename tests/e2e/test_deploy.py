@@ -3,21 +3,20 @@ CloudFormation's order, through aws-eks-v2's kubectl handler with the kubectl la
 real API server with every CRD installed and the real Volcano, JobSet and Trainer webhooks serving; the seed jobs run
 to their end on their own (the release programs as processes with the ``job-release`` token, the gangs placed by the
 real Volcano scheduler on nodes the real Karpenter core launches through its kwok provider); then a ``cdk destroy``
-in CloudFormation's delete order leaves exactly the objects the library retains, and no node."""
+in CloudFormation's delete order leaves exactly the objects the library retains, and no node. For the settings other
+than the default (whose whole life, updates included, is ``test_lifecycle.py``'s)."""
 
 from __future__ import annotations
-
-from typing import Any, Dict, List
 
 import pytest
 
 import app as default_app
 from e2e.components import ComponentRunner
 from e2e.deploy import LiveStack, applied_objects
-from e2e.seed_runs import SEED_RUN_MINUTES, seed_jobs, wait_for_jobs
+from e2e.seed_runs import SEED_RUN_MINUTES, created_before_its_waits_ended, seed_jobs, wait_for_jobs
+from e2e.stack_state import object_key, present
 from rehearsal.scenarios import (
     COMPOSER_TRAINING,
-    DEFAULT,
     GPU_GROUP,
     KUBEFLOW_TRAINING,
     NODE_GROUPS,
@@ -28,23 +27,8 @@ from rehearsal.scenarios import (
 from tests.support.apps import new_app
 from trainium_eks.constructs.applied_chart import RETAINED_KINDS
 
-CASES = [(stack, variant) for stack in STACKS for variant in (DEFAULT, NODE_GROUPS)] + [(KUBEFLOW_TRAINING, GPU_GROUP)]
+CASES = [(stack, NODE_GROUPS) for stack in STACKS] + [(KUBEFLOW_TRAINING, GPU_GROUP)]
 assert {TRAINIUM_EKS, KUBEFLOW_TRAINING, COMPOSER_TRAINING} == set(STACKS)
-
-
-def _key(obj: Dict[str, Any]) -> str:
-    meta = obj["metadata"]
-    return f"{obj['kind']} {meta.get('namespace', '')}/{meta['name']}"
-
-
-def _present(cluster, objects: List[Dict[str, Any]]) -> List[str]:
-    found = []
-    for obj in objects:
-        meta = obj["metadata"]
-        namespace = meta.get("namespace", "default")
-        if cluster.api.get(obj["apiVersion"], obj["kind"], meta["name"], namespace) is not None:
-            found.append(_key(obj))
-    return found
 
 
 @pytest.mark.parametrize("stack,variant", CASES, ids=lambda v: v if isinstance(v, str) else v.label)
@@ -59,7 +43,7 @@ def test_a_deploy_applies_everything_runs_the_seed_jobs_and_a_destroy_removes_it
         objects = applied_objects(live)
         kept = applied_objects(live, retained=True)
         assert objects, "the template applies Kubernetes objects"
-        assert _present(cluster, objects) == [_key(obj) for obj in objects]
+        assert present(cluster.api, objects) == [object_key(obj) for obj in objects]
 
         jobs = seed_jobs(objects)
         assert jobs, "every stack runs seed jobs"
@@ -71,11 +55,12 @@ def test_a_deploy_applies_everything_runs_the_seed_jobs_and_a_destroy_removes_it
             describe=lambda: f"{runner.describe()}\n{cluster.describe()}",
         )
         assert set(states.values()) == {"done"}, states
+        assert created_before_its_waits_ended(cluster.api, objects) == []
 
         destroyed = live.deploy(None)
         assert not destroyed.failures, f"{destroyed.describe_failures()}\n{runner.describe()}\n{cluster.describe()}"
         # Kept: the namespace, volume and claim of the training data (their resources' DeletionPolicy is Retain).
-        assert _present(cluster, objects) == [_key(obj) for obj in kept]
+        assert present(cluster.api, objects) == [object_key(obj) for obj in kept]
         assert {obj["kind"] for obj in kept} <= RETAINED_KINDS
         # Karpenter's nodes went before Karpenter did (the EC2NodeClass's finalizer held its delete until then).
         assert [node["metadata"]["name"] for node in cluster.api.list("v1", "Node")] == [], cluster.describe()

@@ -1,6 +1,6 @@
 """Every held gang gets all its nodes, on the real components: when EC2 refuses part of a gang's launches, the
 release's capacity Jobs keep the nodes that came and wait while Karpenter retries the rest, and the gang runs on
-exactly the nodes it needs (the warm node of another gang size: KubeflowTraining's seed jobs in test_deploy.py)."""
+exactly the nodes it needs (the warm node of another gang size: KubeflowTraining's seed jobs in test_lifecycle.py)."""
 
 from __future__ import annotations
 
