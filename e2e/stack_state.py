@@ -11,9 +11,8 @@ from e2e.api import Api, ApiError
 from e2e.deploy import LiveStack
 from e2e.seed_runs import JobRef
 from rehearsal.intrinsics import Resolver
+from rehearsal.scenario import HANDLER_TYPES
 from trainium_eks.manifests.jobs.job_release_program import API
-
-HELM_CHART_TYPE = "Custom::AWSCDK-EKS-HelmChart"
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
@@ -66,7 +65,7 @@ def releases(live: LiveStack) -> List[Tuple[str, str]]:
     resolver = Resolver(template, live.deployment.resources, live.identity)
     found = []
     for resource in (template.get("Resources") or {}).values():
-        if resource["Type"] == HELM_CHART_TYPE:
+        if resource["Type"] == HANDLER_TYPES[1]:
             properties = resolver.resolve(resource["Properties"])
             found.append((properties.get("Namespace") or "default", properties["Release"]))
     return found

@@ -54,8 +54,9 @@ MIN_DEADLINE_SECONDS = 60
 """The shortest deadline a job chart takes: a minute (image pulls alone may take longer)."""
 
 MAX_DEADLINE_SECONDS = 90 * 24 * HOUR
-"""The longest deadline a job chart takes: 90 days, the longest a release Job waits
-(:data:`~trainium_eks.manifests.jobs.job_release.MAX_TIMEOUT_SECONDS`), far below what the APIs admit (a pod's
+"""The longest deadline a job chart takes, and the longest a release Job may wait
+(:data:`~trainium_eks.manifests.jobs.job_release.MAX_TIMEOUT_SECONDS` is this): 90 days, far below what the APIs
+admit (a pod's
 ``activeDeadlineSeconds`` is at most 2^31 - 1: kubernetes v1.36.3 ``pkg/apis/core/validation/validation.go``
 ``ValidatePodSpec``)."""
 

@@ -14,6 +14,7 @@ from trainium_eks.facts import versions
 from trainium_eks.manifests import audit_exceptions as audit
 from trainium_eks.manifests.audit_exceptions import checkov_skips
 from trainium_eks.manifests.chart import PART_OF, LibraryChart, locked_down_container, unprivileged_pod
+from trainium_eks.manifests.jobs.job_deadline import MAX_DEADLINE_SECONDS
 from trainium_eks.manifests.jobs.job_release_program import DEADLINE_MARGIN_SECONDS, NEVER, ref_of
 from trainium_eks.manifests.jobs.mounted_program import MountedProgram, MountedProgramChart, program_source
 
@@ -50,7 +51,7 @@ HELD_JOB_LABEL = "trainium-eks/held-job"
 
 DEFAULT_TIMEOUT_SECONDS = 14 * 24 * 3600
 """How long a release waits for the jobs it waits for, by default: 14 days, longer than the seed runs by far."""
-MAX_TIMEOUT_SECONDS = 90 * 24 * 3600
+MAX_TIMEOUT_SECONDS = MAX_DEADLINE_SECONDS
 
 JOB_REFERENCE = re.compile(r"(job|vcjob|trainjob|pytorchjob)/[a-z0-9]([a-z0-9.-]*[a-z0-9])?")
 """A reference to a job of the namespace: ``job/<name>`` (batch/v1), ``vcjob/<name>`` (Volcano), ``trainjob/<name>``,
