@@ -56,21 +56,31 @@ def test_a_training_gang_that_loses_a_node_mid_run_restarts_and_completes(cluste
             running = [pod for pod in pods if (pod.get("status") or {}).get("phase") == "Running"]
             return running if len(running) == 2 else None
 
-        running = wait_for(
-            "the training gang running on its two nodes",
-            gang_running,
-            timeout=SEED_RUN_MINUTES * 60,
-            check=runner.check,
-            describe=describe,
-        )
+        try:
+            running = wait_for(
+                "the training gang running on its two nodes",
+                gang_running,
+                timeout=SEED_RUN_MINUTES * 60,
+                check=runner.check,
+                describe=describe,
+            )
+        except HarnessError as error:  # not the failure this test expects
+            raise AssertionError(str(error)) from error
         lost = running[0]["spec"]["nodeName"]
         claims = [c for c in cluster.api.list("karpenter.sh/v1", "NodeClaim") if c["status"].get("nodeName") == lost]
         assert len(claims) == 1, lost
         cluster.api.delete("karpenter.sh/v1", "NodeClaim", claims[0]["metadata"]["name"])
 
+        def restarted_without_the_node() -> bool:
+            job = cluster.api.get("batch.volcano.sh/v1alpha1", "Job", name, "training") or {}
+            nodes = [node["metadata"]["name"] for node in cluster.api.list("v1", "Node")]
+            return (job.get("status") or {}).get("retryCount") == 1 and lost not in nodes
+
+        try:  # what works today: Karpenter drains and terminates the node, the gang restarts once, as a whole
+            wait_for("the node gone and the gang restarted", restarted_without_the_node, timeout=RECOVERY_MINUTES * 60)
+        except HarnessError as error:
+            raise AssertionError(str(error)) from error
+
+        # What does not, yet (the expected failure): the restarted gang gets a node and every job completes.
         states = wait_for_jobs(cluster.api, jobs, timeout=RECOVERY_MINUTES * 60, check=runner.check, describe=describe)
         assert set(states.values()) == {"done"}, states
-        job = cluster.api.get("batch.volcano.sh/v1alpha1", "Job", name, "training")
-        assert job["status"].get("retryCount") == 1, "the gang restarted once, as a whole"
-        nodes = [node["metadata"]["name"] for node in cluster.api.list("v1", "Node")]
-        assert lost not in nodes, "Karpenter drained and terminated the node"
