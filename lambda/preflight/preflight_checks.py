@@ -418,6 +418,8 @@ def planned_checks(context: AwsContext) -> List[Tuple[str, Callable[[], Optional
         add(f"offering/{node['name']}", check_offering, node)
         if node.get("capacityReservationId"):
             add(f"capacity-reservation/{node['name']}", check_capacity_reservation, node)
+        elif _on_demand(node) and node["count"] > 1 and node["efaInterfaces"] > 0:
+            add(f"gang-capacity/{node['name']}", check_gang_capacity, node)
     for subnet in _unique(node["subnetId"] for node in nodes if node["subnetId"]):
         add(f"subnet-addresses/{subnet}", check_subnet_addresses, subnet)
     for family in _unique(quota_family(node["instanceType"]) or "" for node in nodes if _on_demand(node)):
@@ -746,6 +748,30 @@ def check_capacity_reservation(context: AwsContext, node: Mapping[str, Any]) -> 
             "stop the other instances running in it, or lower the node count",
         )
     return CheckResult(name, PASS, message)
+
+
+def check_gang_capacity(context: AwsContext, node: Mapping[str, Any]) -> CheckResult:
+    """Whether all the nodes of an on-demand gang fit in its cluster placement group cannot be checked ahead: EC2 has
+    no call that answers it, only the launch does (and may place some of the nodes), and its own advice is to
+    reserve capacity in the group (EC2 user guide, "Placement group rules and limitations": "If you plan to launch
+    instances into a cluster placement group, we recommend that you reserve capacity explicitly in the cluster
+    placement group"). Always ``unknown``, in one line, with what happens when EC2 refuses part of the gang."""
+    count, instance_type = node["count"], node["instanceType"]
+    if node.get("provisioning", "karpenter") == "node-group":
+        then = "the node group's creation fails the deploy if EC2 refuses any of them"
+    else:
+        then = (
+            "a gang EC2 refuses in part gives back the nodes it holds and tries again (its release's "
+            "capacity-timeout, 30 minutes by default, 3 attempts)"
+        )
+    return CheckResult(
+        f"gang-capacity/{node['name']}",
+        UNKNOWN,
+        f"no EC2 call says ahead whether {count} x {instance_type} fit in one cluster placement group on demand; "
+        f"{then}",
+        "to be sure of them, reserve them: a Capacity Block or an ODCR in the placement group "
+        "(NodeCapacity.capacity_block / capacity_reservation)",
+    )
 
 
 def _when(value: Any) -> str:

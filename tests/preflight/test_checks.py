@@ -588,7 +588,7 @@ def test_efs_file_systems_fit_the_accounts_quota(checks, aws):
 # --------------------------------------------------------------------------------------------- the whole run
 
 
-def test_the_seed_plan_passes_every_check(checks, aws, mixed):
+def test_the_seed_plan_passes_every_check_and_says_in_one_line_what_it_cannot_check(checks, aws, mixed):
     plan = _plan(
         _node(),
         _node(name="SystemNodes", instanceType="m7i.xlarge", availabilityZoneId=None, efaInterfaces=0),
@@ -605,6 +605,7 @@ def test_the_seed_plan_passes_every_check(checks, aws, mixed):
         ("availability-zone/usw2-az4", "pass"),
         ("instance-type/AcceleratedNodes", "pass"),
         ("offering/AcceleratedNodes", "pass"),
+        ("gang-capacity/AcceleratedNodes", "unknown"),
         ("instance-type/SystemNodes", "pass"),
         ("offering/SystemNodes", "pass"),
         ("on-demand-vcpus/Trn", "pass"),
@@ -688,3 +689,33 @@ def test_the_iam_actions_are_read_only_and_cover_every_call(checks):
         assert f'"{method}"' in source and action in checks.IAM_ACTIONS
     assert {"fsx:DescribeFileSystems", "elasticfilesystem:DescribeFileSystems"} <= set(checks.IAM_ACTIONS)
     assert all(a.split(":")[1].startswith(("Describe", "Get", "List")) for a in checks.IAM_ACTIONS)
+
+
+@pytest.mark.parametrize(
+    "node, then",
+    [
+        ({}, "gives back the nodes it holds and tries again"),
+        ({"provisioning": "node-group"}, "the node group's creation fails the deploy"),
+    ],
+)
+def test_an_on_demand_gang_in_a_placement_group_is_one_unknown_line_saying_what_happens_when_ec2_refuses_part(
+    checks, mixed, node, then
+):
+    plan = _plan(_node(**node))
+    (result,) = [check() for name, check in checks.planned_checks(_context(checks, mixed, plan)) if "gang" in name]
+    assert result.status == "unknown" and then in result.message and "\n" not in result.message
+    assert result.message.startswith("no EC2 call says ahead whether 2 x trn1.32xlarge fit in one cluster placement")
+
+
+@pytest.mark.parametrize(
+    "node",
+    [
+        {"count": 1},
+        {"efaInterfaces": 0},
+        {"capacityType": "capacity-block", "capacityReservationId": "cr-0123456789abcdef0"},
+    ],
+    ids=["one node", "no EFA, no placement group", "reserved"],
+)
+def test_no_gang_line_for_one_node_nodes_without_a_placement_group_or_reserved_nodes(checks, mixed, node):
+    names = [name for name, _ in checks.planned_checks(_context(checks, mixed, _plan(_node(**node))))]
+    assert not [name for name in names if name.startswith("gang-capacity/")]

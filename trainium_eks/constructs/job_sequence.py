@@ -21,6 +21,7 @@ from trainium_eks.manifests.jobs.job_release import (
     MAX_TIMEOUT_SECONDS,
     JobReleaseChart,
     ReleaseProgramChart,
+    is_held,
 )
 
 
@@ -28,13 +29,16 @@ class JobSequence(Construct):
     """Applies job charts (``DatasetStagingChart``, ``VolcanoJobChart``, ``TrainJobChart``, ...) to a cluster, each
     job created only once the jobs it waits for have completed.
 
-    - **A job that waits for nothing** is applied as it is, after ``prerequisites``.
-    - **A job that waits for others is held**: the stack applies its release Job instead
+    - **A job of one pod that waits for nothing** is applied as it is, after ``prerequisites``.
+    - **A job that waits for others, and every gang, is held**: the stack applies its release Job instead
       (:class:`~trainium_eks.manifests.jobs.job_release.JobReleaseChart`), a small pod on the system nodes that creates
       the job, owned by the release Job, once every job it waits for has completed, and fails naming the job that failed
       (or the one it gave up on after ``release_timeout``). Until then the held job does not exist, so it holds no
       device, CPU or memory that the jobs it waits for need, whatever order the objects arrive in and however often
-      those jobs restart; nothing waits inside a training pod. The release Jobs' service account and Roles
+      those jobs restart; nothing waits inside a training pod. A gang (two pods or more) has its nodes held first
+      and is watched until it ends, so that its first start and every restart find all its nodes
+      (:class:`~trainium_eks.manifests.jobs.job_release_program.Capacity`,
+      :class:`~trainium_eks.manifests.jobs.job_release_program.GangWatch`). The release Jobs' service account and Roles
       (:mod:`~trainium_eks.manifests.access.job_release_access`) are applied once per namespace and held kind, and
       the ConfigMap of their program (:class:`~trainium_eks.manifests.jobs.job_release.ReleaseProgramChart`) once per
       namespace, before the releases.
@@ -124,7 +128,8 @@ class JobSequence(Construct):
     def add(
         self, id_: str, chart: Union[JobChart, cdk8s.Chart], *, wait_for: Sequence[Union[str, JobChart]] = ()
     ) -> AppliedChart:
-        """Apply ``chart`` after the prerequisites: the job itself when it waits for nothing, else its release Job.
+        """Apply ``chart`` after the prerequisites: the job itself when it is one pod that waits for nothing, else its
+        release Job.
 
         ``chart`` is a job chart of the library (``VolcanoJobChart``, ``TrainJobChart``, ``DatasetStagingChart``...,
         which say what they wait for themselves), or a ``cdk8s.Chart`` of yours holding one job, which is adopted
@@ -151,7 +156,7 @@ class JobSequence(Construct):
             after += self._etcd_server(namespace).of_kind("Service")
         if getattr(chart, "needs_fabric_program", False):
             after.append(self._fabric_program(namespace))
-        if not chart.wait_for:
+        if not is_held(chart.manifest, chart.wait_for):
             applied = AppliedChart(self, id_, cluster=self.cluster, chart=chart, after=after)
         else:
             release = JobReleaseChart(

@@ -22,7 +22,7 @@ def test_release_jobs_may_read_jobs_hold_capacity_and_create_only_the_kinds_they
     ]
     creator = objects(JobReleaseCreatorChart(namespace="training", kind="vcjob"))
     assert creator["Role", "job-release-create-vcjob"]["rules"] == [
-        {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs"], "verbs": ["create"]}
+        {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs"], "verbs": ["create", "delete"]}
     ]
     bindings = [obj for found in (access, creator) for key, obj in found.items() if key[0] == "RoleBinding"]
     assert len(bindings) == 3

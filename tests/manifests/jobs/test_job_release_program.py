@@ -404,14 +404,15 @@ def test_a_capacity_job_holds_the_nodes_of_the_gangs_pods_with_their_placement_o
 
 
 def test_capacity_settings_come_from_the_held_jobs_annotations_with_defaults():
-    assert capacity_settings(gang()) == {"timeout": 1800, "attempts": 3, "pause": 600}
+    defaults = {"stall": 300, "restarts": 3}
+    assert capacity_settings(gang()) == {"timeout": 1800, "attempts": 3, "pause": 600, **defaults}
     held = gang()
     held["metadata"]["annotations"] = {
         "trainium-eks/capacity-timeout-seconds": "300",
         "trainium-eks/capacity-attempts": "1",
         "trainium-eks/capacity-pause-seconds": "not a number",
     }
-    assert capacity_settings(held) == {"timeout": 300, "attempts": 1, "pause": 600}
+    assert capacity_settings(held) == {"timeout": 300, "attempts": 1, "pause": 600, **defaults}
 
 
 def test_the_volcano_job_charts_gang_is_one_pod_per_node_of_its_group_with_the_devices():
@@ -495,3 +496,145 @@ def test_a_capacity_job_whose_create_failed_is_created_at_the_next_look_in_the_s
         "train-1-capacity-0",
         "train-1-capacity-1",
     ]
+
+
+# --- the watch of a created gang --------------------------------------------------------------------------------
+
+
+def gang_pod(name, node=None, reason=None, deleting=False):
+    conditions = [{"type": "PodScheduled", "status": "False", "reason": reason}] if reason else []
+    metadata = {"name": name, **({"deletionTimestamp": "2026-12-05T00:00:00Z"} if deleting else {})}
+    return {"metadata": metadata, "spec": {"nodeName": node} if node else {}, "status": {"conditions": conditions}}
+
+
+def test_a_pod_placed_but_not_started_is_one_volcano_marked_schedulable_and_left_unbound():
+    pods = [
+        gang_pod("placed", reason="Schedulable"),
+        gang_pod("needs-a-node", reason="Unschedulable"),
+        gang_pod("bound", node="n1", reason="Schedulable"),
+        gang_pod("going", reason="Schedulable", deleting=True),
+        gang_pod("new"),
+    ]
+    assert [pod["metadata"]["name"] for pod in program.placed_not_started(pods)] == ["placed"]
+
+
+class WatchApi:
+    """The requests a GangWatch makes: the gang's pods listed by their job label, DELETEs and events recorded."""
+
+    def __init__(self):
+        self.pods, self.urls, self.deletes, self.events = [], [], [], []
+
+    def __call__(self, url, body=None, method=None):
+        self.urls.append(url)
+        if method == "DELETE":
+            self.deletes.append((url, body))
+            return {}
+        if body is not None:
+            self.events.append((body["reason"], body["type"], body["message"]))
+            return body
+        return {"items": self.pods}
+
+
+def watch(monkeypatch, ref="vcjob/train-1", **annotations):
+    api = WatchApi()
+    monkeypatch.setattr(program, "request", api)
+    held = gang((2, NEURON_POD))
+    held["metadata"]["annotations"] = {f"trainium-eks/capacity-{k}": str(v) for k, v in annotations.items()}
+    settings = capacity_settings(held)
+    return api, program.GangWatch("https://api", "training", "train-1-release", "uid", ref, settings)
+
+
+def test_a_gang_with_a_pod_placed_but_not_started_past_the_stall_time_is_deleted_to_hold_its_nodes_again(monkeypatch):
+    api, gang_watch = watch(monkeypatch, **{"stall-seconds": 300})
+    running = vcjob("Pending")
+    api.pods = [gang_pod("train-1-node-0", reason="Schedulable"), gang_pod("train-1-node-1", reason="Unschedulable")]
+    assert gang_watch.step(running, 1000) == (
+        "watch",
+        "1 of 2 pods of vcjob/train-1 placed but not started for 0 s",
+    )
+    assert "labelSelector=volcano.sh/job-name%3Dtrain-1" in api.urls[-1]
+    assert gang_watch.step(running, 1299)[0] == "watch" and api.deletes == []
+    action, message = gang_watch.step(running, 1300)
+    assert action == "hold" and message.endswith("deleted it to hold all its nodes again (restart 1 of 3)")
+    assert api.deletes == [
+        (f"https://api/apis/batch.volcano.sh/v1alpha1{NS}/jobs/train-1", {"propagationPolicy": "Foreground"})
+    ]
+    assert [(reason, kind) for reason, kind, _ in api.events] == [("GangStalled", "Warning")]
+
+
+def test_the_stall_time_starts_again_when_no_pod_waits_placed(monkeypatch):
+    api, gang_watch = watch(monkeypatch, **{"stall-seconds": 300})
+    api.pods = [gang_pod("a", reason="Schedulable")]
+    gang_watch.step(vcjob("Pending"), 0)
+    api.pods = [gang_pod("a", reason="Unschedulable")]
+    assert gang_watch.step(vcjob("Pending"), 200) == ("watch", "watching vcjob/train-1")
+    api.pods = [gang_pod("a", reason="Schedulable")]
+    assert gang_watch.step(vcjob("Pending"), 400)[0] == "watch" and api.deletes == []
+
+
+def test_a_gang_that_stalls_once_more_than_its_restarts_allow_is_deleted_for_good(monkeypatch):
+    api, gang_watch = watch(monkeypatch, **{"stall-seconds": 10, "restarts": 1})
+    api.pods = [gang_pod("a", reason="Schedulable")]
+    for now in (0, 10):
+        action, _ = gang_watch.step(vcjob("Pending"), now)
+    assert action == "hold"
+    for now in (20, 30):
+        action, message = gang_watch.step(vcjob("Pending"), now)
+    assert action == "fail" and message.endswith("after 1 restarts; deleted it") and len(api.deletes) == 2
+    assert [reason for reason, _, _ in api.events] == ["GangStalled", "GangNotRestarted"]
+
+
+@pytest.mark.parametrize(
+    "ref, job, label",
+    [
+        ("vcjob/t", vcjob("Completed"), None),
+        ("trainjob/t", batch_job("Failed"), None),
+        ("pytorchjob/t", {"status": {}}, "training.kubeflow.org/job-name%3Dt"),
+        ("trainjob/t", {"status": {}}, "jobset.sigs.k8s.io/jobset-name%3Dt"),
+    ],
+)
+def test_a_watch_ends_with_its_gang_and_finds_the_pods_of_each_kind_by_its_controllers_label(
+    monkeypatch, ref, job, label
+):
+    api, gang_watch = watch(monkeypatch, ref=ref)
+    action, message = gang_watch.step(job, 0)
+    if label is None:
+        assert action == "end" and message in (f"{ref} completed", f"{ref} failed") and api.urls == []
+    else:
+        assert action == "watch" and label in api.urls[0]
+
+
+def test_a_gang_being_deleted_is_not_looked_at(monkeypatch):
+    api, gang_watch = watch(monkeypatch)
+    deleting = {"metadata": {"deletionTimestamp": "2026-12-05T00:00:00Z"}, "status": {}}
+    assert gang_watch.step(deleting, 0) == ("deleting", "vcjob/train-1 is being deleted") and api.urls == []
+
+
+def owned(job):
+    return {**job, "metadata": {"ownerReferences": [{"uid": "release-uid"}]}}
+
+
+def release_with_image(api):
+    api.objects[RELEASE] = {
+        "metadata": {"uid": "release-uid"},
+        "spec": {"template": {"spec": {"containers": [{"image": "python:3.13-slim"}]}}},
+    }
+    api.objects[f"/api/v1{NS}/pods?labelSelector=volcano.sh/job-name%3Dtrain-1"] = {"items": []}
+
+
+def test_a_release_watches_the_gang_it_created_until_it_ends(api):
+    release_with_image(api)
+    api.objects[HELD] = lambda n: owned(vcjob("Running")) if n < 4 else owned(vcjob("Completed"))
+    result = api.release(held=gang((2, NEURON_POD)))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("job release: watching vcjob/train-1\n") == 1  # each message once
+    assert result.stdout.endswith("job release: vcjob/train-1 completed\n") and api.posts == []
+
+
+def test_a_watched_gang_deleted_by_someone_else_is_not_created_again_and_fails_what_waits_for_it(api):
+    release_with_image(api)
+    api.objects[HELD] = lambda n: owned(vcjob("Running")) if n < 3 else 404
+    result = api.release(held=gang((2, NEURON_POD)))
+    assert result.returncode == NEVER, result.stdout + result.stderr
+    assert "vcjob/train-1 was deleted, not by this release; not creating it again" in result.stdout
+    assert api.posts == []

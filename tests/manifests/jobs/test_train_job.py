@@ -22,7 +22,9 @@ def test_trainjob_shape_refers_to_the_runtime_and_always_sets_processes_per_node
     trainer = spec["trainer"]
     assert trainer["numNodes"] == 6 and trainer["numProcPerNode"] == 1
     assert trainer["resourcesPerNode"] == {"requests": {"cpu": "2", "memory": "8Gi"}}
-    assert "annotations" not in manifest["metadata"], "the Trainer never reads a TrainJob's own annotations"
+    assert set(manifest["metadata"]["annotations"]) == {"trainium-eks/wait-for", "trainium-eks/release"}, (
+        "the Trainer never reads a TrainJob's own annotations: only its release's (a gang of 6 is created by one)"
+    )
     (patch,) = spec["runtimePatches"]
     assert patch["manager"] == "trainium-eks/train-job-chart", "the Trainer's webhook wants a domain-prefixed path"
     assert patch["trainingRuntimeSpec"]["template"]["metadata"] == {

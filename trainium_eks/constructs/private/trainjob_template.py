@@ -9,6 +9,7 @@ from typing import Any, Dict
 from trainium_eks.constructs.private.jsonata import jsonata, literals
 from trainium_eks.core.validation import Problems
 from trainium_eks.manifests.jobs.distributed_workload import Launcher
+from trainium_eks.manifests.jobs.job_release import RELEASE_ANNOTATION, WAIT_FOR_ANNOTATION
 from trainium_eks.manifests.jobs.train_job import TrainJobChart
 
 HYPERPARAMETERS_ENV = "TRAINING_HYPERPARAMETERS"
@@ -39,7 +40,12 @@ def trainjob_template(train_job: TrainJobChart, deadline_seconds: int) -> Dict[s
     manifest = literals(manifest)
     metadata = manifest["metadata"]
     metadata["name"] = jsonata("$job_name")
-    metadata["annotations"] = {**(metadata.get("annotations") or {}), EXECUTION_ANNOTATION: jsonata(EXECUTION_ARN)}
+    annotations = {  # the run's TrainJob is created by the workflow, not by a release: no release's annotations
+        key: value
+        for key, value in (metadata.get("annotations") or {}).items()
+        if key not in (WAIT_FOR_ANNOTATION, RELEASE_ANNOTATION)
+    }
+    metadata["annotations"] = {**annotations, EXECUTION_ANNOTATION: jsonata(EXECUTION_ARN)}
     labels = metadata.get("labels") or {}
     if "app.kubernetes.io/instance" in labels:
         labels["app.kubernetes.io/instance"] = jsonata("$job_name")

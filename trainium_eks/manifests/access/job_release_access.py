@@ -89,7 +89,8 @@ class JobReleaseAccessChart(_RoleChart):
 
 class JobReleaseCreatorChart(_RoleChart):
     """A Role, bound to the service account ``job-release`` of a namespace, that lets release Jobs create jobs of one
-    kind (``create`` only).
+    kind, and delete them: a release deletes the gang it created when a restart of it stalls, to hold all its nodes
+    again and create it anew (:class:`~trainium_eks.manifests.jobs.job_release_program.GangWatch`).
 
     :param namespace: Required.
     :param kind: ``job`` (batch/v1), ``vcjob``, ``trainjob`` or ``pytorchjob``. Required.
@@ -102,4 +103,6 @@ class JobReleaseCreatorChart(_RoleChart):
             problems.raise_if_any()
         super().__init__(namespace)
         group, resource = _group_and_resource(kind)
-        self.add_bound_role(creator_role(kind), [{"apiGroups": [group], "resources": [resource], "verbs": ["create"]}])
+        self.add_bound_role(
+            creator_role(kind), [{"apiGroups": [group], "resources": [resource], "verbs": ["create", "delete"]}]
+        )

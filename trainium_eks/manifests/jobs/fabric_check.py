@@ -114,7 +114,7 @@ from trainium_eks.manifests.jobs.fabric_floor import (
 )
 from trainium_eks.manifests.jobs.job_chart import JobChart, check_wait_for
 from trainium_eks.manifests.jobs.job_deadline import MAX_DEADLINE_SECONDS, volcano_bound_seconds
-from trainium_eks.manifests.jobs.job_release import held_annotations, kubelet_literal
+from trainium_eks.manifests.jobs.job_release import held_annotations, is_held, kubelet_literal
 from trainium_eks.manifests.jobs.mounted_program import MountedProgram, MountedProgramChart, program_source
 
 VOLCANO_JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
@@ -310,7 +310,7 @@ class FabricCheckChart(JobChart):
         self.gated_job: Optional[str] = None
         """The guarded job's name, once known."""
         self._template = self._render()
-        if self.wait_for:
+        if is_held(self._template, self.wait_for):
             metadata = self._template["metadata"]
             metadata["annotations"] = {**(metadata.get("annotations") or {}), **held_annotations(self.wait_for)}
         self.job_name = job_naming.hashed_name(self.component, {"check": self._template, "job": gated_spec}, resolve)

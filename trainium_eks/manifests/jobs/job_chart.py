@@ -8,7 +8,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Tuple, Union
 from trainium_eks.core.validation import Problems
 from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.manifests.jobs import job_naming
-from trainium_eks.manifests.jobs.job_release import check_references, held_annotations
+from trainium_eks.manifests.jobs.job_release import check_references, held_annotations, is_held
 
 
 def wait_references(wait_for: Any) -> Any:
@@ -32,7 +32,8 @@ class JobChart(LibraryChart):
     name goes and hand it to :meth:`add_job`, which hashes it, names the job and adds it to the chart. A job applied
     by :class:`~trainium_eks.constructs.job_sequence.JobSequence` is then its own CloudFormation resource keyed by
     that name, so any change to the spec replaces the job; a job that waits for others (:attr:`wait_for`) is held
-    until they have completed (:class:`~trainium_eks.manifests.jobs.job_release.JobReleaseChart`).
+    until they have completed, and a gang until its nodes are held
+    (:class:`~trainium_eks.manifests.jobs.job_release.JobReleaseChart`).
 
     :param name: Base name of the job (``job_naming.BASE_NAME``). Required.
     :param namespace: The job's namespace. Required.
@@ -59,8 +60,9 @@ class JobChart(LibraryChart):
     def add_job(self, manifest: Mapping[str, Any], resolve: Optional[Callable[[Any], Any]]) -> None:
         """Name the job after the hash of ``manifest`` (with tokens resolved by ``resolve``) and add it. A job that
         waits for others carries :func:`~trainium_eks.manifests.jobs.job_release.held_annotations` (the jobs it waits
-        for, the release program's digest), which its hash covers."""
-        if self.wait_for:
+        for, the release program's digest), which its hash covers; so does a gang, which a release creates too
+        (:func:`~trainium_eks.manifests.jobs.job_release.is_held`)."""
+        if is_held(manifest, self.wait_for):
             manifest = copy.deepcopy(dict(manifest))
             metadata = manifest.setdefault("metadata", {})
             metadata["annotations"] = {**(metadata.get("annotations") or {}), **held_annotations(self.wait_for)}

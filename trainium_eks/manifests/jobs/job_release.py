@@ -15,7 +15,7 @@ from trainium_eks.manifests import audit_exceptions as audit
 from trainium_eks.manifests.audit_exceptions import checkov_skips
 from trainium_eks.manifests.chart import PART_OF, LibraryChart, locked_down_container, unprivileged_pod
 from trainium_eks.manifests.jobs.job_deadline import MAX_DEADLINE_SECONDS
-from trainium_eks.manifests.jobs.job_release_program import DEADLINE_MARGIN_SECONDS, NEVER, ref_of
+from trainium_eks.manifests.jobs.job_release_program import DEADLINE_MARGIN_SECONDS, NEVER, gang_pods, ref_of
 from trainium_eks.manifests.jobs.mounted_program import MountedProgram, MountedProgramChart, program_source
 
 RELEASE_PROGRAM = MountedProgram(
@@ -78,6 +78,13 @@ def check_references(problems: Problems, setting: str, refs: Any) -> bool:
     return not bad
 
 
+def is_held(job: Mapping[str, Any], wait_for: Sequence[str]) -> bool:
+    """Whether the job ``job`` (a manifest) is created by a release rather than applied: when it waits for others, and
+    when it is a gang of two pods or more, whose release holds all its nodes first and watches it until it ends
+    (:func:`~trainium_eks.manifests.jobs.job_release_program.gang_pods`)."""
+    return bool(wait_for) or bool(gang_pods(dict(job)))
+
+
 def held_annotations(wait_for: Sequence[str]) -> Dict[str, str]:
     """The annotations of a job held until ``wait_for`` have completed (part of its hashed spec)."""
     return {WAIT_FOR_ANNOTATION: " ".join(wait_for), RELEASE_ANNOTATION: RELEASE_DIGEST}
@@ -96,8 +103,10 @@ class JobReleaseChart(LibraryChart):
     ``job-release``, then, for a gang of two pods or more, holds every node the gang needs with capacity Jobs of its
     pods' shape (:class:`~trainium_eks.manifests.jobs.job_release_program.Capacity`: a gang placed in part on nodes
     already up would otherwise never get the rest from Karpenter), then creates the held job with the release Job as
-    its owner: when CloudFormation deletes the release Job (the held job changed, or left the app), Kubernetes'
-    garbage collector deletes the held job (and any capacity Job) with it.
+    its owner, and watches a gang until it ends, to hold its nodes again when a restart stalls
+    (:class:`~trainium_eks.manifests.jobs.job_release_program.GangWatch`): when CloudFormation deletes the release
+    Job (the held job changed, or left the app), Kubernetes' garbage collector deletes the held job (and any capacity
+    Job) with it. A gang that waits for nothing has a release too (:func:`is_held`), for its nodes.
 
     The release Job, named ``<held job>-release``: the program, from the namespace's ConfigMap
     (:class:`ReleaseProgramChart`, applied before it), on Python's standard library in a pinned slim Python image
@@ -105,7 +114,8 @@ class JobReleaseChart(LibraryChart):
     node group, as ``nobody`` with a read-only root and no capabilities, the only pods of the namespace that mount a
     service-account token and may reach the Kubernetes API (label
     :data:`~trainium_eks.core.conventions.EGRESS_KUBERNETES_API_LABEL`); ``activeDeadlineSeconds`` of
-    ``timeout_seconds`` (the program reads it and gives up ten minutes before, naming the job it waited for); a pod
+    ``timeout_seconds`` (the program reads it and gives up ten minutes before, naming the job it waited for, or
+    stops watching a gang, which runs on); a pod
     failure policy that fails the Job at once when the held job can never be created (a job it waits for failed, the
     wait timed out, the API server refused the held job: exit status 3) and retries anything else (``backoffLimit`` 6; a
     pod disrupted by a node drain does not count). Its pod template is a function of the held job's name (whose hash
@@ -114,7 +124,7 @@ class JobReleaseChart(LibraryChart):
 
     :param job: The held job's manifest (a job chart's :attr:`~trainium_eks.manifests.jobs.job_chart.JobChart.manifest`,
         with :func:`held_annotations`). Required.
-    :param wait_for: The jobs to wait for (``vcjob/<name>``, ...). Required.
+    :param wait_for: The jobs to wait for (``vcjob/<name>``, ...); empty only for a gang. Required.
     :param timeout_seconds: How long to wait for them, from 11 minutes to 90 days. Default: 14 days.
     """
 
@@ -133,8 +143,12 @@ class JobReleaseChart(LibraryChart):
             if annotations.get(RELEASE_ANNOTATION) != RELEASE_DIGEST:
                 problems.add("job", held_ref, "a job whose spec carries held_annotations(wait_for) (JobChart does it)")
         if check_references(problems, "wait_for", wait_for):
-            if not wait_for:
-                problems.add("wait_for", wait_for, "at least one job (a job that waits for nothing needs no release)")
+            if held_ref and not is_held(job, wait_for):
+                problems.add(
+                    "wait_for",
+                    wait_for,
+                    "at least one job (a job of one pod that waits for nothing needs no release; a gang has one)",
+                )
             elif (
                 held_ref
                 and annotations.get(RELEASE_ANNOTATION) == RELEASE_DIGEST

@@ -23,15 +23,19 @@ to a node with room or marks it unschedulable for Karpenter; once every pod is b
 they are gone and creates the gang, which then finds every node it needs empty. An attempt that does not hold every
 node within ``trainium-eks/capacity-timeout-seconds`` (an annotation of the held job; default 1800) gives every node
 back and records a ``CapacityNotHeld`` event on the release Job; after ``trainium-eks/capacity-pause-seconds`` (600)
-it tries again, up to ``trainium-eks/capacity-attempts`` (3), then fails the release (exit status 3).
+it tries again, up to ``trainium-eks/capacity-attempts`` (3), then fails the release (exit status 3). Once created,
+a gang is watched until it ends (:class:`GangWatch`): a restart that leaves a pod placed but not started for
+``trainium-eks/capacity-stall-seconds`` (300) has the release delete the gang, hold all its nodes again and create it
+anew, up to ``trainium-eks/capacity-restarts`` (3) times.
 
 A job it waits for that does not exist yet may be held itself: when the release Job of that name
 (``<name>-release``) has failed, that job will never exist, and neither will this one; so a failure travels down a
 chain of held jobs at once instead of each later release waiting out its deadline.
 
-Exit status: 0 when the held job exists (created now, or by an earlier attempt of the same release Job); 3 when it
-never will: a job it waits for failed (or its release did), the wait timed out, its nodes could not be held in any
-attempt, the API server refused the held job
+Exit status: 0 when the held job exists (created now, or by an earlier attempt of the same release Job), and for a
+gang once it has ended (or the release Job's deadline ended the watch); 3 when it never will: a job it waits for
+failed (or its release did), the wait timed out, its nodes could not be held in any attempt, a gang stalled more
+often than allowed, it was deleted by someone else while watched, the API server refused the held job
 (an admission webhook, a missing permission) or an object of that name exists that this release did not create; 2 on
 a usage error; 1 on anything else. The release Job's pod failure policy fails the Job at once on 2 and 3 and retries
 the rest.
@@ -221,10 +225,14 @@ CAPACITY_SETTINGS = {
     "timeout": ("trainium-eks/capacity-timeout-seconds", 1800),
     "attempts": ("trainium-eks/capacity-attempts", 3),
     "pause": ("trainium-eks/capacity-pause-seconds", 600),
+    "stall": ("trainium-eks/capacity-stall-seconds", 300),
+    "restarts": ("trainium-eks/capacity-restarts", 3),
 }
 """Setting -> (the held job's annotation that sets it, its default): how long one attempt may take to hold every
 node (30 minutes), how many attempts (3), and how long to wait between two (10 minutes, so that nodes launched in a
-failed attempt and given back can be reused or consolidated)."""
+failed attempt and given back can be reused or consolidated); how long a created gang may wait with a pod placed but
+not started before its release takes it back to hold its nodes again (5 minutes: :class:`GangWatch`), and how often
+it may do so (3)."""
 HOLD_POLL_SECONDS = 5
 """How often a release looks at its capacity pods once they hold every node, until they are gone."""
 _PLACEMENT = ("nodeSelector", "affinity", "tolerations", "topologySpreadConstraints", "priorityClassName")
@@ -453,31 +461,122 @@ class Capacity:
             request(self.base + path, {"propagationPolicy": "Background"}, method="DELETE")
 
     def event(self, reason, message, kind):
-        """An event on the release Job (best effort: a refused event does not stop the release)."""
-        now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{self.release}.", "namespace": self.namespace},
-            "involvedObject": {
-                "apiVersion": "batch/v1",
-                "kind": "Job",
-                "name": self.release,
-                "namespace": self.namespace,
-                "uid": self.owner_uid,
-            },
-            "reason": reason,
-            "message": message,
-            "type": kind,
-            "source": {"component": "job-release"},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
-        try:
-            request(f"{self.base}/api/v1/namespaces/{self.namespace}/events", event)
-        except (Refused, ConnectionError) as error:
-            print(f"job release: event {reason} not recorded: {error}", flush=True)
+        """An event on the release Job."""
+        record_event(self.base, self.namespace, self.release, self.owner_uid, reason, message, kind)
+
+
+GANG_POD_LABELS = {
+    "vcjob": "volcano.sh/job-name",
+    "trainjob": "jobset.sigs.k8s.io/jobset-name",
+    "pytorchjob": "training.kubeflow.org/job-name",
+}
+"""The label that names a gang's pods after their job: Volcano's job controller; JobSet's (Kubeflow Trainer names a
+TrainJob's JobSet after it); the training operator's (kubeflow/common ``JobNameLabel``)."""
+PLACED_NOT_STARTED = "Schedulable"
+"""The reason Volcano gives in a pod's ``PodScheduled=False`` condition when the pod fits a node but its gang does not
+fit whole (volcano-sh/volcano v1.15.1 ``pkg/scheduler/api/unschedule_info.go`` ``PodReasonSchedulable``, set by
+``job_info.go`` ``TaskSchedulingReason``); Karpenter does not provision for such a pod."""
+
+
+def placed_not_started(pods):
+    """The pods of ``pods`` that Volcano placed on a node but did not bind, because their gang does not fit whole."""
+    return [
+        pod
+        for pod in pods
+        if not (pod.get("spec") or {}).get("nodeName")
+        and not (pod.get("metadata") or {}).get("deletionTimestamp")
+        and any(
+            condition.get("type") == "PodScheduled" and condition.get("reason") == PLACED_NOT_STARTED
+            for condition in (pod.get("status") or {}).get("conditions") or ()
+        )
+    ]
+
+
+class GangWatch:
+    """A created gang, watched by its release until it ends, so that a restart finds all its nodes too.
+
+    A gang that restarts (a lost node, a failed pod) is scheduled again as a whole, and when part of it fits on the
+    nodes it keeps, the same mismatch as before its first start holds it for ever: Volcano places the pods that fit and
+    marks them ``Schedulable``, and Karpenter, seeing those nodes empty, launches too few (shown on the real control
+    plane: tests/e2e/test_node_loss.py). When a pod of the gang has been placed but not started for ``stall`` seconds,
+    the release deletes the gang (foreground: it is gone once its pods are), records ``GangStalled`` on the release
+    Job, holds all its nodes again (:class:`Capacity`) and creates it again from the same manifest: its pods start from
+    the newest checkpoint, as after any restart. It does this up to ``restarts`` times; the next stall deletes the gang
+    for good (``GangNotRestarted``), which fails the release and so every job waiting for the gang. While it is
+    deleted, a job waiting for it keeps waiting (its release Job still runs)."""
+
+    def __init__(self, base, namespace, release, owner_uid, held_ref, settings):
+        self.base, self.namespace, self.release, self.owner_uid = base, namespace, release, owner_uid
+        self.held_ref, self.settings = held_ref, settings
+        self.stalled_since = None
+        self.restarts = 0
+
+    def step(self, job, now):
+        """One look at the gang ``job``: ('end', message) once it has completed or failed; ('watch', message);
+        ('deleting', message) while it is being deleted; ('hold', message) when this look deleted it to hold its nodes
+        again; ('fail', message) when it stalled once too often."""
+        kind, name = self.held_ref.split("/")
+        ended = state(kind, job)
+        if ended != "waiting":
+            return "end", f"{self.held_ref} {'completed' if ended == 'done' else 'failed'}"
+        if (job.get("metadata") or {}).get("deletionTimestamp"):
+            return "deleting", f"{self.held_ref} is being deleted"
+        selector = urllib.parse.quote(f"{GANG_POD_LABELS[kind]}={name}")
+        pods = (request(f"{self.base}/api/v1/namespaces/{self.namespace}/pods?labelSelector={selector}") or {}).get(
+            "items"
+        ) or []
+        placed = placed_not_started(pods)
+        if not placed:
+            self.stalled_since = None
+            return "watch", f"watching {self.held_ref}"
+        self.stalled_since = self.stalled_since if self.stalled_since is not None else now
+        waited = int(now - self.stalled_since)
+        stalled = f"{len(placed)} of {len(pods)} pods of {self.held_ref} placed but not started for {waited} s"
+        if waited < self.settings["stall"]:
+            return "watch", stalled
+        self.stalled_since = None
+        self.restarts += 1
+        request(self.base + object_path(self.namespace, self.held_ref), {"propagationPolicy": "Foreground"}, "DELETE")
+        allowed = self.settings["restarts"]
+        if self.restarts > allowed:
+            message = f"{stalled}, after {allowed} restarts; deleted it"
+            self.event("GangNotRestarted", message)
+            return "fail", message
+        message = f"{stalled}; deleted it to hold all its nodes again (restart {self.restarts} of {allowed})"
+        self.event("GangStalled", message)
+        return "hold", message
+
+    def event(self, reason, message):
+        """A warning event on the release Job."""
+        record_event(self.base, self.namespace, self.release, self.owner_uid, reason, message, "Warning")
+
+
+def record_event(base, namespace, release, owner_uid, reason, message, kind):
+    """An event on the release Job (best effort: a refused event does not stop the release)."""
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    event = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{release}.", "namespace": namespace},
+        "involvedObject": {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": release,
+            "namespace": namespace,
+            "uid": owner_uid,
+        },
+        "reason": reason,
+        "message": message,
+        "type": kind,
+        "source": {"component": "job-release"},
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
+    try:
+        request(f"{base}/api/v1/namespaces/{namespace}/events", event)
+    except (Refused, ConnectionError) as error:
+        print(f"job release: event {reason} not recorded: {error}", flush=True)
 
 
 def parse_time(text):
@@ -514,10 +613,13 @@ def main(argv, environ=os.environ):
     gives_up_at = None
     base = api_base()
     owner_uid = None
-    capacity = None
+    capacity = watch = None
+    said = None
+    seen = taken_back = False  # the held job existed (owned) in this run; the release deleted it to hold its nodes
     shapes = gang_pods(held)
     while True:
         poll = POLL_SECONDS
+        watching = False
         try:
             if owner_uid is None:
                 own = request(base + object_path(namespace, f"job/{release}")) or {}
@@ -526,38 +628,61 @@ def main(argv, environ=os.environ):
                 if shapes:  # its capacity pods run the release's own image
                     image = own["spec"]["template"]["spec"]["containers"][0]["image"]
                     capacity = Capacity(base, namespace, release, owner_uid, image, held, shapes)
+                    watch = GangWatch(base, namespace, release, owner_uid, held_ref, capacity.settings)
             existing = request(base + object_path(namespace, held_ref))
             if existing is not None:
-                if owned_by(existing, owner_uid):
+                if not owned_by(existing, owner_uid):
+                    print(
+                        f"job release: {held_ref} exists and was not created by job/{release}; not touching it",
+                        flush=True,
+                    )
+                    return NEVER
+                if watch is None:
                     print(f"job release: {held_ref} exists (created by this release)", flush=True)
                     return 0
-                print(
-                    f"job release: {held_ref} exists and was not created by job/{release}; not touching it", flush=True
-                )
-                return NEVER
-            action, detail = decide(wait_states(waits, lambda ref: request(base + object_path(namespace, ref))))
-            if action == "fail":
-                print(f"job release: {detail} failed (or its release did); {held_ref} is not created", flush=True)
-                return NEVER
-            if action == "create" and capacity is not None:
-                action, detail = capacity.step(time.time())
+                seen = True
+                action, message = watch.step(existing, time.time())
+                watching = action == "watch"
+                if action in ("end", "fail", "hold"):
+                    print(f"job release: {message}", flush=True)
+                if action == "end":
+                    return 0
                 if action == "fail":
-                    print(f"job release: {detail}; {held_ref} is not created", flush=True)
                     return NEVER
-                if capacity.releasing:
-                    poll = HOLD_POLL_SECONDS
-                action = "create" if action == "ready" else "hold"
-            if action == "create":
-                collection = API[held_ref.split("/")[0]][2].format(ns=namespace)
-                request(base + collection, owned_manifest(held, release, owner_uid))
-                after = f" after {', '.join(waits)} completed" if waits else ""
-                print(f"job release: created {held_ref}{after}", flush=True)
-                return 0
-            message = (
-                detail
-                if action == "hold"
-                else f"waiting for {detail} in namespace {namespace} before creating {held_ref}"
-            )
+                if action == "hold":  # a new capacity step, with all its attempts, once the gang is gone
+                    capacity = Capacity(base, namespace, release, owner_uid, image, held, shapes)
+                    taken_back = True
+            elif seen and not taken_back:
+                print(f"job release: {held_ref} was deleted, not by this release; not creating it again", flush=True)
+                return NEVER
+            else:
+                action, detail = decide(wait_states(waits, lambda ref: request(base + object_path(namespace, ref))))
+                if action == "fail":
+                    print(f"job release: {detail} failed (or its release did); {held_ref} is not created", flush=True)
+                    return NEVER
+                if action == "create" and capacity is not None:
+                    action, detail = capacity.step(time.time())
+                    if action == "fail":
+                        print(f"job release: {detail}; {held_ref} is not created", flush=True)
+                        return NEVER
+                    if capacity.releasing:
+                        poll = HOLD_POLL_SECONDS
+                    action = "create" if action == "ready" else "hold"
+                if action == "create":
+                    collection = API[held_ref.split("/")[0]][2].format(ns=namespace)
+                    request(base + collection, owned_manifest(held, release, owner_uid))
+                    after = f" after {', '.join(waits)} completed" if waits else ""
+                    print(f"job release: created {held_ref}{after}", flush=True)
+                    if watch is None:
+                        return 0
+                    seen, taken_back, watching = True, False, True
+                    message = f"watching {held_ref} until it ends"
+                else:
+                    message = (
+                        detail
+                        if action == "hold"
+                        else f"waiting for {detail} in namespace {namespace} before creating {held_ref}"
+                    )
         except ConnectionError as error:
             message = f"API not reachable, retrying: {error}"
         except Refused as error:
@@ -567,9 +692,14 @@ def main(argv, environ=os.environ):
             print(f"job release: cannot read job/{release}'s uid ({error!r}); retrying", flush=True)
             return 1
         if gives_up_at is not None and time.time() >= gives_up_at:
+            if watching:
+                print(f"job release: stopped watching {held_ref} at the release Job's deadline; it runs on", flush=True)
+                return 0
             print(f"job release: gave up at the release Job's deadline, {message}", flush=True)
             return NEVER
-        print(f"job release: {message}", flush=True)
+        if message != said:  # a watch lasts as long as its gang: each message once while it holds
+            print(f"job release: {message}", flush=True)
+            said = message
         time.sleep(poll)
 
 
