@@ -3,7 +3,9 @@ offline, with the handler's real code, and what the cluster then does with the o
 repository, not part of the installed library (``pyproject.toml`` packages ``trainium_eks`` only).
 
 - :mod:`.cfn_changes`: CloudFormation's action per resource (create, update, replace, delete, retain) and their
-  order, from the CloudFormation registry schemas that cfn-lint ships;
+  order (deletions in parallel waves), from the CloudFormation registry schemas that cfn-lint ships;
+- :mod:`.delete_needs`: what a delete needs that the template does not say (the kubectl handler's network path,
+  Karpenter's controller policy, what a retained resource keeps in use);
 - :mod:`.intrinsics`: the values CloudFormation would pass (``Ref``, ``Fn::GetAtt``, ``Fn::Join``, ``Fn::Sub``, ...);
 - :mod:`.handler`: the kubectl/Helm handler extracted from the installed aws-cdk-lib, run with fake commands;
 - :mod:`.fake_commands`: the recording ``aws``, ``kubectl`` and ``helm``;

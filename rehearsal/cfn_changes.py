@@ -33,9 +33,14 @@ a create-only property is a change, as in CloudFormation.
 (``DependsOn``, ``Ref``, ``Fn::GetAtt``, ``Fn::Sub`` references; independent resources in template order); a type
 whose schema says ``replacementStrategy: delete_then_create`` has its old copy deleted just before. Then the cleanup
 phase deletes the old copies of replaced resources (unless ``UpdateReplacePolicy`` keeps them) and the removed
-resources, in reverse dependency order of the old template (CloudFormation user guide, "Update behaviors of stack
-resources": it creates the replacement, points dependents at it, then deletes the old resource). ``cdk destroy``
-deletes every resource in reverse dependency order, keeping what ``DeletionPolicy`` retains.
+resources (CloudFormation user guide, "Update behaviors of stack resources": it creates the replacement, points
+dependents at it, then deletes the old resource). ``cdk destroy`` deletes every resource, keeping what
+``DeletionPolicy`` retains. Deletions run in waves (:func:`deletion_waves`): CloudFormation deletes a resource once
+every resource that depends on it in the old template, among those leaving the stack, is gone, and deletes all the
+resources that are ready at once, in parallel (user guide, "DependsOn attribute": "resources are deleted in the
+reverse order of their creation", which only the template's dependencies fix). A retained resource leaves the stack
+in its wave like a deleted one. Each cleanup step carries its wave; what a delete needs beyond the template's
+dependencies is :mod:`.delete_needs`'s.
 """
 
 from __future__ import annotations
@@ -147,6 +152,8 @@ class Step:
     :param properties: Resolved properties for Create and Update, the old ones for Delete.
     :param old_properties: The old resolved properties, for Update.
     :param needs: Logical ids the operation depends on (in the template it belongs to).
+    :param wave: For a cleanup step, its deletion wave (0 first; :func:`deletion_waves`): the steps of one wave run
+        at the same time. None in the update phase, whose steps run one after the other.
     """
 
     logical_id: str
@@ -158,6 +165,7 @@ class Step:
     properties: Mapping[str, Any]
     old_properties: Optional[Mapping[str, Any]] = None
     needs: Tuple[str, ...] = ()
+    wave: Optional[int] = None
 
 
 @dataclass
@@ -220,6 +228,31 @@ def dependency_order(template: Mapping[str, Any], logical_ids: Set[str]) -> List
     if len(order) != len(graph):
         raise ValueError(f"circular dependency among {sorted(set(graph) - set(order))}")
     return order
+
+
+def deletion_waves(template: Mapping[str, Any], logical_ids: Set[str]) -> List[List[str]]:
+    """``logical_ids`` in the waves CloudFormation deletes them in: the first wave is every resource nothing among
+    ``logical_ids`` depends on; each next wave is every resource whose dependents among ``logical_ids`` are all in
+    earlier waves. Within a wave (parallel in CloudFormation), later resources of the template come first."""
+    graph = dependencies(template, logical_ids)
+    position = {name: index for index, name in enumerate(template.get("Resources") or {})}
+    dependents = {name: 0 for name in graph}
+    for deps in graph.values():
+        for dep in deps:
+            dependents[dep] += 1
+    waves: List[List[str]] = []
+    ready = [name for name, count in dependents.items() if count == 0]
+    while ready:
+        waves.append(sorted(ready, key=lambda name: -position[name]))
+        ready = []
+        for name in waves[-1]:
+            for dep in graph[name]:
+                dependents[dep] -= 1
+                if dependents[dep] == 0:
+                    ready.append(dep)
+    if sum(len(wave) for wave in waves) != len(graph):
+        raise ValueError(f"circular dependency among {sorted(name for name, count in dependents.items() if count)}")
+    return waves
 
 
 def _value_at(properties: Any, path: Sequence[str]) -> Any:
@@ -368,34 +401,39 @@ def plan(old: Deployment, new_template: Optional[Mapping[str, Any]], identity: S
             )
         )
 
-    for logical_id in reversed(dependency_order(old.template, old_ids)):
+    leaving: Dict[str, bool] = {}  # logical id -> whether its old copy is replaced
+    for logical_id in old_ids:
         change = changes.get(logical_id)
         replaced = change is not None and change.action is Action.REPLACE
-        previous = old.resources[logical_id]
         if logical_id in new_ids and not replaced:
             continue
-        if replaced and deletes_before_create(previous.resource_type, identity.region):
+        if replaced and deletes_before_create(old.resources[logical_id].resource_type, identity.region):
             continue  # deleted before its replacement was created
-        policy = old_resources[logical_id].get("UpdateReplacePolicy" if replaced else "DeletionPolicy", "Delete")
-        if not replaced:
-            action = _REMOVAL_ACTIONS.get(policy, Action.DELETE)
-            changes[logical_id] = ResourceChange(logical_id, previous.resource_type, action)
-        operation = "Retain" if policy in ("Retain", "RetainExceptOnCreate") else "Delete"
-        properties = old_properties[logical_id]
-        needs = tuple(sorted(old_graph[logical_id]))
-        steps.append(
-            Step(
-                logical_id,
-                previous.resource_type,
-                operation,
-                changes[logical_id].action,
-                "cleanup",
-                previous.physical_id,
-                properties,
-                None,
-                needs,
+        leaving[logical_id] = replaced
+
+    for wave, names in enumerate(deletion_waves(old.template, set(leaving))):
+        for logical_id in names:
+            replaced = leaving[logical_id]
+            previous = old.resources[logical_id]
+            policy = old_resources[logical_id].get("UpdateReplacePolicy" if replaced else "DeletionPolicy", "Delete")
+            if not replaced:
+                action = _REMOVAL_ACTIONS.get(policy, Action.DELETE)
+                changes[logical_id] = ResourceChange(logical_id, previous.resource_type, action)
+            operation = "Retain" if policy in ("Retain", "RetainExceptOnCreate") else "Delete"
+            steps.append(
+                Step(
+                    logical_id,
+                    previous.resource_type,
+                    operation,
+                    changes[logical_id].action,
+                    "cleanup",
+                    previous.physical_id,
+                    old_properties[logical_id],
+                    None,
+                    tuple(sorted(old_graph[logical_id])),
+                    wave,
+                )
             )
-        )
 
     ordered = [changes[lid] for lid in dict.fromkeys([step.logical_id for step in steps])]
     return Plan(ordered, steps, errors, Deployment(new_template, state, generations))

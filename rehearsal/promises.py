@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Mapping, Set, Tuple
 
 from rehearsal.cfn_changes import Action
 from rehearsal.cluster_model import split_api_version
+from rehearsal.delete_needs import delete_needs
 from rehearsal.scenario import (
     HANDLER_TYPES,
     Promise,
@@ -173,27 +174,65 @@ def helm_upgrades_in_place(result: ScenarioResult) -> List[str]:
     return found
 
 
+def _needs_deleted_first(result: ScenarioResult) -> List[str]:
+    """Every need of :mod:`.delete_needs` among the cleanup steps that ran whose needed resource is deleted in an
+    earlier wave than the resource that needs it, or in the same one; or at all, when that resource is retained."""
+    leaving = {run.step.logical_id: index for index, run in enumerate(result.runs) if run.step.wave is not None}
+    operations = {logical_id: result.runs[index].step.operation for logical_id, index in leaving.items()}
+    found = []
+    for need in delete_needs(result.before.template, operations):
+        index, needed_index = leaving[need.resource], leaving[need.needed]
+        step, needed = result.runs[index].step, result.runs[needed_index].step
+        if needed.operation != "Delete":
+            continue
+        assert step.wave is not None and needed.wave is not None
+        deleted = f"step {needed_index + 1} deletes it in wave {needed.wave + 1}"
+        if step.operation == "Retain":
+            found.append(f"{_where(index, result.runs[index])} keeps {need.needed} in use, but {deleted} ({need.why})")
+        elif needed.wave <= step.wave:
+            when = "at the same time" if needed.wave == step.wave else "before"
+            found.append(
+                f"{_where(index, result.runs[index])} in wave {step.wave + 1} needs {need.needed} ({need.why}), but "
+                f"{deleted}, {when}"
+            )
+    return found
+
+
 def order_respects_needs(result: ScenarioResult) -> List[str]:
-    """No step needs a resource an earlier step deleted (template dependencies), and no command of a creation or
+    """No step needs a resource an earlier step deleted, or one that a step of its own cleanup wave deletes at the
+    same time (template dependencies); no resource leaving the stack needs one that is deleted before it or with it,
+    and none that a retained resource keeps in use is deleted (:mod:`.delete_needs`); and no command of a creation or
     update finds something it needs missing (a namespace, a custom resource definition, the cluster, a queue)."""
     found = []
-    deleted: Dict[str, int] = {}
+    deleted: Dict[Tuple[str, str], int] = {}  # (logical id, physical id) -> step (a bucket policy has its bucket's id)
+    in_wave = {
+        (run.step.wave, run.step.logical_id): index
+        for index, run in enumerate(result.runs)
+        if run.step.operation == "Delete" and run.step.wave is not None
+    }
     for index, run in enumerate(result.runs):
         step = run.step
         resources = result.before.resources if step.operation == "Delete" else result.plan.result.resources
         for need in step.needs:
             physical = resources.get(need)
-            if physical is not None and physical.physical_id in deleted:
-                found.append(f"{_where(index, run)} needs {need}, deleted by step {deleted[physical.physical_id] + 1}")
+            if physical is None:
+                continue
+            if step.wave is not None and (step.wave, need) in in_wave:
+                at = in_wave[(step.wave, need)]
+                found.append(f"{_where(index, run)} needs {need}, deleted at the same time by step {at + 1}")
+            elif (need, physical.physical_id) in deleted:
+                found.append(
+                    f"{_where(index, run)} needs {need}, deleted by step {deleted[(need, physical.physical_id)] + 1}"
+                )
         if step.operation == "Delete":
-            deleted[step.physical_id] = index
+            deleted[(step.logical_id, step.physical_id)] = index
         if step.operation in ("Create", "Update") and run.invocation:
             for command in run.invocation.commands:
                 lines = [
                     line for line in command["stderr"].splitlines() if any(m in line for m in MISSING_PREREQUISITE)
                 ]
                 found.extend(f"{_where(index, run)}: {_command_line(command)}: {line}" for line in lines)
-    return found
+    return found + _needs_deleted_first(result)
 
 
 def handler_calls_succeed(result: ScenarioResult) -> List[str]:

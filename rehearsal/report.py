@@ -82,7 +82,7 @@ def render(result: ScenarioResult) -> str:
         rows.append(
             [
                 str(index + 1),
-                step.phase,
+                step.phase if step.wave is None else f"{step.phase} {step.wave + 1}",
                 step.operation,
                 step.action.value,
                 step.logical_id,
@@ -90,7 +90,7 @@ def render(result: ScenarioResult) -> str:
                 status or ", ".join(reasons)[:70],
             ]
         )
-    lines.extend(table(["#", "phase", "request", "action", "logical id", "type", "why / status"], rows) or [])
+    lines.extend(table(["#", "phase (wave)", "request", "action", "logical id", "type", "why / status"], rows) or [])
     if not rows:
         lines.append("  (no changes)")
     lines.extend(["", "Handler runs (the aws-eks-v2 kubectl handler from the installed aws-cdk-lib)"])

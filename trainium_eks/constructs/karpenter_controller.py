@@ -133,13 +133,19 @@ class KarpenterController(Construct):
             service_account=KARPENTER_SERVICE_ACCOUNT,
             description=f"Karpenter controller ({KARPENTER_NAMESPACE}/{KARPENTER_SERVICE_ACCOUNT})",
         ).role
-        for statement in controller_statements(
-            cluster_name=cluster.cluster_name,
-            cluster_arn=cluster.cluster_arn,
-            node_role_arn=self.node_role.role_arn,
-            queue_arn=self.interruption_queue.queue_arn,
-        ):
-            self.role.add_to_principal_policy(statement)
+        # The statements go in the role's default AWS::IAM::Policy; the release (and through it every NodePool and
+        # EC2NodeClass, applied after it) depends on that policy, so that a destroy, or a switch to node groups,
+        # deletes the policy only after the controller has run the finalizers that need it (terminating instances,
+        # deleting instance profiles: aws/karpenter-provider-aws v1.14.1 pkg/controllers/nodeclass/controller.go).
+        self.controller_policy = [
+            self.role.add_to_principal_policy(statement).policy_dependable
+            for statement in controller_statements(
+                cluster_name=cluster.cluster_name,
+                cluster_arn=cluster.cluster_arn,
+                node_role_arn=self.node_role.role_arn,
+                queue_arn=self.interruption_queue.queue_arn,
+            )
+        ][0]
         acknowledge(
             self.role,
             "AwsSolutions-IAM5",
@@ -219,7 +225,7 @@ class KarpenterController(Construct):
                 },
             },
         )
-        self.release.node.add_dependency(self.crds, self.association, self.node_access, *after)
+        self.release.node.add_dependency(self.crds, self.association, self.node_access, self.controller_policy, *after)
         for rule in self.interruption_rules:
             self.release.node.add_dependency(rule)
         self.ready: List[IConstruct] = [self.release]

@@ -161,7 +161,7 @@ class LustreStorage(Construct):
                 copy_tags_to_backups=None if scratch else True,
             ),
         )
-        self._create_after_own_rules()
+        self._keep_own_rules_with_the_file_system()
         self.file_system_id = self.file_system.file_system_id
         self.volume_source = LustreVolumeSource(
             file_system_id=self.file_system_id,
@@ -204,8 +204,11 @@ class LustreStorage(Construct):
         """USD per hour of the storage (throughput included; backups not), or None where the library has no
         verified price (scratch file systems have none)."""
 
-    def _create_after_own_rules(self) -> None:
-        """Create the file system only after the ingress rules of its security group from the group itself.
+    def _keep_own_rules_with_the_file_system(self) -> None:
+        """Create the file system only after the ingress rules of its security group from the group itself, and keep
+        the group and those rules when the stack is deleted, as the file system is (``DeletionPolicy: Retain``): the
+        file system's network interfaces stay in the group, so EC2 would refuse to delete it
+        (``DependencyViolation``), and without the rules its servers could not reach each other.
 
         FSx checks at ``CreateFileSystem`` that the file system's security groups admit LNET (TCP 988 and 1018-1023)
         from themselves (the file servers talk to each other) and fails with ``InvalidNetworkSettings`` otherwise
@@ -224,6 +227,8 @@ class LustreStorage(Construct):
                 and stack.resolve(child.source_security_group_id) == own
             ):
                 self.file_system.node.add_dependency(child)
+                child.apply_removal_policy(RemovalPolicy.RETAIN)
+        self.security_group.apply_removal_policy(RemovalPolicy.RETAIN)
 
     @property
     def cost_line(self) -> CostLine:

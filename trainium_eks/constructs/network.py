@@ -8,7 +8,7 @@ from typing import Any, List, Optional, Sequence
 from aws_cdk import CfnTag, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
-from constructs import Construct
+from constructs import Construct, DependencyGroup
 
 from trainium_eks.core.cost import CostLine, priced, stack_region
 from trainium_eks.core.validation import Problems, check_instance, check_strings, check_text, is_concrete
@@ -96,6 +96,7 @@ class TrainingNetwork(Construct):
         )
 
         public_ids, public_tables, private_ids, private_tables, private_azs = [], [], [], [], []
+        private_parts: List[_SubnetParts] = []
         nat_by_az = {}
         public_cidrs = list(quarters[0].subnets(new_prefix=24))
         private_cidrs = list(quarters[1].subnets(new_prefix=private_prefix))
@@ -119,7 +120,8 @@ class TrainingNetwork(Construct):
             public_tables.append(public.route_table.ref)
 
             private = self._subnet(f"Private{index}", az_id, private_cidrs[index], public=False)
-            self._route_to_nat(f"Private{index}", private.route_table, nat)
+            private.route = self._route_to_nat(f"Private{index}", private.route_table, nat)
+            private_parts.append(private)
             private_ids.append(private.subnet.ref)
             private_tables.append(private.route_table.ref)
             private_azs.append(private.subnet.attr_availability_zone)
@@ -131,7 +133,8 @@ class TrainingNetwork(Construct):
             public=False,
             tags=[CfnTag(key="trainium-eks/subnet", value="accelerated")],
         )
-        self._route_to_nat("Accelerated", accelerated.route_table, nat_by_az[node_az_id])
+        accelerated.route = self._route_to_nat("Accelerated", accelerated.route_table, nat_by_az[node_az_id])
+        self._node_subnet_parts = accelerated
 
         self.vpc: ec2.IVpc = ec2.Vpc.from_vpc_attributes(
             self,
@@ -153,13 +156,17 @@ class TrainingNetwork(Construct):
             ipv4_cidr_block=str(quarters[2]),
         )
 
-        ec2.GatewayVpcEndpoint(
+        endpoint = ec2.GatewayVpcEndpoint(
             self,
             "S3Endpoint",
             vpc=self.vpc,
             service=ec2.GatewayVpcEndpointAwsService.S3,
             subnets=[ec2.SubnetSelection(subnets=list(self.vpc.private_subnets) + [self.node_subnet])],
         )
+        for subnet, parts in zip(
+            [*self.vpc.private_subnets, self.node_subnet], [*private_parts, accelerated], strict=True
+        ):
+            _connects_through(subnet, parts, endpoint)
         flow_log_group = logs.LogGroup(
             self, "FlowLogGroup", retention=flow_log_retention, removal_policy=RemovalPolicy.RETAIN
         )
@@ -180,6 +187,16 @@ class TrainingNetwork(Construct):
         )
         """USD per hour of the NAT gateways (one per AZ; provisioned hours only, not the data they process), or None
         where the library has no verified price."""
+
+    def retain_node_subnet(self) -> None:
+        """Keep the node subnet and the VPC when the stack is deleted (``DeletionPolicy: Retain``), for a retained
+        resource that keeps network interfaces there (an FSx for Lustre file system): EC2 refuses to delete a subnet
+        that holds interfaces, and a VPC that holds a subnet (``DependencyViolation``), which would fail the destroy.
+        The subnet's route table and its association are still deleted (the subnet falls back to the VPC's main route
+        table), and so is everything else of the network. Neither costs anything while it stays; delete them once the
+        file system is gone (``aws ec2 delete-subnet``, ``aws ec2 delete-vpc``)."""
+        self._node_subnet_parts.subnet.apply_removal_policy(RemovalPolicy.RETAIN)
+        self.cfn_vpc.apply_removal_policy(RemovalPolicy.RETAIN)
 
     accelerated_subnet = renamed_attribute("TrainingNetwork", "accelerated_subnet", "node_subnet")
     accelerated_az_id = renamed_attribute("TrainingNetwork", "accelerated_az_id", "node_az_id")
@@ -206,13 +223,13 @@ class TrainingNetwork(Construct):
             ],
         )
         route_table = ec2.CfnRouteTable(self, f"{name}RouteTable", vpc_id=self.cfn_vpc.ref)
-        ec2.CfnSubnetRouteTableAssociation(
+        association = ec2.CfnSubnetRouteTableAssociation(
             self, f"{name}RouteTableAssociation", subnet_id=subnet.ref, route_table_id=route_table.ref
         )
-        return _SubnetParts(subnet, route_table)
+        return _SubnetParts(subnet, route_table, association)
 
-    def _route_to_nat(self, name: str, route_table: ec2.CfnRouteTable, nat: ec2.CfnNatGateway) -> None:
-        ec2.CfnRoute(
+    def _route_to_nat(self, name: str, route_table: ec2.CfnRouteTable, nat: ec2.CfnNatGateway) -> ec2.CfnRoute:
+        return ec2.CfnRoute(
             self,
             f"{name}DefaultRoute",
             route_table_id=route_table.ref,
@@ -222,9 +239,31 @@ class TrainingNetwork(Construct):
 
 
 class _SubnetParts:
-    def __init__(self, subnet: ec2.CfnSubnet, route_table: ec2.CfnRouteTable) -> None:
+    def __init__(
+        self, subnet: ec2.CfnSubnet, route_table: ec2.CfnRouteTable, association: ec2.CfnSubnetRouteTableAssociation
+    ) -> None:
         self.subnet = subnet
         self.route_table = route_table
+        self.association = association
+        self.route: Optional[ec2.CfnRoute] = None
+
+
+def _connects_through(subnet: ec2.ISubnet, parts: _SubnetParts, endpoint: ec2.GatewayVpcEndpoint) -> None:
+    """Make ``subnet``'s ``internet_connectivity_established`` its route table association, its default route (to
+    its AZ's NAT gateway, which references its EIP and the public route to the internet gateway) and the S3 endpoint.
+
+    Why: aws-cdk-lib's ``Function`` in a VPC depends on the selected subnets' ``internetConnectivityEstablished``
+    (aws-cdk-lib ``aws-lambda/lib/function.ts``), and so do the kubectl provider's handler and its provider
+    framework's ``onEvent`` function, which the EKS cluster places in the private subnets; but an imported subnet's
+    group is empty (``aws-ec2/lib/vpc.ts``, ``ImportedSubnet``). Left empty, nothing depends on the routes, so
+    CloudFormation deletes them in the first wave of a destroy, and every Kubernetes object deleted after that cannot
+    reach EKS, Lambda or S3 (each delete fails after the handler's timeout), nor can Karpenter terminate its nodes.
+    With the group filled, every function in these subnets, and every custom resource of the kubectl provider, is
+    deleted before the path it needs."""
+    group = subnet.internet_connectivity_established
+    if not isinstance(group, DependencyGroup):
+        raise TypeError(f"{subnet.node.path}: internet_connectivity_established is not a DependencyGroup")
+    group.add(parts.association, parts.route, endpoint)
 
 
 def default_availability_zone_ids(node_az_id: str) -> List[str]:
