@@ -10,11 +10,12 @@ The needs declared here:
 - **The kubectl handler's network path.** Every ``Custom::AWSCDK-EKS-*`` resource is deleted by the kubectl
   provider's Lambda functions (the handler and its provider framework's ``onEvent``), which the EKS cluster places in
   the private subnets: they reach EKS, Lambda and S3 through the private subnets' route table associations and default
-  routes, the NAT gateways with their Elastic IPs and the public routes to the attached internet gateway, and the S3
-  gateway endpoint. aws-cdk-lib's ``Function`` depends on the selected subnets' ``internetConnectivityEstablished``
-  (``aws-lambda/lib/function.ts``), which is empty for imported subnets (``aws-ec2/lib/vpc.ts``, ``ImportedSubnet``):
-  without those dependencies the path goes in the first wave of a destroy and each delete fails after the handler's
-  timeout. The node subnet's own path (``NetworkAccelerated*``) is not the handler's.
+  routes, the NAT gateways with their Elastic IPs, which sit in the public subnets and leave through their route
+  table associations and routes to the attached internet gateway, and the S3 gateway endpoint. aws-cdk-lib's
+  ``Function`` depends on the selected subnets' ``internetConnectivityEstablished`` (``aws-lambda/lib/function.ts``),
+  which is empty for imported subnets (``aws-ec2/lib/vpc.ts``, ``ImportedSubnet``): without those dependencies the
+  path goes in the first wave of a destroy and each delete fails after the handler's timeout. The node subnet's own
+  path (``NetworkAccelerated*``) is not the handler's.
 - **Karpenter's controller policy.** The Karpenter Helm release and every NodePool and EC2NodeClass manifest need the
   controller role's ``AWS::IAM::Policy`` (``KarpenterControllerRoleDefaultPolicy*``): deleting a NodePool or
   EC2NodeClass waits for finalizers the controller runs with that policy (terminating instances, deleting instance
@@ -46,10 +47,6 @@ NETWORK_PATH_TYPES = (
     "AWS::EC2::VPCEndpoint",
 )
 """The types of the network path from the private subnets to the internet and to S3."""
-
-PRIVATE_SUBNET_PREFIX = "NetworkPrivate"
-"""Logical id prefix of the private subnets' resources (``TrainingNetwork``): the route table associations of the
-path are theirs."""
 
 NODE_SUBNET_PREFIX = "NetworkAccelerated"
 """Logical id prefix of the node subnet's resources (``TrainingNetwork``), which the handler does not use."""
@@ -91,9 +88,7 @@ def _strings(value: Any) -> Iterator[str]:
 
 def is_network_path(logical_id: str, resource_type: str) -> bool:
     """Whether ``logical_id`` of ``resource_type`` is on the kubectl handler's path to EKS, Lambda and S3."""
-    if resource_type not in NETWORK_PATH_TYPES or logical_id.startswith(NODE_SUBNET_PREFIX):
-        return False
-    return resource_type != "AWS::EC2::SubnetRouteTableAssociation" or logical_id.startswith(PRIVATE_SUBNET_PREFIX)
+    return resource_type in NETWORK_PATH_TYPES and not logical_id.startswith(NODE_SUBNET_PREFIX)
 
 
 def needs_karpenter_policy(resource: Mapping[str, Any]) -> bool:

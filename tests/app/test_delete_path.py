@@ -67,13 +67,12 @@ def test_every_kubernetes_object_is_deleted_while_the_kubectl_handler_still_has_
         for name, resource in template.items()
         if resource["Type"] in NETWORK_PATH and not name.startswith("NetworkAccelerated")
     }
-    public_routes = {name for name in path if name.startswith("NetworkPublic") and name.endswith(("Route",)) is False}
     assert len(path) >= 10, sorted(path)
     reached = reach(template)
     kubernetes = [name for name, resource in template.items() if resource["Type"].startswith("Custom::AWSCDK-EKS-")]
     assert len(kubernetes) > 20
     for name in kubernetes:
-        missing = sorted(path - reached[name] - public_routes)
+        missing = sorted(path - reached[name])
         assert not missing, f"{name} can be deleted after {missing}"
 
 

@@ -114,7 +114,7 @@ class TrainingNetwork(Construct):
             nat = ec2.CfnNatGateway(
                 self, f"NatGateway{index}", subnet_id=public.subnet.ref, allocation_id=elastic_ip.attr_allocation_id
             )
-            nat.node.add_dependency(public_route)
+            nat.node.add_dependency(public_route, public.association)  # its way out, kept while it stands
             nat_by_az[az_id] = nat
             public_ids.append(public.subnet.ref)
             public_tables.append(public.route_table.ref)
