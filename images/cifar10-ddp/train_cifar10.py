@@ -8,7 +8,9 @@ Data: CIFAR-10 "python version" (https://www.cs.toronto.edu/~kriz/cifar.html), i
 ``cifar-10-batches-py`` with ``data_batch_1`` ... ``data_batch_5`` and ``test_batch``: pickled dicts holding
 ``b"data"`` (uint8, N x 3072, channel-major 32x32 images) and ``b"labels"`` (N ints in 0..9). ``--data-dir`` is the
 folder holding ``cifar-10-batches-py`` or that folder itself. Nothing is ever downloaded. The files are Python
-pickles: read only data you trust.
+pickles, which can run any code when loaded: they are read with an unpickler that builds NumPy arrays, dicts, lists,
+bytes and numbers and refuses every other class (:class:`BatchUnpickler`), so a file planted on the shared volume
+cannot run code in a later run.
 
 Processes: one per device, started by ``torchrun`` (``python -m torch.distributed.run``), which sets ``RANK``,
 ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT``; the process group is built from them
@@ -99,11 +101,35 @@ def resolve_batches_dir(data_dir: str) -> str:
     return candidate
 
 
+class BatchUnpickler(pickle.Unpickler):
+    """An unpickler for CIFAR-10 batch files: of all classes and functions a pickle may name, only those that NumPy
+    arrays need (``ndarray``, ``dtype``, ``_reconstruct`` under NumPy 1's and 2's module names, and ``_codecs.encode``,
+    which pickles of protocol 2 use for bytes) are found; any other name (``os.system``, ``builtins.eval``...) fails
+    with ``pickle.UnpicklingError`` before anything is called (Python's ``pickle`` documentation, "Restricting
+    Globals")."""
+
+    ALLOWED = frozenset(
+        {
+            ("numpy", "ndarray"),
+            ("numpy", "dtype"),
+            ("numpy.core.multiarray", "_reconstruct"),
+            ("numpy._core.multiarray", "_reconstruct"),
+            ("_codecs", "encode"),
+        }
+    )
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a CIFAR-10 batch file")
+        return super().find_class(module, name)
+
+
 def read_batch(path: str) -> tuple[np.ndarray, np.ndarray]:
-    """Reads one pickled CIFAR-10 batch; returns images (uint8, N x 3 x 32 x 32) and labels (int64, N)."""
+    """Reads one pickled CIFAR-10 batch with :class:`BatchUnpickler`; returns images (uint8, N x 3 x 32 x 32) and
+    labels (int64, N)."""
     try:
         with open(path, "rb") as f:
-            batch = pickle.load(f, encoding="bytes")
+            batch = BatchUnpickler(f, encoding="bytes").load()
     except (OSError, pickle.UnpicklingError, EOFError, ValueError) as error:
         raise DataError(f"cannot read CIFAR-10 batch {path!r}: {error}") from error
     if not isinstance(batch, dict) or b"data" not in batch or b"labels" not in batch:

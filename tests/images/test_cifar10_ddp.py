@@ -111,6 +111,24 @@ def test_read_batch_rejects_malformed_batches(tmp_path: Path, payload: dict, mes
         train_cifar10.read_batch(str(path))
 
 
+class _RunsCode:
+    """What a planted batch file would hold: an object whose unpickling calls a function of the attacker's choice."""
+
+    def __reduce__(self):
+        return (print, ("planted code ran",))
+
+
+@pytest.mark.parametrize("protocol", [2, pickle.HIGHEST_PROTOCOL])
+def test_a_planted_batch_file_cannot_run_code(tmp_path: Path, capsys: pytest.CaptureFixture[str], protocol) -> None:
+    path = tmp_path / "data_batch_1"
+    path.write_bytes(pickle.dumps({b"data": _RunsCode(), b"labels": [0]}, protocol=protocol))
+    with pytest.raises(
+        train_cifar10.DataError, match=r"(__builtin__|builtins)\.print is not allowed in a CIFAR-10 batch file"
+    ):
+        train_cifar10.read_batch(str(path))
+    assert "planted code ran" not in capsys.readouterr().out
+
+
 def test_read_batch_rejects_a_file_that_is_not_a_pickle(tmp_path: Path) -> None:
     path = tmp_path / "test_batch"
     path.write_bytes(b"not a pickle")
