@@ -390,7 +390,10 @@ def test_a_healthy_fabric_passes_on_node_zero_and_the_peer_ends_with_it(tmp_path
     assert result.checked_busbw_gbps == pytest.approx(47.09 * 2**30 * 8 / 1e9), "GiB/s read as such: 404.5 Gbps"
     assert peer_code == 0 and "node 0 finished with exit status 0" in peer_out
     argv = (tmp_path / "nccom-test.argv").read_text().split()
-    assert argv[:4] == ["-r", "64", "-N", "2"] and argv[-3:] == ["--hosts", "10.0.0.1", "10.0.0.2"]
+    assert argv[:4] == ["-r", "64", "-N", "2"] and argv[-7:-4] == ["--hosts", "10.0.0.1", "10.0.0.2"]
+    assert argv[-4:] == ["--data-collector-host", "10.0.0.1", "--data-collector-port", "60006"], (
+        "node 0's address, not a host name the peer cannot resolve (aws-k8s-tester passes the launcher's IP)"
+    )
     seen = dict(line.split("=", 1) for line in (tmp_path / "nccom-test.env").read_text().splitlines() if "=" in line)
     assert seen["NEURON_RT_ROOT_COMM_ID"] == "10.0.0.1:63182", "node 0's address, aws-k8s-tester's port"
     assert seen["OMPI_ALLOW_RUN_AS_ROOT"] == seen["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] == "1"

@@ -33,8 +33,10 @@ Sources read at the pinned tags (``trainium_eks.facts.versions``):
   The invocation is aws-k8s-tester's (aws/aws-k8s-tester 9c7b987 ``test/cases/neuron/manifests/
   multi-node-test-neuron.yaml``): the hosts' IP addresses from ``getent hosts``, ``CCOM_SOCKET_IFNAME=eth0``,
   ``NEURON_RT_ROOT_COMM_ID=<host 0>:63182``, ``nccom-test -r <cores x nodes> -N <nodes> -b 8 -e 2G -f 2 -n 5 -w 5
-  -d fp32 allr --hosts ...``; here with ``--non-interactive`` and ``--report-to-json-file`` (both in the guide), and
-  launched on node 0 instead of a separate launcher pod.
+  -d fp32 allr --hosts ... --data-collector-host <launcher's IP> --data-collector-port 60006``; here with
+  ``--non-interactive`` and ``--report-to-json-file`` (both in the guide), and launched on node 0 instead of a
+  separate launcher pod, so node 0's IP address is the data collector's: the guide's default, "current host", is a
+  name the other hosts may not resolve (only ``<job>-node-<i>.<job>`` is a DNS name, Volcano's ``svc`` plugin).
 - **The Neuron DLC** (aws-neuron/deep-learning-containers tag 2.29.1, 12641304, ``pytorch/training/2.9.0/
   Dockerfile.neuronx``, the base of ``images/bert-pretrain``): Open MPI 4.1.5 built with
   ``--enable-orterun-prefix-by-default``, ``openmpi-bin`` and ``openssh-server`` with ``/var/run/sshd``,
@@ -193,6 +195,8 @@ benchmark itself needs none, as a training container (``worker_security``)."""
 
 NEURON_ROOT_COMM_PORT = 63182
 """Port of ``NEURON_RT_ROOT_COMM_ID`` on node 0 (aws-k8s-tester's)."""
+NCCOM_DATA_COLLECTOR_PORT = 60006
+"""Port of nccom-test's data collector on node 0 (nccom-test.rst's default, which aws-k8s-tester passes explicitly)."""
 NCCOM_REPORT = f"{WORK_DIR}/nccom-test-results.json"
 NCCL_TESTS_BINARY = "/opt/nccl-tests/build/all_reduce_perf"
 MAX_BYTES = "2G"
@@ -543,7 +547,8 @@ def fabric_script(chart: FabricCheckChart) -> str:
             "done",
             f'export NEURON_RT_ROOT_COMM_ID="${{ips[0]}}:{NEURON_ROOT_COMM_PORT}"',
             "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
-            f'{program} "${{ips[@]}}"',
+            f'{program} "${{ips[@]}}" --data-collector-host "${{ips[0]}}" --data-collector-port '
+            f"{NCCOM_DATA_COLLECTOR_PORT}",
         ]
     else:
         gpus = workload.node_group.gpus
