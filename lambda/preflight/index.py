@@ -72,6 +72,10 @@ REASON_CHARACTERS = 3500
 ANSWER_SECONDS = 15.0
 """The handler stops waiting for the checks when this many seconds remain, and answers with what it has."""
 
+STATUS_SECONDS = 10.0
+"""The longest the handler waits for the stack's status (``DescribeStacks``), and never past ``ANSWER_SECONDS``
+before the function's timeout: without it the checks run as for a new stack."""
+
 RESPONSE_TIMEOUT_SECONDS = 5
 RESPONSE_ATTEMPTS = 3
 
@@ -107,7 +111,7 @@ def _respond_to(event: Mapping[str, Any], context: Any, session: Any) -> Dict[st
 
     session = session if session is not None else boto3.session.Session()
     previous: Optional[Mapping[str, Any]] = None
-    status = _stack_status(session, event)
+    status = _stack_status(session, event, _remaining(context))
     if request_type == "Update":
         if status == "UPDATE_ROLLBACK_IN_PROGRESS":
             print("the stack is rolling back: the checks are skipped")
@@ -185,17 +189,35 @@ def _plan_of(properties: Any) -> tuple:
     return plan, preflight_checks.check_plan(plan)
 
 
-def _stack_status(session: Any, event: Mapping[str, Any]) -> Optional[str]:
+def _stack_status(
+    session: Any, event: Mapping[str, Any], remaining: Optional[Callable[[], float]] = None
+) -> Optional[str]:
     """The request's stack's status (``cloudformation:DescribeStacks``): ``UPDATE_ROLLBACK_IN_PROGRESS`` while an
     update rolls back, ``UPDATE_IN_PROGRESS`` for a stack that existed before this resource, ``CREATE_IN_PROGRESS``
-    for a new one; None when it cannot be read (then the checks run as for a new stack)."""
-    try:
-        client = session.client("cloudformation", config=preflight_checks.CLIENT_CONFIG)
-        stacks = client.describe_stacks(StackName=event["StackId"]).get("Stacks", [])
-    except Exception as error:  # noqa: BLE001 - without the status the checks run
+    for a new one; None when it cannot be read, or not within :data:`STATUS_SECONDS` and the function's budget (a
+    call that hangs on its retries), so that the function always answers: then the checks run as for a new stack."""
+    outcome: Dict[str, Any] = {}
+
+    def read() -> None:
+        try:
+            client = session.client("cloudformation", config=preflight_checks.CLIENT_CONFIG)
+            stacks = client.describe_stacks(StackName=event["StackId"]).get("Stacks", [])
+            outcome["status"] = stacks[0].get("StackStatus") if stacks else None
+        except Exception as error:  # noqa: BLE001 - without the status the checks run
+            outcome["error"] = error
+
+    reader = threading.Thread(target=read, name="preflight-stack-status", daemon=True)
+    reader.start()
+    budget = STATUS_SECONDS if remaining is None else min(STATUS_SECONDS, max(remaining() - ANSWER_SECONDS, 0.0))
+    reader.join(budget)
+    if "error" in outcome:
+        error = outcome["error"]
         print(f"the stack's status could not be read ({type(error).__name__}: {error}): the checks run")
         return None
-    return stacks[0].get("StackStatus") if stacks else None
+    if "status" not in outcome:
+        print(f"the stack's status was not read within {budget:.0f} s: the checks run")
+        return None
+    return outcome["status"]
 
 
 def _physical_id(event: Mapping[str, Any]) -> str:

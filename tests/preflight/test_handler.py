@@ -214,6 +214,46 @@ def test_an_unreadable_stack_status_runs_the_checks(index, checks, fake_checks, 
     assert len(fake_checks.calls) == 1
 
 
+class HangingStatus:
+    """A session whose ``DescribeStacks`` hangs until ``release`` is set (its retries and timeouts, at their worst)."""
+
+    region_name = "us-west-2"
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def client(self, service: str, **_: Any) -> Any:
+        assert service == "cloudformation", service
+        outer = self
+
+        class Client:
+            def describe_stacks(self, **_: Any) -> Dict[str, Any]:
+                outer.release.wait(30)
+                return {"Stacks": []}
+
+        return Client()
+
+
+def test_a_stack_status_that_hangs_leaves_the_checks_their_time(index, checks, monkeypatch, response_url):
+    url, received = response_url
+    left: List[float] = []
+
+    def recording(plan, session=None, *, remaining_seconds=None, **_):
+        left.append(remaining_seconds())
+        return [checks.CheckResult("availability-zone/usw2-az4", "pass", "ok")]
+
+    monkeypatch.setattr(index.preflight_checks, "run_checks", recording)
+    session = HangingStatus()
+    try:
+        index.handler(
+            _event(url, "Update"), Context(int((index.ANSWER_SECONDS + 1) * 1000), clock=True), session=session
+        )
+    finally:
+        session.release.set()
+    assert _only(received)["body"]["Status"] == "SUCCESS"
+    assert len(left) == 1 and left[0] > 0, "the checks start within the function's time, not after a hung call"
+
+
 def test_a_check_that_hangs_does_not_keep_the_function_from_answering(index, checks, monkeypatch, response_url):
     url, received = response_url
     release = threading.Event()
