@@ -10,6 +10,7 @@ from aws_cdk import aws_fsx as fsx
 
 from tests.support.apps import BUCKET_CONTEXT, default_template, new_app, only, resources_of
 from trainium_eks.constructs.lustre_storage import LustreStorage
+from trainium_eks.core.validation import ConfigurationError
 
 
 def test_file_system_is_persistent_2_lustre_2_15_lz4_in_the_accelerated_subnet_and_retained(template):
@@ -118,6 +119,16 @@ def test_scratch_file_systems_take_no_throughput_and_no_backups():
     assert props["LustreConfiguration"]["DeploymentType"] == "SCRATCH_2"
     assert "PerUnitStorageThroughput" not in props["LustreConfiguration"]
     assert "AutomaticBackupRetentionDays" not in props["LustreConfiguration"]
+
+
+def test_granting_the_csi_driver_of_a_cluster_without_it_says_how_to_install_it():
+    stack = cdk.Stack(new_app(), "S")
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2)
+    storage = LustreStorage(stack, "Fs", vpc=vpc, subnet=vpc.private_subnets[0])
+    with pytest.raises(ConfigurationError) as raised:
+        storage.grant_csi_driver(None)  # TrainingCluster(fsx_csi_driver=False).fsx_csi_driver_role
+    (problem,) = raised.value.problems
+    assert problem.startswith("role=None: the FSx CSI driver's IAM role") and "fsx_csi_driver=True" in problem
 
 
 @pytest.mark.parametrize("size", [1200, 2400, 4800, 7200])

@@ -276,7 +276,20 @@ class LustreStorage(Construct):
                 )
 
     def grant_csi_driver(self, role: iam.IRole) -> None:
-        """Allow the FSx CSI controller's ``role`` to resize this file system (PersistentVolumeClaim expansion)."""
+        """Allow the FSx CSI controller's ``role`` to resize this file system (PersistentVolumeClaim expansion).
+
+        :raises ConfigurationError: when ``role`` is not an IAM role, as ``TrainingCluster.fsx_csi_driver_role`` is
+            None for a cluster built without the driver (``TrainingCluster(fsx_csi_driver=True)`` installs it)."""
+        problems = Problems(f"{self.node.path}.grant_csi_driver")
+        check_implements(
+            problems,
+            "role",
+            role,
+            iam.IRole,
+            "the FSx CSI driver's IAM role: TrainingCluster.fsx_csi_driver_role, which a cluster has only when it "
+            "installs the driver (TrainingCluster(fsx_csi_driver=True))",
+        )
+        problems.raise_if_any()
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=["fsx:UpdateFileSystem"], resources=[self.file_system_arn])
         )
