@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not CDK.exists(), reason="the CDK CLI is install
 
 def cdk_synth(tmp_path: Path, *args: str, cwd: Optional[Path] = None) -> subprocess.CompletedProcess:
     """``cdk synth`` of the app in ``cwd`` (default: this checkout) into ``tmp_path/cdk.out``, as a shell that never
-    activated the venv runs it: cdk.json runs ``.venv/bin/python -O app.py`` itself."""
+    activated the venv runs it: cdk.json's launcher runs ``.venv/bin/python -O app.py`` itself."""
     env = {
         **os.environ,
         "PATH": os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if ".venv" not in p),
@@ -71,7 +71,7 @@ def test_cli_synth_reports_bad_settings_in_one_message(tmp_path):
 
 def tracked_copy(destination: Path) -> Path:
     """The files git tracks, copied to ``destination``: a second checkout of the same commit at another path, with this
-    checkout's virtual environment as its ``.venv`` (cdk.json runs ``.venv/bin/python -O app.py``)."""
+    checkout's virtual environment as its ``.venv`` (cdk.json's launcher runs ``.venv/bin/python -O app.py``)."""
     files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
     for name in files:
         target = destination / name
@@ -91,7 +91,7 @@ def test_two_synths_from_two_checkouts_give_a_byte_identical_cloud_assembly(tmp_
     """The second synth also runs the app without ``-O`` (jsii's type checks on): cdk.json's ``-O`` changes no byte."""
     first = cdk_synth(tmp_path / "first")
     assert first.returncode == 0, first.stderr[-3000:]
-    assert json.loads((REPO / "cdk.json").read_text())["app"] == ".venv/bin/python -O app.py"
+    assert json.loads((REPO / "cdk.json").read_text())["app"] == "sh scripts/cdk_app.sh"
     checkout = tracked_copy(tmp_path / "elsewhere" / "trainium-eks")
     second = cdk_synth(tmp_path / "second", "--app", ".venv/bin/python app.py", cwd=checkout)
     assert second.returncode == 0, second.stderr[-3000:]
