@@ -8,6 +8,7 @@ import pytest
 from trainium_eks.core.validation import (
     ConfigurationError,
     Problems,
+    az_name_hint,
     bucket_name_problem,
     check_absolute_path,
     check_bool,
@@ -24,6 +25,7 @@ from trainium_eks.core.validation import (
     check_text,
     coerce_enum,
     is_concrete,
+    nearest,
 )
 from trainium_eks.facts.catalog import Accelerator
 
@@ -192,3 +194,25 @@ def test_an_image_by_tag_by_digest_or_a_token_is_accepted(image):
     problems = Problems("chart")
     assert check_image_reference(problems, "image", image)
     problems.raise_if_any()
+
+
+@pytest.mark.parametrize(
+    "value, hint",
+    [
+        ("TRN1.32XLARGE", " (did you mean 'trn1.32xlarge'?)"),
+        (" trn1.32xlarge ", " (did you mean 'trn1.32xlarge'?)"),
+        ("trn1.32xlarg", " (did you mean 'trn1.32xlarge'?)"),
+        ("trn1.32xlarge", ""),
+        ("x9.large", ""),
+        (32, ""),
+    ],
+)
+def test_a_refusal_names_the_nearest_valid_value_when_one_is_near(value, hint):
+    assert nearest(value, ["trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge"]) == hint
+
+
+def test_an_az_name_where_an_az_id_goes_is_told_the_id_format_and_the_command_that_lists_them():
+    hint = az_name_hint("us-west-2a")
+    assert "'us-west-2a' is an AZ name" in hint and "usw2-az4" in hint
+    assert "aws ec2 describe-availability-zones --region us-west-2" in hint and "ZoneName,ZoneId" in hint
+    assert az_name_hint("usw2-az4") == az_name_hint(None) == ""

@@ -109,3 +109,19 @@ def test_the_lustre_size_takes_the_name_the_app_gives_it():
         )
     (problem,) = raised.value.problems
     assert problem.startswith("lustreSize=3600: PERSISTENT_2 allows 1200, 2400 or a multiple of 2400 GiB")
+
+
+@pytest.mark.parametrize(
+    "props, says",
+    [
+        (
+            {"instance_type": "TRN1.32XLARGE"},
+            "instance_type='TRN1.32XLARGE': an instance type of the catalog (did you mean 'trn1.32xlarge'?)",
+        ),
+        ({"availability_zone_id": "us-west-2a"}, "'us-west-2a' is an AZ name, which maps to a different zone in each"),
+    ],
+)
+def test_a_refusal_says_the_value_a_near_miss_meant(props, says):
+    with pytest.raises(ConfigurationError) as raised:
+        TrainiumEksStack(new_app(), "Near", env=ENV, **props)
+    assert any(says in problem for problem in raised.value.problems), raised.value.problems

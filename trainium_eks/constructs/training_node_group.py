@@ -20,6 +20,7 @@ from trainium_eks.core.conventions import Taint, accelerator_taint
 from trainium_eks.core.cost import CostLine, nodes_usd_per_hour, priced, stack_region
 from trainium_eks.core.validation import (
     Problems,
+    az_name_hint,
     check_cluster,
     check_implements,
     check_instance,
@@ -30,6 +31,7 @@ from trainium_eks.core.validation import (
     coerce_enum,
     is_concrete,
     is_integer,
+    nearest,
 )
 from trainium_eks.facts.catalog import (
     INSTANCE_CATALOG,
@@ -383,7 +385,10 @@ def check_node_group_settings(
     """Record every problem of the node-group settings in ``problems``; return the instance facts when known."""
     instance = INSTANCE_CATALOG.get(instance_type) if isinstance(instance_type, str) else None
     if instance is None:
-        problems.add("instance_type", instance_type, f"an instance type of the catalog: {', '.join(INSTANCE_CATALOG)}")
+        hint = nearest(instance_type, list(INSTANCE_CATALOG))
+        problems.add(
+            "instance_type", instance_type, f"an instance type of the catalog{hint}: {', '.join(INSTANCE_CATALOG)}"
+        )
     if max_size is not None:
         check_integer(problems, "max_size", max_size, minimum=1, maximum=MAX_NODES_PER_MANAGED_NODE_GROUP)
     ceiling = max_size if is_integer(max_size) and 1 <= max_size <= MAX_NODES_PER_MANAGED_NODE_GROUP else None
@@ -422,7 +427,11 @@ def check_offering(
     if az_region is None or (is_concrete(region) and az_region != region):
         known = ", ".join(AZ_IDS_BY_REGION.get(region, ())) if is_concrete(region) else "e.g. usw2-az4"
         where = f"region {region}" if is_concrete(region) else "the stack"
-        problems.add("availability_zone_id", az_id, f"an AZ ID of {where}: {known or 'none the library knows'}")
+        problems.add(
+            "availability_zone_id",
+            az_id,
+            f"an AZ ID of {where}: {known or 'none the library knows'}{az_name_hint(az_id)}",
+        )
         return
     found = offering(instance, az_region, az_id)
     if found is Offering.NOT_OFFERED:

@@ -11,7 +11,7 @@ import math
 import re
 from enum import Enum
 from inspect import getattr_static
-from typing import Any, List, Mapping, Optional, Type, TypeVar
+from typing import Any, List, Mapping, Optional, Sequence, Type, TypeVar
 
 from aws_cdk import Token
 from jsii._reference_map import InterfaceDynamicProxy
@@ -336,6 +336,38 @@ def bucket_name_problem(name: Any) -> Optional[str]:
     return None
 
 
+def nearest(value: Any, choices: Sequence[str]) -> str:
+    """`` (did you mean 'x'?)`` for the choice ``value`` most likely means: the same text but for case and surrounding
+    spaces, else the closest by :func:`difflib.get_close_matches` (cutoff 0.8); empty when none is near."""
+    import difflib
+
+    if not isinstance(value, str):
+        return ""
+    folded = {choice.lower(): choice for choice in choices}
+    found = folded.get(value.strip().lower())
+    if found is None:
+        close = difflib.get_close_matches(value.strip().lower(), list(folded), n=1, cutoff=0.8)
+        found = folded[close[0]] if close else None
+    return f" (did you mean {found!r}?)" if found is not None and found != value else ""
+
+
+AZ_NAME = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9][a-z]")
+"""An Availability Zone's name (``us-west-2a``), which maps to a different zone in each account."""
+
+
+def az_name_hint(value: Any) -> str:
+    """What to do when ``value`` is an AZ name where an AZ ID is wanted: the ID format and the command that lists the
+    account's names with their IDs (EC2 user guide, "AZ IDs"); empty otherwise."""
+    if not isinstance(value, str) or not AZ_NAME.fullmatch(value):
+        return ""
+    region = value[:-1]
+    return (
+        f"; {value!r} is an AZ name, which maps to a different zone in each account: give its AZ ID (such as "
+        f"usw2-az4), listed by `aws ec2 describe-availability-zones --region {region} --query "
+        f'"AvailabilityZones[].[ZoneName,ZoneId]" --output text`'
+    )
+
+
 def check_instance_types(problems: Problems, setting: str, value: Any) -> bool:
     """``value`` is None (the default) or a non-empty list of instance types of the catalog."""
     from trainium_eks.facts.catalog import INSTANCE_CATALOG
@@ -346,7 +378,8 @@ def check_instance_types(problems: Problems, setting: str, value: Any) -> bool:
         unknown = [name for name in value if name not in INSTANCE_CATALOG]
         if not unknown:
             return True
-        problems.add(setting, unknown, f"instance types of the catalog: {', '.join(INSTANCE_CATALOG)}")
+        hints = "".join(nearest(name, list(INSTANCE_CATALOG)) for name in unknown)
+        problems.add(setting, unknown, f"instance types of the catalog{hints}: {', '.join(INSTANCE_CATALOG)}")
     elif isinstance(value, (list, tuple)):
         problems.add(setting, value, "at least one instance type")
     return False
