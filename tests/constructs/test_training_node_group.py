@@ -13,6 +13,7 @@ from trainium_eks.constructs.efa_layout import EfaLayout
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.node_capacity import NodeCapacity
 from trainium_eks.constructs.training_node_group import TrainingNodeGroup
+from trainium_eks.core.validation import ConfigurationError
 
 
 def accelerated_launch_template(template):
@@ -273,6 +274,12 @@ def test_taint_key_is_the_one_the_neuron_device_plugin_tolerates():
     assert [(t.key, t.value, t.effect) for t in group.taints] == [
         ("aws.amazon.com/neuron", "true", eks.TaintEffect.NO_SCHEDULE)
     ]
+
+
+def test_without_an_az_id_a_type_the_stacks_region_does_not_offer_is_refused():
+    with pytest.raises(ConfigurationError) as raised:
+        standalone(instance_type="trn2.48xlarge")
+    assert any("trn2.48xlarge is offered in regions us-east-2, ap-south-2" in p for p in raised.value.problems)
 
 
 def test_without_an_az_id_the_offering_is_not_checked_and_synth_says_so_with_the_command_to_check():

@@ -133,6 +133,15 @@ def test_a_type_the_az_does_not_offer_is_refused():
         standalone(instance_type="trn1.32xlarge", availability_zone_id="usw2-az1")
 
 
+def test_without_an_az_id_a_type_the_stacks_region_does_not_offer_is_refused():
+    """trn2.48xlarge in a us-west-2 stack, its subnet composed without an AZ ID: the catalog lists trn2's regions."""
+    with pytest.raises(ConfigurationError) as raised:
+        standalone(instance_type="trn2.48xlarge", availability_zone_id=None)
+    (problem,) = raised.value.problems
+    assert problem.startswith("instance_type='trn2.48xlarge': a type offered in the stack's region us-west-2: ")
+    assert "offered in regions us-east-2, ap-south-2" in problem
+
+
 def test_labels_in_karpenters_own_domains_are_refused():
     with pytest.raises(ConfigurationError, match="outside karpenter.sh"):
         standalone(labels={"karpenter.sh/team": "ml", "team.karpenter.k8s.aws/x": "y"})

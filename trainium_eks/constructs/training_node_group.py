@@ -161,6 +161,8 @@ class TrainingNodeGroup(Construct):
         check_taints(problems, taints)
         if instance is not None and availability_zone_id is not None:
             check_offering(problems, self, instance, availability_zone_id)
+        elif instance is not None:
+            check_region_offering(problems, self, instance)
         problems.raise_if_any()
         if availability_zone_id is None:
             region = Stack.of(self).region
@@ -448,6 +450,20 @@ def check_offering(
             f"The catalog does not know whether {az_id} offers {instance.name}; check with `aws ec2 "
             f"describe-instance-type-offerings --location-type availability-zone-id --filters "
             f"Name=instance-type,Values={instance.name} --region {az_region}`.",
+        )
+
+
+def check_region_offering(problems: Problems, scope: Construct, instance: InstanceFacts) -> None:
+    """Without an AZ ID, refuse ``instance`` in a stack whose region the catalog knows does not offer it (its offerings
+    list every region that does: :func:`~trainium_eks.facts.catalog.offering`); a subnet there could only fail every
+    launch. Nothing is said when the region is a token or the catalog knows no offering of the type."""
+    region = Stack.of(scope).region
+    if is_concrete(region) and instance.offered_az_ids and region not in instance.offered_az_ids:
+        problems.add(
+            "instance_type",
+            instance.name,
+            f"a type offered in the stack's region {region}: {instance.name} is offered in regions "
+            f"{', '.join(instance.offered_az_ids)}",
         )
 
 

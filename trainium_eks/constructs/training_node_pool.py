@@ -24,6 +24,7 @@ from trainium_eks.constructs.training_node_group import (
     add_node_security_group,
     check_node_group_settings,
     check_offering,
+    check_region_offering,
     check_taints,
     kubernetes_taints,
     needs_placement_group,
@@ -152,6 +153,8 @@ class TrainingNodePool(Construct):
         check_taints(problems, taints)
         if instance is not None and availability_zone_id is not None:
             check_offering(problems, self, instance, availability_zone_id)
+        elif instance is not None:
+            check_region_offering(problems, self, instance)
         problems.raise_if_any()
         if availability_zone_id is None:
             Annotations.of(self).add_warning_v2(
