@@ -237,7 +237,7 @@ def test_hash_uses_the_resolved_form_of_tokens():
         ({"name": "Bert_Train"}, "name='Bert_Train': a lowercase DNS label"),
         ({"module": "x"}, "exactly one of script, module or command"),
         ({"wait_for": ["deployment/x"]}, "wait_for=['deployment/x']: job charts, or references like job/<name>"),
-        ({"bf16": True}, "bf16=True: unknown setting"),
+        ({"bf16": True}, "bf16=True: removed: the training script chooses bf16 by its own argument (args=[..., "),
         ({"node_group": P5, "precompile": True}, "precompile=True: only on Neuron nodes"),
     ],
 )

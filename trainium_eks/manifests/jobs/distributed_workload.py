@@ -72,6 +72,14 @@ CACHE_SET = re.compile(r"[A-Za-z0-9_-]+")
 ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
 
 
+REMOVED_PROPS: Dict[str, str] = {
+    "bf16": "the training script chooses bf16 by its own argument (args=[..., '--bf16'] for the BERT script), with "
+    "torch.autocast; the XLA_DOWNCAST_BF16 it set is deprecated with torch-xla 2.x and not to be combined with "
+    "autocast (Neuron's PyTorch 2.x migration guide)",
+}
+"""Props of the job charts removed since the last release -> what replaced them, said when one is given."""
+
+
 class Launcher(Enum):
     """What starts the processes of a node.
 
@@ -271,10 +279,13 @@ class DistributedWorkload:
     @classmethod
     def from_props(cls, problems: Problems, **props: Any) -> "DistributedWorkload":
         """A workload from keyword props given to a job chart; an unknown prop is one more problem (with the
-        nearest known name), never a ``TypeError``."""
+        nearest known name, or what replaced a removed one: :data:`REMOVED_PROPS`), never a ``TypeError``."""
         known = [name for name in inspect.signature(cls.__init__).parameters if name not in ("self", "problems")]
         unknown = sorted(set(props) - set(known))
         for name in unknown:
+            if name in REMOVED_PROPS:
+                problems.add(name, props.pop(name), f"removed: {REMOVED_PROPS[name]}")
+                continue
             nearest = difflib.get_close_matches(name, known, n=1)
             hint = f"did you mean {nearest[0]!r}?" if nearest else f"known: {', '.join(sorted(known))}"
             problems.add(name, props.pop(name), f"unknown setting; {hint}")
