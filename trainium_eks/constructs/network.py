@@ -8,7 +8,7 @@ from typing import Any, List, Optional, Sequence
 from aws_cdk import CfnTag, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
-from constructs import Construct, DependencyGroup
+from constructs import Construct, DependencyGroup, IDependable
 
 from trainium_eks.core.cost import CostLine, priced, stack_region
 from trainium_eks.core.validation import Problems, check_instance, check_strings, check_text, is_concrete
@@ -97,6 +97,7 @@ class TrainingNetwork(Construct):
 
         public_ids, public_tables, private_ids, private_tables, private_azs = [], [], [], [], []
         private_parts: List[_SubnetParts] = []
+        public_path: List[IDependable] = []  # the NAT gateways' way out: the public subnets' associations and routes
         nat_by_az = {}
         public_cidrs = list(quarters[0].subnets(new_prefix=24))
         private_cidrs = list(quarters[1].subnets(new_prefix=private_prefix))
@@ -114,7 +115,8 @@ class TrainingNetwork(Construct):
             nat = ec2.CfnNatGateway(
                 self, f"NatGateway{index}", subnet_id=public.subnet.ref, allocation_id=elastic_ip.attr_allocation_id
             )
-            nat.node.add_dependency(public_route, public.association)  # its way out, kept while it stands
+            nat.node.add_dependency(public_route)
+            public_path += [public.association, public_route]
             nat_by_az[az_id] = nat
             public_ids.append(public.subnet.ref)
             public_tables.append(public.route_table.ref)
@@ -166,7 +168,7 @@ class TrainingNetwork(Construct):
         for subnet, parts in zip(
             [*self.vpc.private_subnets, self.node_subnet], [*private_parts, accelerated], strict=True
         ):
-            _connects_through(subnet, parts, endpoint)
+            _connects_through(subnet, parts, endpoint, public_path)
         flow_log_group = logs.LogGroup(
             self, "FlowLogGroup", retention=flow_log_retention, removal_policy=RemovalPolicy.RETAIN
         )
@@ -248,9 +250,14 @@ class _SubnetParts:
         self.route: Optional[ec2.CfnRoute] = None
 
 
-def _connects_through(subnet: ec2.ISubnet, parts: _SubnetParts, endpoint: ec2.GatewayVpcEndpoint) -> None:
+def _connects_through(
+    subnet: ec2.ISubnet, parts: _SubnetParts, endpoint: ec2.GatewayVpcEndpoint, public_path: Sequence[IDependable]
+) -> None:
     """Make ``subnet``'s ``internet_connectivity_established`` its route table association, its default route (to
-    its AZ's NAT gateway, which references its EIP and the public route to the internet gateway) and the S3 endpoint.
+    its AZ's NAT gateway, which references its EIP and the internet gateway attachment), the S3 endpoint, and the
+    NAT gateways' own way out: the public subnets' route table associations and routes to the internet gateway
+    (``public_path``). Those are not dependencies of the NAT gateways themselves: a public subnet moved to another AZ
+    replaces its association before its NAT gateway (delete, then create), which the old gateway must survive.
 
     Why: aws-cdk-lib's ``Function`` in a VPC depends on the selected subnets' ``internetConnectivityEstablished``
     (aws-cdk-lib ``aws-lambda/lib/function.ts``), and so do the kubectl provider's handler and its provider
@@ -263,7 +270,7 @@ def _connects_through(subnet: ec2.ISubnet, parts: _SubnetParts, endpoint: ec2.Ga
     group = subnet.internet_connectivity_established
     if not isinstance(group, DependencyGroup):
         raise TypeError(f"{subnet.node.path}: internet_connectivity_established is not a DependencyGroup")
-    group.add(parts.association, parts.route, endpoint)
+    group.add(parts.association, parts.route, endpoint, *public_path)
 
 
 def default_availability_zone_ids(node_az_id: str) -> List[str]:

@@ -29,7 +29,7 @@ from tests.support.fabric_logs import (
     verdict,
 )
 from trainium_eks.core.conventions import FABRIC_RESULT_MARKER
-from trainium_eks.manifests.jobs import fabric_program
+from trainium_eks.manifests.jobs.fabric_check import FABRIC_PROGRAM_SOURCE
 from trainium_eks.manifests.jobs.fabric_program import (
     BELOW_FLOOR,
     BENCHMARK_FAILED,
@@ -51,14 +51,10 @@ from trainium_eks.manifests.jobs.fabric_program import (
     transport_evidence,
 )
 
-PROGRAM = Path(fabric_program.__file__)
-
 
 def program_source() -> str:
-    """The program as the job ships it: its source without the module docstring."""
-    source = PROGRAM.read_text()
-    assert source.startswith('"""')
-    return source[source.index('"""', 3) + 3 :].lstrip("\n")
+    """The program as the job ships it (:data:`~trainium_eks.manifests.jobs.fabric_check.FABRIC_PROGRAM_SOURCE`)."""
+    return FABRIC_PROGRAM_SOURCE
 
 
 def uverbs(tmp_path: Path, count: int) -> Path:

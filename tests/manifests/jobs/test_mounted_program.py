@@ -8,10 +8,13 @@ from trainium_eks.core.validation import ConfigurationError
 from trainium_eks.manifests.jobs.mounted_program import MountedProgram, MountedProgramChart, program_source
 
 
-def test_the_program_runs_without_its_docstring_and_a_program_without_one_is_refused(tmp_path):
+def test_the_program_runs_as_code_only_and_a_program_without_a_module_docstring_is_refused(tmp_path):
     program = tmp_path / "p.py"
-    program.write_text('"""Doc\n\nmore."""\n\nimport os\nx = """s"""\n')
-    assert program_source(program) == 'import os\nx = """s"""\n'
+    program.write_text(
+        '"""Doc\n\nmore."""\n\nimport os  # a comment\nx = """s"""\n"""What x is."""\n\n\n'
+        'def f():\n    """Doc of f."""\n\n\nclass C:\n    """Doc of C."""\n\n    y = 1\n    """What y is."""\n'
+    )
+    assert program_source(program) == "import os\nx = 's'\n\ndef f():\n    pass\n\nclass C:\n    y = 1\n"
     program.write_text("import os\n")
     with pytest.raises(ValueError, match="starts with its module docstring"):
         program_source(program)

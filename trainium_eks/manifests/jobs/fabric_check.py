@@ -130,9 +130,9 @@ FABRIC_PROGRAM = MountedProgram(
     mount="/opt/trainium-eks/fabric",
     source=program_source(Path(__file__).parent / "fabric_program.py"),
 )
-"""The fabric program (:mod:`~trainium_eks.manifests.jobs.fabric_program`, without its module docstring), which node 0
-of a check runs from the namespace's ConfigMap (:class:`FabricProgramChart`): in every check's template it would be
-escaped three times over (24 KB of program took a check to 75 KB)."""
+"""The fabric program (:mod:`~trainium_eks.manifests.jobs.fabric_program`, code only: :func:`program_source`), which
+node 0 of a check runs from the namespace's ConfigMap (:class:`FabricProgramChart`): in every check's template it
+would be escaped three times over (24 KB of program took a check to 75 KB)."""
 
 FABRIC_PROGRAM_SOURCE = FABRIC_PROGRAM.source
 PROGRAM_CONFIG_MAP = FABRIC_PROGRAM.config_map

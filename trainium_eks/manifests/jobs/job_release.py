@@ -24,9 +24,9 @@ RELEASE_PROGRAM = MountedProgram(
     mount="/opt/trainium-eks/release",
     source=program_source(Path(__file__).parent / "job_release_program.py"),
 )
-"""The release program (:mod:`~trainium_eks.manifests.jobs.job_release_program`, without its module docstring), which
-the release Jobs run from their namespace's ConfigMap (:class:`ReleaseProgramChart`): each release carries its held
-job already, and the program would add 11 KB to the template per release."""
+"""The release program (:mod:`~trainium_eks.manifests.jobs.job_release_program`, code only: :func:`program_source`),
+which the release Jobs run from their namespace's ConfigMap (:class:`ReleaseProgramChart`): each release carries its
+held job already, and the program would add 11 KB to the template per release."""
 
 RELEASE_PROGRAM_SOURCE = RELEASE_PROGRAM.source
 RELEASE_PROGRAM_CONFIG_MAP = RELEASE_PROGRAM.config_map

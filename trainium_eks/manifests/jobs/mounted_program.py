@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,13 +12,36 @@ from trainium_eks.manifests.chart import LibraryChart
 
 
 def program_source(path: Path) -> str:
-    """The Python file ``path`` less its module docstring: the program's code, which is what the names of the jobs
-    that run it depend on (the docstring names the library's modules, which may move without the program changing)."""
+    """The Python file ``path`` as code only: without its docstrings (the module's, its classes' and functions', and
+    the strings that document its names) and its comments, as :func:`ast.unparse` writes the parsed file. That is what
+    the names of the jobs that run it depend on (the documentation names the library's modules, which may move, and
+    is edited without the program changing), and what every template that ships it carries (a third of the release
+    program's text was documentation). The file must start with its module docstring."""
     source = path.read_text()
-    opening = '"""'
-    if not source.startswith(opening):
+    if not source.startswith('"""'):
         raise ValueError(f"{path.name} starts with its module docstring")
-    return source[source.index(opening, len(opening)) + len(opening) :].lstrip("\n")
+    return ast.unparse(_Undocumented().visit(ast.parse(source))) + "\n"
+
+
+class _Undocumented(ast.NodeTransformer):
+    """Removes every statement that is a bare string (a docstring, or a name's documentation) from each body."""
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        super().generic_visit(node)
+        for field in ("body", "orelse", "finalbody"):
+            statements = getattr(node, field, None)
+            if isinstance(statements, list) and statements and isinstance(statements[0], ast.stmt):
+                kept = [statement for statement in statements if not _is_bare_string(statement)]
+                setattr(node, field, kept or ([ast.Pass()] if field == "body" else []))
+        return node
+
+
+def _is_bare_string(statement: ast.stmt) -> bool:
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    )
 
 
 @dataclass(frozen=True)
