@@ -16,6 +16,7 @@ from typing import Dict, Set
 import pytest
 
 from rehearsal.cfn_changes import dependencies
+from rehearsal.delete_needs import HELD_TYPES, is_network_path
 from tests.support.apps import COMPOSER_TRAINING, KUBEFLOW_TRAINING, TRAINIUM_EKS, stack_template
 
 VARIANTS = [
@@ -24,18 +25,6 @@ VARIANTS = [
     for context in ({}, {"provisioning": "node-group"})
 ]
 IDS = [f"{stack}-{context.get('provisioning', 'karpenter')}" for stack, context in VARIANTS]
-
-NETWORK_PATH = (
-    "AWS::EC2::Route",
-    "AWS::EC2::SubnetRouteTableAssociation",
-    "AWS::EC2::NatGateway",
-    "AWS::EC2::EIP",
-    "AWS::EC2::VPCGatewayAttachment",
-    "AWS::EC2::VPCEndpoint",
-)
-"""The network path of the private subnets to the internet and to S3."""
-
-NETWORK_EDGE = ("AWS::EC2::Subnet", "AWS::EC2::SecurityGroup", "AWS::EC2::VPC")
 
 
 def resources(stack: str, context: Dict[str, str]) -> Dict[str, Dict]:
@@ -62,11 +51,7 @@ def reach(template: Dict[str, Dict]) -> Dict[str, Set[str]]:
 @pytest.mark.parametrize("stack, context", VARIANTS, ids=IDS)
 def test_every_kubernetes_object_is_deleted_while_the_kubectl_handler_still_has_its_network(stack, context):
     template = resources(stack, context)
-    path = {  # the kubectl provider's functions run in the private subnets, not in the node subnet
-        name
-        for name, resource in template.items()
-        if resource["Type"] in NETWORK_PATH and not name.startswith("NetworkAccelerated")
-    }
+    path = {name for name, resource in template.items() if is_network_path(name, resource["Type"])}
     assert len(path) >= 10, sorted(path)
     reached = reach(template)
     kubernetes = [name for name, resource in template.items() if resource["Type"].startswith("Custom::AWSCDK-EKS-")]
@@ -102,9 +87,9 @@ def test_a_retained_resource_keeps_the_subnets_security_groups_and_vpc_it_holds(
     template = resources(stack, context)
     graph = dependencies({"Resources": template}, set(template))
     retained = {name for name, resource in template.items() if resource.get("DeletionPolicy") == "Retain"}
-    holders = [name for name in retained if template[name]["Type"] in ("AWS::FSx::FileSystem", *NETWORK_EDGE)]
+    holders = [name for name in retained if template[name]["Type"] in ("AWS::FSx::FileSystem", *HELD_TYPES)]
     for name in holders:
-        held = {dep for dep in graph[name] if template[dep]["Type"] in NETWORK_EDGE}
+        held = {dep for dep in graph[name] if template[dep]["Type"] in HELD_TYPES}
         assert held <= retained, f"{name} holds {sorted(held - retained)}, which a destroy would try to delete"
 
 
