@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Mapping, Tuple
 
 from rehearsal.promises import ALL_PROMISES, DEPLOY_PROMISES, NAMESPACE_VOLUME_CLAIM_SURVIVE
 from rehearsal.scenario import Patch, Scenario, TemplateSource, Variant
-from trainium_eks.constructs.hybrid_workflow import HYPERPARAMETERS_ENV, JOB_NAME_ENV
+from trainium_eks.constructs.hybrid_workflow import HYPERPARAMETERS_ENV, JOB_NAME_ENV, RUN_ID_ENV
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.manifests.storage.efs_volume import DEFAULT_CLAIM_NAME as EFS_CLAIM
 from trainium_eks.stacks.kubeflow_training_stack import DEFAULT_CPU_INSTANCE_TYPE
@@ -143,6 +143,7 @@ def workflow_run(node_count: int) -> Dict[str, Any]:
     manifest["spec"]["trainer"]["env"] += [
         {"name": HYPERPARAMETERS_ENV, "value": "{}"},
         {"name": JOB_NAME_ENV, "value": "cifar10-run-rehearsal"},
+        {"name": RUN_ID_ENV, "value": "arn:aws:states:us-west-2:123456789012:execution:Workflow:rehearsal"},
     ]
     manifest["spec"]["activeDeadlineSeconds"] = 24 * 3600
     return manifest

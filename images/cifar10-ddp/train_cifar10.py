@@ -25,7 +25,10 @@ metric definitions), a final line holding the metrics as JSON, and in ``--output
 (default: ``--output-dir``) atomically: a temporary file in the same folder, then ``os.replace``. On start rank 0 reads
 that checkpoint, when it exists, and broadcasts it, so that every rank resumes from the same state (also where the
 folder is local to the first host, as SageMaker's ``/opt/ml/checkpoints`` is) and a restarted job continues with the
-next epoch.
+next epoch. The checkpoint records the run it belongs to (``--run-id``, by default the environment variable
+``TRAINING_RUN_ID``, which the hybrid workflow sets to its execution's ARN; none when unset), and a checkpoint of
+another run is refused, not resumed: a run never continues from another run's weights, optimizer state and epoch,
+whatever put the two in one folder.
 
 Example (CPU, two processes)::
 
@@ -66,6 +69,7 @@ CHECKPOINT_NAME = "checkpoint.pt"
 MODEL_NAME = "model.pt"
 METRICS_NAME = "metrics.json"
 CHECKPOINT_FORMAT = 1
+RUN_ID_ENV = "TRAINING_RUN_ID"
 
 
 class DataError(Exception):
@@ -301,6 +305,18 @@ def load_checkpoint(path: str) -> dict[str, Any] | None:
     return checkpoint
 
 
+def check_run(checkpoint: dict[str, Any], path: str, run_id: str | None) -> None:
+    """Raises :class:`DataError` when ``checkpoint`` (read from ``path``) belongs to another run than ``run_id``
+    (a checkpoint without a run belongs to none; so does a run without ``--run-id``)."""
+    recorded = checkpoint.get("run")
+    if recorded != run_id:
+        raise DataError(
+            f"{path!r} belongs to run {recorded or '(none)'}, not to this run {run_id or '(none)'}: another run's "
+            "model, optimizer state and epoch are not resumed; give this run its own --checkpoint-dir, or remove the "
+            "file to start over"
+        )
+
+
 def resume_state(path: str, runtime: Runtime) -> dict[str, Any] | None:
     """The checkpoint at ``path`` as rank 0 reads it, on every rank (broadcast), or None when rank 0 has none.
 
@@ -377,6 +393,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--data-dir", required=True, help=f"folder holding {BATCHES_FOLDER}/, or that folder")
     parser.add_argument("--output-dir", required=True, help="metrics.json, model.pt (and checkpoints by default)")
     parser.add_argument("--checkpoint-dir", default=None, help="where checkpoint.pt is written and resumed from")
+    parser.add_argument(
+        "--run-id",
+        default=os.environ.get(RUN_ID_ENV) or None,
+        help=f"the run the checkpoint belongs to (default: ${RUN_ID_ENV}); another run's checkpoint is refused",
+    )
     parser.add_argument("--epochs", type=int, default=3, help="epochs of the whole training (a resume continues)")
     parser.add_argument("--batch-size", type=int, default=64, help="images per step and per process")
     parser.add_argument("--lr", type=float, default=0.01, help="SGD learning rate")
@@ -421,6 +442,7 @@ def train(
     checkpoint = resume_state(checkpoint_path, runtime)
     start_epoch, history = 0, []
     if checkpoint is not None:
+        check_run(checkpoint, checkpoint_path, args.run_id)
         net.load_state_dict(checkpoint["model"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         torch.set_rng_state(checkpoint["torch_rng_state"])
@@ -468,6 +490,7 @@ def train(
                 "model": net.state_dict(),
                 "optimizer": optimizer.state_dict(),
                 "seed": args.seed,
+                "run": args.run_id,
                 "torch_rng_state": torch.get_rng_state(),
                 "history": history,
                 "world_size": runtime.world_size,
@@ -484,6 +507,7 @@ def train(
         "lr": args.lr,
         "momentum": args.momentum,
         "seed": args.seed,
+        "run": args.run_id,
         "history": history,
     }, net
 

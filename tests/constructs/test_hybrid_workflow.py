@@ -8,6 +8,7 @@ one; cfn-lint and cdk-nag run on a stack with a real ``TrainingCluster``."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -29,6 +30,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from tests.support.apps import REPO, new_app, only, resources_of
 from tests.support.clusters import ENV, imported_cluster
+from tests.support.jsonata import JSONATA, NODE, STEP_FUNCTIONS_JSONATA
 from tests.support.k8s_validation import validate_objects
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.efs_storage import EfsStorage
@@ -55,20 +57,14 @@ CPU = NodeGroupTopology("m5.xlarge", 2, 2, 0, (), frozenset({"efs-sc-claim"}))
 ENDPOINT = "https://0123456789ABCDEF.gr7.us-west-2.eks.amazonaws.com"
 
 
-NODE = Path(sys.executable).parent / "node"
-
-
 ASL_VALIDATOR = REPO / "node_modules" / ".bin" / "asl-validator"
-
-
-JSONATA = REPO / "node_modules" / "jsonata"
 
 
 EXECUTION = "3f2b8c1e-5d4a-4b7e-9c1d-0a1b2c3d4e5f"
 
 
-JOB = "cifar10-ddp-1b2c3d4e5f"
-"""The job of a run of :data:`EXECUTION`: the base name and the execution name's last ten letters and digits."""
+JOB = "cifar10-ddp-56ad53dc94"
+"""The job of a run of :data:`EXECUTION`: the base name and the first ten hex digits of the SHA-256 of its name."""
 
 
 LAUNCHER = REPO / "images" / "cifar10-ddp" / "launch.py"
@@ -163,11 +159,10 @@ def logical_id(stack: cdk.Stack, construct) -> str:
 
 
 WALKER = r"""
-const jsonata = require(process.argv[1]);
 async function render(t, b) {
   if (typeof t === 'string') {
     const m = t.match(/^\{%([\s\S]*)%\}$/);
-    return m ? await jsonata(m[1]).evaluate({}, b) : t;
+    return m ? await expression(m[1]).evaluate({}, b) : t;
   }
   if (Array.isArray(t)) { const r = []; for (const x of t) r.push(await render(x, b)); return r; }
   if (t && typeof t === 'object') {
@@ -238,7 +233,11 @@ def walk(definition: Dict[str, Any], *requests: Dict[str, Any], **options: Any) 
         for request in requests
     ]
     result = subprocess.run(
-        [str(NODE), "-e", WALKER, str(JSONATA)], input=json.dumps(cases), capture_output=True, text=True, timeout=60
+        [str(NODE), "-e", STEP_FUNCTIONS_JSONATA + WALKER, str(JSONATA)],
+        input=json.dumps(cases),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout)
@@ -289,7 +288,7 @@ def test_sagemaker_branch_runs_create_training_job_sync_with_the_efs_channel(bui
     (run,) = walk(definition, {"training_runtime": "sagemaker", "hyperparameters": {"epochs": "5"}})
     assert run["end"] == "Task" and run["state"] == "Train on SageMaker"
     request = run["calls"][0]["arguments"]
-    assert request["TrainingJobName"] == JOB, "<base>-<last 10 of the execution name>"
+    assert request["TrainingJobName"] == JOB, "<base>-<10 hex digits of the execution name's SHA-256>"
     assert request["RoleArn"] == f"<GetAtt:{stack.get_logical_id(workflow.sagemaker_role.node.default_child)}.Arn>"
     assert request["AlgorithmSpecification"] == {
         "TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/cifar10:1",
@@ -887,9 +886,9 @@ def test_uuid_execution_names_give_distinct_job_names(definition):
     names = [uuid.uuid4() for _ in range(3)]
     runs = [walk(definition, {"training_runtime": "kubernetes"}, execution=str(name))[0] for name in names]
     jobs = [run["vars"]["job_name"] for run in runs]
-    assert jobs == [f"cifar10-ddp-{name.hex[-10:]}" for name in names]
+    assert jobs == [f"cifar10-ddp-{hashlib.sha256(str(name).encode()).hexdigest()[:10]}" for name in names]
     (odd,) = walk(definition, {"training_runtime": "kubernetes"}, execution="___")
-    assert odd["vars"]["job_name"] == "cifar10-ddp-run"
+    assert odd["vars"]["job_name"] == f"cifar10-ddp-{hashlib.sha256(b'___').hexdigest()[:10]}", "no letters needed"
 
 
 def test_a_trainjob_ends_by_itself_at_the_workflows_max_runtime(definition, tmp_path):
@@ -943,14 +942,12 @@ def test_a_run_that_ended_badly_has_its_trainjob_deleted_with_its_jobset_and_pod
 
 
 def test_the_cleanup_deletes_only_the_trainjob_its_own_execution_created(definition, cleanup):
-    """Executions whose names end in the same ten letters and digits name the same job: the second one's create
-    fails, and its cleanup must leave the first one's running TrainJob alone."""
+    """Should a TrainJob of the run's name exist already (another execution's, should their digests agree, or one made
+    by hand), the run's create fails, and its cleanup must leave that TrainJob alone."""
     first, second = "exp-1-lr0001", "exp1lr0001"
     (run,) = walk(definition, {"training_runtime": "kubernetes"}, execution=first)
     job = run["calls"][0]["arguments"]["RequestBody"]
     assert job["metadata"]["annotations"]["trainium-eks/execution"] == execution_arn(first)
-    (other,) = walk(definition, {"training_runtime": "kubernetes"}, execution=second)
-    assert other["calls"][0]["arguments"]["RequestBody"]["metadata"]["name"] == job["metadata"]["name"]
     results = {"Read TrainJob of the run": [trainjob_of(first)], "Delete TrainJob of the run": [DELETED]}
     (kept,) = walk(cleanup, ended("FAILED", "EKS.409", execution=second), results=results)
     assert kept["steps"][-1] == "TrainJob of another run kept" and len(kept["calls"]) == 1

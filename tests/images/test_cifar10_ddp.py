@@ -175,7 +175,7 @@ def test_parse_args_defaults_and_bad_values(tmp_path: Path, capsys: pytest.Captu
     args = train_cifar10.parse_args(base)
     assert (args.epochs, args.batch_size, args.lr, args.momentum, args.num_workers) == (3, 64, 0.01, 0.9, 0)
     assert args.backend == "auto" and args.max_steps_per_epoch is None
-    assert args.checkpoint_dir == str(tmp_path / "out")
+    assert args.checkpoint_dir == str(tmp_path / "out") and args.run_id is None
     for bad, message in (
         (["--epochs", "0"], "--epochs must be >= 1"),
         (["--batch-size", "-1"], "--batch-size must be >= 1"),
@@ -248,6 +248,32 @@ def test_missing_data_or_foreign_checkpoint_exit_2(
     torch.save({"format": 99}, out / "checkpoint.pt")
     assert train_cifar10.main(["--data-dir", str(data_dir), "--output-dir", str(out), "--epochs", "1"]) == 2
     assert "is not a checkpoint of this script" in capsys.readouterr().err
+
+
+def test_a_run_resumes_its_own_checkpoint_and_refuses_another_runs(
+    data_dir: Path, tmp_path: Path, single_process: None, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """Two runs in one folder (a reused job name, a shared --output-dir): the second must not continue from the
+    first's weights, optimizer state and epoch."""
+    first, second = (f"arn:aws:states:us-west-2:123456789012:execution:Workflow:{name}" for name in ("a", "b"))
+    common = ["--data-dir", str(data_dir), "--output-dir", str(tmp_path / "out"), "--max-steps-per-epoch", "2"]
+    monkeypatch.setenv(train_cifar10.RUN_ID_ENV, first)
+    assert train_cifar10.main([*common, "--epochs", "1"]) == 0
+    assert torch.load(tmp_path / "out" / "checkpoint.pt", weights_only=True)["run"] == first
+    assert json.loads((tmp_path / "out" / "metrics.json").read_text())["run"] == first
+    capsys.readouterr()
+
+    monkeypatch.setenv(train_cifar10.RUN_ID_ENV, second)
+    assert train_cifar10.main([*common, "--epochs", "2"]) == 2
+    err = capsys.readouterr().err
+    assert f"belongs to run {first}, not to this run {second}" in err and "its own --checkpoint-dir" in err
+    assert torch.load(tmp_path / "out" / "checkpoint.pt", weights_only=True)["epoch"] == 1, "left as it was"
+    monkeypatch.delenv(train_cifar10.RUN_ID_ENV)
+    assert train_cifar10.main([*common, "--epochs", "2"]) == 2, "a run without an identity is not the first run"
+    assert "not to this run (none)" in capsys.readouterr().err
+
+    assert train_cifar10.main([*common, "--epochs", "2", "--run-id", first]) == 0
+    assert "resumed from epoch 1" in capsys.readouterr().out
 
 
 # ------------------------------------------------------------------------------------------------ two processes

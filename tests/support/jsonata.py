@@ -13,10 +13,30 @@ from tests.support.apps import REPO
 
 NODE = Path(sys.executable).parent / "node"
 JSONATA = REPO / "node_modules" / "jsonata"
-_EVALUATE = (
-    "const jsonata = require(process.argv[1]); let text = ''; process.stdin.on('data', d => text += d);"
+
+STEP_FUNCTIONS_JSONATA = r"""
+const jsonata = require(process.argv[1]);
+const crypto = require('crypto');
+const HASHES = {'MD5': 'md5', 'SHA-1': 'sha1', 'SHA-256': 'sha256', 'SHA-384': 'sha384', 'SHA-512': 'sha512'};
+function expression(text) {
+  const e = jsonata(text);
+  e.registerFunction('hash', (value, algorithm) => {
+    if (!(algorithm in HASHES)) throw new Error('$hash: unsupported algorithm ' + algorithm);
+    return crypto.createHash(HASHES[algorithm]).update(value, 'utf8').digest('hex');
+  }, '<ss:s>');
+  return e;
+}
+"""
+"""Node.js prelude: ``expression(text)``, a JSONata expression with the function Step Functions adds that the
+workflows use, ``$hash(value, algorithm)`` (MD5, SHA-1, SHA-256, SHA-384, SHA-512; the digest of the UTF-8 string
+in hex), as the Step Functions developer guide describes it ("Transforming data with JSONata in Step Functions",
+"JSONata functions provided by Step Functions"). The npm ``jsonata`` package has no ``$hash``; an unknown algorithm
+fails the expression, as the service's does."""
+
+_EVALUATE = STEP_FUNCTIONS_JSONATA + (
+    "let text = ''; process.stdin.on('data', d => text += d);"
     "process.stdin.on('end', async () => { const out = [];"
-    " for (const [e, b] of JSON.parse(text)) { const v = await jsonata(e).evaluate({}, b); out.push(v ?? null); }"
+    " for (const [e, b] of JSON.parse(text)) { const v = await expression(e).evaluate({}, b); out.push(v ?? null); }"
     " process.stdout.write(JSON.stringify(out)); });"
 )
 

@@ -37,6 +37,7 @@ from trainium_eks.constructs.private.trainjob_template import (
     EXECUTION_ANNOTATION,
     HYPERPARAMETERS_ENV,
     JOB_NAME_ENV,
+    RUN_ID_ENV,
     check_train_job,
 )
 from trainium_eks.constructs.private.workflow_checks import check_endpoint, check_history_budget, whole_seconds
@@ -87,6 +88,7 @@ __all__ = [
     "KUBERNETES_TRAINING_FAILED",
     "MAX_HYPERPARAMETERS",
     "RUNTIMES",
+    "RUN_ID_ENV",
     "SAGEMAKER_VPC_ACTIONS",
     "TRAINING_CHANNEL",
     "HybridTrainingWorkflow",

@@ -10,6 +10,7 @@ from trainium_eks.constructs.private.trainjob_template import (
     EXECUTION_ANNOTATION,
     HYPERPARAMETERS_ENV,
     JOB_NAME_ENV,
+    RUN_ID_ENV,
     check_train_job,
     trainjob_template,
 )
@@ -54,6 +55,7 @@ def test_the_run_names_sizes_and_claims_the_trainjob_and_its_deadline_ends_it():
         {"name": "EMPTY", "value": "{% '' %}"},
         {"name": HYPERPARAMETERS_ENV, "value": "{% $string($hyperparameters) %}"},
         {"name": JOB_NAME_ENV, "value": "{% $job_name %}"},
+        {"name": RUN_ID_ENV, "value": "{% $states.context.Execution.Id %}"},
     ], "the chart's own env first, then what the workflow sets for each run"
     assert manifest["spec"]["activeDeadlineSeconds"] == 7200
     assert train_job.job_name not in json.dumps(manifest), "the template's hashed name is no run's name"
@@ -95,6 +97,10 @@ def test_a_direct_launcher_trainjob_in_the_workflows_namespace_is_accepted():
         (
             {"env": {JOB_NAME_ENV: "fixed"}},
             "train_job='hybrid-run': a TrainJob without the env TRAINING_JOB_NAME (the workflow sets it for each run)",
+        ),
+        (
+            {"env": {RUN_ID_ENV: "fixed"}},
+            "train_job='hybrid-run': a TrainJob without the env TRAINING_RUN_ID (the workflow sets it for each run)",
         ),
         (
             {"namespace": "jobs"},

@@ -1,5 +1,6 @@
 """workflow_definition's JSONata: a run's job name (job_name_expression) and a request's problems (request_problems)."""
 
+import hashlib
 from typing import Any, Dict
 
 import pytest
@@ -30,23 +31,17 @@ def request(hyperparameters: Any = None, node_count: Any = None, instance_type: 
 
 def test_the_job_name_reads_the_executions_name_or_the_one_given():
     default = job_name_expression("cifar10-ddp")
-    assert default.startswith("($s := ") and default.endswith("; 'cifar10-ddp-' & ($s = '' ? 'run' : $s))")
-    assert "$states.context.Execution.Name" in default and f", -{JOB_SUFFIX_LENGTH})" in default
+    assert default.startswith("'cifar10-ddp-' & $substring(") and default.endswith(f", 0, {JOB_SUFFIX_LENGTH})")
+    assert "$hash($states.context.Execution.Name, 'SHA-256')" in default
     given = job_name_expression("cifar10-ddp", "$detail.name")
-    assert "$detail.name" in given and "$states" not in given
+    assert "$hash($detail.name, 'SHA-256')" in given and "$states" not in given
 
 
 @pytest.mark.parametrize(
-    "execution,job",
-    [
-        ("Nightly_Run-2026-12-01T10-00", "cifar10-ddp-61201t1000"),
-        ("MiXeD-Case-0123456789AB", "cifar10-ddp-23456789ab"),
-        ("ABC", "cifar10-ddp-abc"),
-        ("Übung-é", "cifar10-ddp-bung"),
-        ("äöü-_", "cifar10-ddp-run"),
-    ],
+    "execution",
+    ["Nightly_Run-2026-12-01T10-00", "MiXeD-Case-0123456789AB", "ABC", "Übung-é", "äöü-_", "3f2b8c1e-5d4a-4b7e"],
 )
-def test_a_job_name_is_the_base_and_the_last_ten_ascii_letters_and_digits_lowercased(execution, job):
+def test_a_job_name_is_the_base_and_ten_hex_digits_of_the_whole_execution_names_sha256(execution):
     context = {"states": {"context": {"Execution": {"Name": execution}}}}
     by_context, by_event = evaluate(
         [
@@ -54,8 +49,19 @@ def test_a_job_name_is_the_base_and_the_last_ten_ascii_letters_and_digits_lowerc
             (job_name_expression("cifar10-ddp", "$detail.name"), {"detail": {"name": execution}}),
         ]
     )
-    assert by_context == by_event == job
+    digest = hashlib.sha256(execution.encode()).hexdigest()[:JOB_SUFFIX_LENGTH]
+    assert by_context == by_event == f"cifar10-ddp-{digest}"
     assert DNS1123_LABEL.match(by_context), "a Kubernetes name and a SageMaker training job name"
+
+
+def test_executions_whose_names_share_their_ends_or_letters_name_different_jobs():
+    """The names the old suffix (the last ten letters and digits) gave one job: each run now has its own job, so no
+    run resumes another run's checkpoint or is refused by SageMaker as a duplicate."""
+    names = ["my-experiment", "other-experiment", "exp-1-lr0001", "exp1lr0001", "EXP1LR0001", "run.2026_12_01"]
+    jobs = evaluate(
+        [(job_name_expression("cifar10-ddp"), {"states": {"context": {"Execution": {"Name": n}}}}) for n in names]
+    )
+    assert len(set(jobs)) == len(names), dict(zip(names, jobs, strict=True))
 
 
 def test_the_problems_are_one_jsonata_array_of_the_branchs_own_checks():

@@ -20,19 +20,26 @@ JOB_NAME_ENV = "TRAINING_JOB_NAME"
 """Environment variable of the Kubernetes job's trainer: the run's job name, for per-run paths in the template's
 arguments (``--output-dir /data/output/${TRAINING_JOB_NAME}``: the launch script's shell expands it)."""
 
+RUN_ID_ENV = "TRAINING_RUN_ID"
+"""Environment variable of the Kubernetes job's trainer: the ARN of the execution that created the run. The training
+script records it in its checkpoint and refuses to resume a checkpoint another run wrote
+(``images/cifar10-ddp/train_cifar10.py``), whatever put the two runs in one folder."""
+
 EXECUTION_ANNOTATION = "trainium-eks/execution"
-"""Annotation of a run's TrainJob: the ARN of the execution that created it. Two executions whose names end in the
-same ten letters and digits name the same job; the second one's create then fails (409), and the cleanup of its
-failed execution must not delete the first one's TrainJob: it deletes only a TrainJob carrying its own ARN."""
+"""Annotation of a run's TrainJob: the ARN of the execution that created it. Should two executions name the same job
+(their names' digests agree in the job name's hex digits, or a TrainJob of that name was made by hand), the second
+one's create fails (409), and the cleanup of its failed execution must not delete the other TrainJob: it deletes only
+a TrainJob carrying its own ARN."""
 
 EXECUTION_ARN = "$states.context.Execution.Id"
 """JSONata of the execution's ARN (Step Functions context object)."""
 
 
 def trainjob_template(train_job: TrainJobChart, deadline_seconds: int) -> Dict[str, Any]:
-    """The TrainJob of ``train_job`` with the run's name, node count, hyperparameters (:data:`HYPERPARAMETERS_ENV`)
-    and job name (:data:`JOB_NAME_ENV`) as JSONata, the execution that created it (:data:`EXECUTION_ANNOTATION`),
-    ending after ``deadline_seconds`` (``activeDeadlineSeconds``, in place of the chart's own ``deadline_seconds``).
+    """The TrainJob of ``train_job`` with the run's name, node count, hyperparameters (:data:`HYPERPARAMETERS_ENV`),
+    job name (:data:`JOB_NAME_ENV`) and identity (:data:`RUN_ID_ENV`) as JSONata, the execution that created it
+    (:data:`EXECUTION_ANNOTATION`), ending after ``deadline_seconds`` (``activeDeadlineSeconds``, in place of the
+    chart's own ``deadline_seconds``).
 
     Strings that a JSONata state cannot hold as plain literals in the validator's reading (empty, multi-line, or
     starting with ``{%``) become JSONata string literals, which evaluate to the same string."""
@@ -55,6 +62,7 @@ def trainjob_template(train_job: TrainJobChart, deadline_seconds: int) -> Dict[s
         *trainer.get("env", []),
         {"name": HYPERPARAMETERS_ENV, "value": jsonata("$string($hyperparameters)")},
         {"name": JOB_NAME_ENV, "value": jsonata("$job_name")},
+        {"name": RUN_ID_ENV, "value": jsonata(EXECUTION_ARN)},
     ]
     manifest["spec"]["activeDeadlineSeconds"] = deadline_seconds
     return manifest
@@ -71,7 +79,7 @@ def check_train_job(problems: Problems, train_job: TrainJobChart, namespace: str
             "a TrainJob started by the image's own launcher (launcher='direct'), which reads TRAINING_HYPERPARAMETERS "
             f"and the node count of the run; {train_job.workload.launcher.value} would ignore them",
         )
-    for variable in (HYPERPARAMETERS_ENV, JOB_NAME_ENV):
+    for variable in (HYPERPARAMETERS_ENV, JOB_NAME_ENV, RUN_ID_ENV):
         if variable in train_job.workload.env:
             problems.add(
                 "train_job",

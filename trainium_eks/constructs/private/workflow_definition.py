@@ -32,9 +32,16 @@ MAX_HYPERPARAMETERS = 100
 runtimes so that one request is valid on either."""
 
 JOB_SUFFIX_LENGTH = 10
-"""Characters of the execution name in a job's name, ``<base>-<last 10 letters and digits of the execution
-name, lowercased>``: unique per run for the default execution names (UUIDs), a DNS-1123 label of at most 39
-characters and a valid SageMaker training job name."""
+"""Hex digits of the SHA-256 of the whole execution name in a job's name, ``<base>-<10 hex digits>``: two executions
+name the same job only if their names' digests agree in their first 40 bits (Step Functions keeps execution names
+unique per state machine for 90 days), so ``my-experiment`` and ``other-experiment`` are two jobs, with two output
+and checkpoint folders. The name is a DNS-1123 label and a valid SageMaker training job name."""
+
+HASH_FUNCTION = "$hash"
+"""Step Functions' JSONata function for a digest, ``$hash(value, algorithm)`` with algorithm ``MD5``, ``SHA-1``,
+``SHA-256``, ``SHA-384`` or ``SHA-512``, the JSONata counterpart of ``States.Hash`` (Step Functions developer guide,
+"Transforming data with JSONata in Step Functions", section "JSONata functions provided by Step Functions"); it is
+not part of JSONata itself."""
 
 
 def workflow_definition(
@@ -301,10 +308,10 @@ def _has_condition(kind: str) -> str:
 
 
 def job_name_expression(base: str, execution_name: str = "$states.context.Execution.Name") -> str:
-    """JSONata of a run's job name: ``<base>-`` and the last :data:`JOB_SUFFIX_LENGTH` letters and digits of the
-    execution's name (the JSONata ``execution_name``), lowercased (``run`` if it has none)."""
-    suffix = f"$substring($lowercase($replace({execution_name}, /[^A-Za-z0-9]/, '')), -{JOB_SUFFIX_LENGTH})"
-    return f"($s := {suffix}; {quoted(base + '-')} & ($s = '' ? 'run' : $s))"
+    """JSONata of a run's job name: ``<base>-`` and the first :data:`JOB_SUFFIX_LENGTH` hex digits (lowercase) of the
+    SHA-256 of the execution's whole name (the JSONata ``execution_name``), computed with :data:`HASH_FUNCTION`."""
+    digest = f"$lowercase({HASH_FUNCTION}({execution_name}, 'SHA-256'))"
+    return f"{quoted(base + '-')} & $substring({digest}, 0, {JOB_SUFFIX_LENGTH})"
 
 
 def request_problems(
