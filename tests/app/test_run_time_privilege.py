@@ -105,6 +105,26 @@ def test_every_pod_runs_the_runtime_default_seccomp_profile_without_spare_capabi
     assert seen >= 4
 
 
+MEMORY_POLICY = re.compile(r"numactl[^\n]*(--membind|-m\b|--interleave|-i\b|--preferred|-p\b|--localalloc|-l\b)")
+"""A ``numactl`` that sets a memory policy: under the runtime's default profile its ``set_mempolicy`` is refused
+(containerd v2.2.7 ``contrib/seccomp/seccomp_default.go`` allows the mempolicy calls only with ``CAP_SYS_NICE``) and
+numactl exits 1 instead of starting the program."""
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_no_pod_starts_its_work_through_a_memory_policy_the_default_profile_refuses(name):
+    """Without CAP_SYS_NICE, ``mbind``/``set_mempolicy`` fail with EPERM: a library that asks for a policy (libnuma)
+    falls back to the kernel's default (memory on the node of the CPU that touches it first), but ``numactl --membind``
+    stops the pod. CPU pinning (``taskset``, ``sched_setaffinity``) stays allowed."""
+    template = stack_template(name)
+    for owner, pod in pods_of(template):
+        for container in [*pod["spec"].get("initContainers", []), *pod["spec"]["containers"]]:
+            text = "\n".join([*container.get("command", []), *container.get("args", [])])
+            assert not MEMORY_POLICY.search(text), (owner, container["name"])
+    for script in (REPO / "images").rglob("*.py"):
+        assert not MEMORY_POLICY.search(script.read_text()), script
+
+
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 ASSET = re.compile(r"/cdk-[a-z0-9]+-container-assets-.+:[0-9a-f]{64}$")
 """The stack's own image: a CDK asset in the bootstrap repository (immutable tags), tagged with the hash of its
