@@ -17,7 +17,8 @@ version under ``--data-dir`` (see ``resnet_cifar.py``); it is never downloaded. 
 ``<output-dir>/checkpoints`` at the end of every epoch, and the run resumes from the latest one when started again
 with the same ``--output-dir`` and ``--run-name`` (Composer's autoresume); ``--load-path`` starts a new run from a
 checkpoint. Rank 0 prints one JSON line at the end (wall-clock time, epochs, final test accuracy, the algorithms
-applied and what they changed) and writes it to ``<output-dir>/run-summary.json``.
+applied and what they changed) and writes it to ``<output-dir>/run-summary.json``. The accuracy after every epoch and
+the fit time travel in the checkpoints, so the summary of a resumed run covers its earlier attempts too.
 
 Only this module's argument and recipe parsing is importable without Composer (the library's tests use it); Composer,
 PyTorch and the model are imported when training starts.
@@ -275,6 +276,8 @@ def train(args: argparse.Namespace, recipe: List[Dict[str, Any]]) -> Dict[str, A
         "final_accuracy": float(trainer.state.eval_metric_values["MulticlassAccuracy"]),
         "accuracy_by_epoch": history.points,
         "fit_s": round(fit_s, 3),
+        "attempts": history.earlier_attempts + 1,
+        "total_fit_s": round(history.earlier_fit_s + fit_s, 3),
     }
     trainer.close()
     return summary
@@ -322,25 +325,59 @@ def _count_calls(algorithm: Any, calls: Counter) -> None:
 
 
 def _accuracy_history() -> Any:
-    """A Composer callback recording, after each evaluation of a fit, the epoch, the seconds since the fit started and
-    the test accuracy: ``points`` is ``[[epoch, seconds, accuracy], ...]`` (time to an accuracy, as MosaicML compares
-    recipes)."""
+    """A Composer callback recording, after each evaluation during a fit, the epoch, the fit seconds of the whole run
+    until then and the test accuracy: ``points`` is ``[[epoch, seconds, accuracy], ...]`` (time to an accuracy, as
+    MosaicML compares recipes), from the first attempt of the run on."""
     from composer.core import Callback, State
     from composer.loggers import Logger
 
     class AccuracyHistory(Callback):
+        """The accuracy history and the fit clock of a run, carried across restarts in Composer's checkpoints.
+
+        Composer 0.32.1 saves the callbacks' state in every checkpoint and restores it on resume (autoresume or
+        ``--load-path``): ``State.state_dict`` in ``composer/core/state.py`` stores ``{type(callback).__qualname__:
+        callback.state_dict()}`` under ``"callbacks"``, and ``State.load_state_dict`` there hands each callback whose
+        ``__qualname__`` it finds its entry through ``callback.load_state_dict``, while the trainer is built, before
+        ``fit_start``. The default of ``Serializable.state_dict`` (``composer/core/serializable.py``), which
+        ``Callback`` inherits, is ``{}``: without the two methods below a resumed run would know only its own epochs.
+
+        ``earlier_fit_s`` and ``earlier_attempts`` are the fit seconds and the attempts of the run up to the checkpoint
+        this attempt resumed from (0 for a fresh run). Training an attempt did after its last checkpoint, which the next
+        attempt does again, is in no checkpoint and so not counted.
+        """
+
         def __init__(self) -> None:
             self.points: List[List[float]] = []
-            self.started = time.monotonic()
+            self.earlier_fit_s = 0.0
+            self.earlier_attempts = 0
+            self.started: Optional[float] = None
+
+        def fit_seconds(self) -> float:
+            """The fit seconds of the run until now: the earlier attempts' and this attempt's since its fit started."""
+            return self.earlier_fit_s + (0.0 if self.started is None else time.monotonic() - self.started)
 
         def fit_start(self, state: State, logger: Logger) -> None:
             self.started = time.monotonic()
 
         def eval_end(self, state: State, logger: Logger) -> None:
             accuracy = state.eval_metric_values.get("MulticlassAccuracy")
-            if accuracy is not None:
-                elapsed = round(time.monotonic() - self.started, 3)
+            # An evaluation outside a fit (a resumed run already at its length) repeats the checkpoint's last point.
+            if accuracy is not None and self.started is not None:
+                elapsed = round(self.fit_seconds(), 3)
                 self.points.append([int(state.timestamp.epoch), elapsed, round(float(accuracy), 5)])
+
+        def state_dict(self) -> Dict[str, Any]:
+            """What a checkpoint keeps: the points so far, the run's fit seconds until the checkpoint and the attempts
+            (this one included); plain numbers and lists, which ``torch.load`` reads without unpickling classes."""
+            points = [list(point) for point in self.points]
+            return {"points": points, "fit_s": self.fit_seconds(), "attempts": self.earlier_attempts + 1}
+
+        def load_state_dict(self, state: Dict[str, Any]) -> None:
+            """Resume the history and the clock of the checkpoint's run; a checkpoint of this script from before the
+            history was carried holds ``{}`` here, and the run then counts from this attempt."""
+            self.points = [list(point) for point in state.get("points", [])]
+            self.earlier_fit_s = float(state.get("fit_s", 0.0))
+            self.earlier_attempts = int(state.get("attempts", 0))
 
     return AccuracyHistory()
 

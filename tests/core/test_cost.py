@@ -284,6 +284,31 @@ def test_later_runs_are_priced_to_the_first_runs_accuracy_as_mosaicml_compares_r
     assert lines["resnet-short"].endswith("; never reached resnet-baseline's 90.00 %")
 
 
+def test_a_restarted_run_is_priced_for_the_fit_time_of_all_its_attempts(tmp_path, capsys):
+    """A run restarted from its checkpoint took the fit time of every attempt (``total_fit_s``), not its last
+    attempt's (``fit_s``), and its accuracy history counts seconds from its first attempt; a resumed run's summary
+    that holds only its last attempt is priced as it is and says so."""
+    restarted, recipe, old = (tmp_path / f"{name}.json" for name in ("restarted", "recipe", "old"))
+    points = [[1, 1500, 0.80], [2, 2400, 0.85], [3, 3600, 0.90]]
+    run = {"run_name": "resnet-baseline", "final_accuracy": 0.90, "accuracy_by_epoch": points}
+    restarted.write_text(json.dumps({**run, "start_epoch": 2, "fit_s": 1200, "attempts": 2, "total_fit_s": 3600}))
+    recipe.write_text(summary("resnet-mild", 0.91, 2700, [[1, 900, 0.85], [2, 1800, 0.90], [3, 2700, 0.91]]))
+    last_only = {"run_name": "resnet-old", "final_accuracy": 0.90, "start_epoch": 2, "fit_s": 1800}
+    old.write_text(json.dumps({**last_only, "accuracy_by_epoch": [[3, 1800, 0.90]]}))
+    argv = list(COMPOSER_IN_US_EAST_1)
+    for path in (restarted, recipe, old):
+        argv += ["--run-summary", str(path)]
+    assert command.main(argv) == 0
+    out = capsys.readouterr().out
+    lines = {line.split(":")[0].strip(): line for line in out.splitlines() if line.startswith("    resnet-")}
+    assert lines["resnet-baseline"].startswith("    resnet-baseline: 90.00 % after 1.00 h, ")
+    assert lines["resnet-baseline"].endswith(" USD (2 attempts)")
+    assert "; reached resnet-baseline's 90.00 % after 0.50 h (0.50 x its time, " in lines["resnet-mild"]
+    assert lines["resnet-old"].startswith("    resnet-old: 90.00 % after 0.50 h, ")
+    assert " (last attempt only, from epoch 2: the earlier ones are not in it); reached " in lines["resnet-old"]
+    assert "  accuracy (fit time of every attempt from each run's summary; " in out
+
+
 @pytest.mark.parametrize(
     "text, message",
     [

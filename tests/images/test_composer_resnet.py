@@ -4,7 +4,8 @@
 ``.venv-composer`` (``scripts/composer_env.sh``, from the image's pins: torch 2.7.0, the CUDA build PyPI serves, on
 the CPU), not in the project's ``.venv``. The runs train ResNet-20 for a few batches on generated CIFAR-10 batch
 files: a baseline, a recipe that changes the model (BlurPool, ChannelsLast) and the targets (LabelSmoothing, MixUp)
-and then resumes from its checkpoint, and the "mild" preset under Composer's launcher with two processes (gloo).
+and then resumes from its checkpoint, a baseline restarted twice whose last summary covers every attempt, and the
+"mild" preset under Composer's launcher with two processes (gloo).
 Two more check the library's algorithm table against the constructors of the installed Composer, and that a CIFAR
 batch file cannot run code when read.
 """
@@ -107,6 +108,7 @@ def test_baseline_trains_and_reports(data_dir: Path, tmp_path: Path) -> None:
     assert (summary["start_epoch"], summary["epochs"], summary["batches"]) == (0, 1, 2)
     assert 0.0 <= summary["final_accuracy"] <= 1.0
     assert summary["wall_clock_s"] >= summary["fit_s"] > 0
+    assert (summary["attempts"], summary["total_fit_s"]) == (1, summary["fit_s"])
 
 
 def test_a_scaled_schedule_trains_its_share_and_reports_the_accuracy_after_every_epoch(
@@ -152,6 +154,30 @@ def test_recipe_changes_model_and_targets_then_resumes(data_dir: Path, tmp_path:
 
     assert (resumed["start_epoch"], resumed["epochs"], resumed["batches"]) == (1, 2, 4)
     assert resumed["model_changes"] == {"BlurConv2d": 4}
+
+
+def test_a_restarted_runs_summary_covers_every_attempt(data_dir: Path, tmp_path: Path) -> None:
+    """The accuracy history and the fit time travel in the checkpoint: after a resume to a longer run, and again after
+    a start at its length (which only evaluates), the summary holds the first attempt's epochs and seconds, on one
+    clock of fit time across the attempts, which ``cost --run-summary`` prices."""
+    output, baseline = tmp_path / "restarted", ComposerRecipe.preset("baseline")
+    first = train(data_dir, output, baseline, epochs=2)
+    resumed = train(data_dir, output, baseline, epochs=3)
+    again = train(data_dir, output, baseline, epochs=3)
+
+    points = resumed["accuracy_by_epoch"]
+    assert points[:2] == first["accuracy_by_epoch"] and [epoch for epoch, _, _ in points] == [1, 2, 3]
+    assert (first["start_epoch"], first["attempts"], first["total_fit_s"]) == (0, 1, first["fit_s"])
+    assert (resumed["start_epoch"], resumed["epochs"], resumed["attempts"]) == (2, 3, 2)
+    # The first attempt's fit seconds up to its last checkpoint (after its last evaluation, before the fit returned).
+    carried = resumed["total_fit_s"] - resumed["fit_s"]
+    assert first["accuracy_by_epoch"][-1][1] - 0.002 <= carried <= first["fit_s"] + 0.002
+    assert carried <= points[2][1] <= resumed["total_fit_s"] + 0.002 and resumed["fit_s"] > 0
+
+    assert (again["start_epoch"], again["epochs"], again["attempts"]) == (3, 3, 3)
+    assert again["accuracy_by_epoch"] == points, "an evaluation outside a fit adds no point"
+    assert again["final_accuracy"] == pytest.approx(points[-1][2], abs=1e-5)
+    assert points[2][1] - 0.002 <= again["total_fit_s"] - again["fit_s"] <= resumed["total_fit_s"] + 0.002
 
 
 def free_port() -> int:

@@ -13,7 +13,8 @@ key=value``, as ``cdk synth`` reads them; nothing is synthesized or deployed), a
 - ``--run-summary FILE``: the summary a Composer run prints last (``kubectl logs <pod of node 0> | tail -n 1``):
   each run's final accuracy next to its time and cost, and, as MosaicML compares recipes, the time and cost each
   later run took to reach the first run's final accuracy (from the accuracy after every epoch), or that it never
-  did.
+  did. The time is the fit time of the whole run, every attempt of a restarted run included (``total_fit_s``); a
+  resumed run's summary without the earlier attempts' time is priced as it is and marked as the last attempt only.
 - ``--chart PATH``: a bar chart of the stacks' cost per hour by component (PNG, matplotlib).
 """
 
@@ -60,28 +61,42 @@ class Run:
 @dataclass(frozen=True)
 class RunSummary:
     """What a training run reported (``run-summary.json`` of ``images/composer-resnet``): its name, final test
-    accuracy, training time, and ``(epoch, seconds since the fit started, accuracy)`` after every evaluation."""
+    accuracy, training time, and ``(epoch, seconds of fit time, accuracy)`` after every evaluation, over the
+    ``attempts`` of the run the summary covers (a restarted run carries its earlier attempts in its checkpoints).
+    ``last_attempt_from`` is the epoch a resumed run's last attempt started at when the summary covers that attempt
+    only (its time is then short of the run's), else None."""
 
     name: str
     final_accuracy: float
     seconds: float
     accuracy_by_epoch: Sequence[Sequence[float]]
+    attempts: int = 1
+    last_attempt_from: Optional[int] = None
 
     def seconds_to(self, accuracy: float) -> Optional[float]:
-        """Seconds into the fit when the run first reached ``accuracy``, or None if it never did."""
+        """Seconds of fit time when the run first reached ``accuracy``, or None if it never did."""
         return next((float(t) for _, t, value in self.accuracy_by_epoch if value >= accuracy), None)
 
 
 def summary_of(name: str, data: Any) -> RunSummary:
-    """The :class:`RunSummary` of a run summary's JSON; a summary without accuracy is refused."""
+    """The :class:`RunSummary` of a run summary's JSON; a summary without accuracy is refused.
+
+    The time is ``total_fit_s``, the fit seconds of every attempt the summary covers, else (a summary from before
+    restarts were carried) ``fit_s``, the last attempt's, else ``wall_clock_s``. A summary that covers one attempt
+    (``attempts`` 1, or none given) but whose attempt started after epoch 0 (``start_epoch``) is of a resumed run
+    whose earlier attempts are not in it: its ``last_attempt_from`` says so.
+    """
     if not isinstance(data, dict) or not isinstance(data.get("final_accuracy"), (int, float)):
         raise CostError(f"{name}: not a run summary (no final_accuracy): give the last log line of node 0's pod")
     points = data.get("accuracy_by_epoch") or []
     if not all(isinstance(p, list) and len(p) == 3 for p in points):
         raise CostError(f"{name}: accuracy_by_epoch must be [[epoch, seconds, accuracy], ...]")
-    seconds = float(data.get("fit_s") or data.get("wall_clock_s") or 0)
+    seconds = float(data.get("total_fit_s") or data.get("fit_s") or data.get("wall_clock_s") or 0)
+    attempts = int(data.get("attempts") or 1)
+    start_epoch = int(data.get("start_epoch") or 0)
     label = data.get("run_name") or name
-    return RunSummary(str(label), float(data["final_accuracy"]), seconds, points)
+    partial = start_epoch if attempts == 1 and start_epoch > 0 else None
+    return RunSummary(str(label), float(data["final_accuracy"]), seconds, points, attempts, partial)
 
 
 def parse_duration(text: str) -> timedelta:
@@ -230,17 +245,21 @@ def run_nodes_usd(launched: Sequence[CostLine], run: Run) -> float:
 
 
 def _accuracy_lines(usd_per_hour: float, summaries: Sequence[RunSummary]) -> List[str]:
-    """Each run's accuracy next to its training time and cost; each later run's time and cost to the first run's
-    final accuracy."""
+    """Each run's accuracy next to its training time (of every attempt) and cost; each later run's time and cost to
+    the first run's final accuracy."""
     first = summaries[0]
     target = first.final_accuracy
-    lines = ["  accuracy (training time from each run's summary; cost at the whole stack's rate):"]
+    lines = ["  accuracy (fit time of every attempt from each run's summary; cost at the whole stack's rate):"]
     for summary in summaries:
         run_hours = summary.seconds / 3600
         text = (
             f"    {summary.name}: {100 * summary.final_accuracy:.2f} % after {run_hours:.2f} h, "
             f"{usd_per_hour * run_hours:,.2f} USD"
         )
+        if summary.attempts > 1:
+            text += f" ({summary.attempts} attempts)"
+        if summary.last_attempt_from is not None:
+            text += f" (last attempt only, from epoch {summary.last_attempt_from}: the earlier ones are not in it)"
         if summary is not first:
             reached = summary.seconds_to(target)
             if reached is None:
