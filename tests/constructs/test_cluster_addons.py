@@ -33,6 +33,7 @@ from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.training_node_group import TrainingNodeGroup
 from trainium_eks.constructs.training_node_pool import TrainingNodePool
 from trainium_eks.core.conventions import LustreVolumeSource
+from trainium_eks.core.validation import ConfigurationError
 from trainium_eks.facts import versions
 from trainium_eks.manifests.jobs.job_release import HELD_JOB_LABEL
 
@@ -158,7 +159,7 @@ def test_a_pool_added_after_the_addons_is_refused_rather_than_left_unscheduled()
     cluster = TrainingCluster(stack, "Cluster", vpc=network.vpc)
     ClusterAddons(stack, "Addons", cluster=cluster.cluster, volume=LUSTRE)
     controller = KarpenterController(stack, "Karpenter", cluster=cluster.cluster)
-    with pytest.raises(ValueError, match="before its ClusterAddons"):
+    with pytest.raises(ConfigurationError, match="TrainingNodePools first, then its ClusterAddons"):
         TrainingNodePool(stack, "Trn", cluster=cluster.cluster, subnet=network.node_subnet, controller=controller)
 
 

@@ -104,14 +104,22 @@ class AppliedChart(Construct):
         if not isinstance(after, (list, tuple)) or not all(implements(item, IConstruct) for item in after):
             problems.add("after", after, "a list of constructs")
         problems.raise_if_any()
+        objects: Dict[str, Mapping[str, Any]] = {}
+        for manifest in chart.to_json():
+            try:
+                identity = object_identity(manifest)
+            except ValueError as error:
+                problems.add("chart", chart.node.id, f"objects with literal names: {error}")
+                continue
+            if identity in objects:
+                problems.add("chart", chart.node.id, f"each object once: it holds {identity} twice")
+            objects[identity] = manifest
+        problems.raise_if_any()
         self.chart = chart
         self.manifests: Dict[str, eks.KubernetesManifest] = {}
         """Object identity -> the resource that applies it."""
         tiers: Dict[str, int] = {}
-        for manifest in chart.to_json():
-            identity = object_identity(manifest)
-            if identity in self.manifests:
-                raise ValueError(f"chart {chart.node.id!r} holds {identity} twice")
+        for identity, manifest in objects.items():
             kind = manifest["kind"]
             self.manifests[identity] = eks.KubernetesManifest(
                 self,

@@ -308,11 +308,15 @@ class ClusterAddons(Construct):
         self._serve_devices(group.instance.accelerator, efa=group.efa_interfaces > 0)
         if group.launched_for_pods and not self.nodes_launched_for_pods:
             if hasattr(self, "volcano"):
-                raise ValueError(
-                    f"{self.node.path}: a TrainingNodePool was added after ClusterAddons, whose Volcano was configured "
-                    "for standing nodes only (with the enqueue action no job's pods are created on zero nodes): build "
-                    "the cluster's TrainingNodePools before its ClusterAddons"
+                problems = Problems(self.node.path)
+                problems.add(
+                    "TrainingNodePool",
+                    group.instance_type,
+                    "a pool built before this ClusterAddons, whose Volcano was configured for standing nodes only "
+                    "(with the enqueue action no job's pods are created on zero nodes): build the cluster's "
+                    "TrainingNodePools first, then its ClusterAddons",
                 )
+                problems.raise_if_any()
             self.nodes_launched_for_pods = True
 
     def _volcano_custom_values(self) -> Dict[str, Any]:

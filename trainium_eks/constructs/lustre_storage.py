@@ -12,7 +12,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from trainium_eks.constructs.security_group_rules import allow_ingress, check_client_groups
+from trainium_eks.constructs.security_group_rules import allow_ingress, check_client_groups, latest_stack
 from trainium_eks.core.conventions import LustreVolumeSource
 from trainium_eks.core.cost import CostLine, priced, stack_region
 from trainium_eks.core.validation import (
@@ -278,6 +278,11 @@ class LustreStorage(Construct):
     def grant_csi_driver(self, role: iam.IRole) -> None:
         """Allow the FSx CSI controller's ``role`` to resize this file system (PersistentVolumeClaim expansion).
 
+        The statement goes into the role's own policy or, when this file system belongs to a later stack than the role
+        (storage built after the cluster, in its own stack), into a policy of this construct attached to the role, so
+        that the cluster's stack never refers to the file system of a later stack
+        (:func:`~trainium_eks.constructs.security_group_rules.latest_stack`).
+
         :raises ConfigurationError: when ``role`` is not an IAM role, as ``TrainingCluster.fsx_csi_driver_role`` is
             None for a cluster built without the driver (``TrainingCluster(fsx_csi_driver=True)`` installs it)."""
         problems = Problems(f"{self.node.path}.grant_csi_driver")
@@ -290,9 +295,11 @@ class LustreStorage(Construct):
             "installs the driver (TrainingCluster(fsx_csi_driver=True))",
         )
         problems.raise_if_any()
-        role.add_to_principal_policy(
-            iam.PolicyStatement(actions=["fsx:UpdateFileSystem"], resources=[self.file_system_arn])
-        )
+        statement = iam.PolicyStatement(actions=["fsx:UpdateFileSystem"], resources=[self.file_system_arn])
+        if latest_stack(self, role) is Stack.of(role):
+            role.add_to_principal_policy(statement)
+        else:
+            iam.Policy(self, "CsiDriverGrant", roles=[role], statements=[statement])
 
 
 def check_lustre_settings(

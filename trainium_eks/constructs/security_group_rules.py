@@ -1,4 +1,5 @@
-"""Security group rules that live in the stack that depends on the others, whatever stacks own the groups."""
+"""Security group rules that live in the stack that depends on the others, whatever stacks own the groups (and
+:func:`latest_stack`, which finds that stack for other cross-stack grants)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def allow_ingress(
     """
     rule = port.to_rule_json()
     own = Stack.of(scope)
-    home = _latest_stack(own, group, peer)
+    home = latest_stack(own, group, peer)
     if home is not own:
         scope, id_ = home, f"{scope.node.path.replace('/', '-')}-{id_}"
     return ec2.CfnSecurityGroupIngress(
@@ -52,8 +53,9 @@ def allow_ingress(
     )
 
 
-def _latest_stack(*constructs: Construct) -> Stack:
-    """The stack of ``constructs`` created last (jsii hands out one Python object per stack, so ``is`` compares)."""
+def latest_stack(*constructs: Construct) -> Stack:
+    """The stack of ``constructs`` created last, the one that may refer to the others' resources (jsii hands out one
+    Python object per stack, so ``is`` compares)."""
     stacks = [construct if isinstance(construct, Stack) else Stack.of(construct) for construct in constructs]
     if all(stack is stacks[0] for stack in stacks):
         return stacks[0]

@@ -46,7 +46,12 @@ class TrainingDashboard(Construct):
     def __init__(self, scope: Construct, id_: str, *, cluster_name: str, period: Duration = DEFAULT_PERIOD) -> None:
         super().__init__(scope, id_)
         problems = Problems(self.node.path)
-        check_text(problems, "cluster_name", cluster_name, allowed="the EKS cluster's name")
+        check_text(
+            problems,
+            "cluster_name",
+            cluster_name,
+            allowed="the EKS cluster's name: a TrainingCluster's .cluster.cluster_name, or the name of yours",
+        )
         if check_instance(problems, "period", period, Duration, "a Duration of whole minutes"):
             seconds = period.to_seconds(integral=False)
             if Token.is_unresolved(seconds) or seconds % 60 or seconds <= 0:

@@ -19,6 +19,7 @@ from trainium_eks.constructs.security_group_rules import allow_ingress
 from trainium_eks.core.conventions import Taint, accelerator_taint
 from trainium_eks.core.cost import CostLine, nodes_usd_per_hour, priced, stack_region
 from trainium_eks.core.validation import (
+    DNS1123_SUBDOMAIN,
     Problems,
     az_name_hint,
     check_cluster,
@@ -28,6 +29,7 @@ from trainium_eks.core.validation import (
     check_label_key,
     check_label_value,
     check_labels,
+    check_pattern,
     coerce_enum,
     is_concrete,
     is_integer,
@@ -255,7 +257,9 @@ class TrainingNodeGroup(Construct):
 
     def add_shared_volume(self, claim_name: str) -> None:
         """Record that these nodes can mount the file system behind PersistentVolumeClaim ``claim_name`` (the caller
-        has let their security group reach it, e.g. ``LustreStorage.allow_clients``); jobs may then mount it."""
+        has let their security group reach it, e.g. ``LustreStorage.allow_clients``); jobs may then mount it.
+        ``claim_name`` is ``ClusterAddons.volume_chart.claim_name``."""
+        check_claim_name(f"{self.node.path}.add_shared_volume", claim_name)
         if claim_name not in self.shared_claims:
             self.shared_claims.append(claim_name)
 
@@ -313,6 +317,20 @@ def add_node_security_group(scope: Construct, cluster: eks.ICluster) -> ec2.Secu
         description="Accelerated nodes to the API server and system-node pods",
     )
     return group
+
+
+def check_claim_name(where: str, claim_name: Any) -> None:
+    """Raise ``ConfigurationError`` unless ``claim_name`` names a PersistentVolumeClaim (``add_shared_volume``)."""
+    problems = Problems(where)
+    check_pattern(
+        problems,
+        "claim_name",
+        claim_name,
+        DNS1123_SUBDOMAIN,
+        "the name of the shared volume's PersistentVolumeClaim: ClusterAddons.volume_chart.claim_name (the claim "
+        "of the LustreStorage or EfsStorage given to ClusterAddons as its volume)",
+    )
+    problems.raise_if_any()
 
 
 def needs_placement_group(instance: InstanceFacts, capacity: NodeCapacity) -> bool:

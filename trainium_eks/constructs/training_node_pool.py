@@ -22,6 +22,7 @@ from trainium_eks.constructs.training_node_group import (
     NODE_KINDS,
     ROOT_VOLUME_GIB,
     add_node_security_group,
+    check_claim_name,
     check_node_group_settings,
     check_offering,
     check_region_offering,
@@ -141,7 +142,14 @@ class TrainingNodePool(Construct):
         )
         check_cluster(problems, "cluster", cluster, "vpc", "cluster_security_group", "kubectl_provider")
         check_implements(problems, "subnet", subnet, ec2.ISubnet, "one ec2.ISubnet (one AZ, as EFA needs)")
-        check_instance(problems, "controller", controller, KarpenterController, "the cluster's KarpenterController")
+        check_instance(
+            problems,
+            "controller",
+            controller,
+            KarpenterController,
+            "the cluster's KarpenterController, which launches the pool's nodes: build one with "
+            "KarpenterController(scope, id, cluster=..., after=[training_cluster.system_nodegroup]) and pass it",
+        )
         efa_layout = coerce_enum(problems, "efa_layout", efa_layout, EfaLayout)
         if placement_group is not None:
             check_implements(problems, "placement_group", placement_group, ec2.IPlacementGroup, "an IPlacementGroup")
@@ -246,7 +254,9 @@ class TrainingNodePool(Construct):
         )
 
     def add_shared_volume(self, claim_name: str) -> None:
-        """Record that these nodes can mount the file system behind PersistentVolumeClaim ``claim_name``."""
+        """Record that these nodes can mount the file system behind PersistentVolumeClaim ``claim_name``
+        (``ClusterAddons.volume_chart.claim_name``)."""
+        check_claim_name(f"{self.node.path}.add_shared_volume", claim_name)
         if claim_name not in self.shared_claims:
             self.shared_claims.append(claim_name)
 

@@ -4,15 +4,23 @@ from __future__ import annotations
 
 from typing import Optional
 
+from aws_cdk import Stack
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from trainium_eks.constructs.pod_identity_role import PodIdentityRole
+from trainium_eks.core.cfn_text import cfn_text
 from trainium_eks.core.conventions import DEFAULT_NAMESPACE, DEFAULT_SERVICE_ACCOUNT
 from trainium_eks.core.nag import acknowledge
-from trainium_eks.core.validation import Problems, check_dns_label, check_dns_subdomain, check_implements
+from trainium_eks.core.validation import (
+    Problems,
+    check_cluster,
+    check_dns_label,
+    check_dns_subdomain,
+    check_implements,
+)
 
 DATA_BUCKET_OBJECT_ACTIONS = ("s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload")
 """What training pods may do with the objects of the data bucket (plus s3:ListBucket on the bucket)."""
@@ -44,7 +52,7 @@ class TrainingPodIdentity(Construct):
     ) -> None:
         super().__init__(scope, id_)
         problems = Problems(self.node.path)
-        check_implements(problems, "cluster", cluster, eks.ICluster, "an eks.ICluster")
+        check_cluster(problems, "cluster", cluster)
         if data_bucket is not None:
             check_implements(problems, "data_bucket", data_bucket, s3.IBucket, "an s3.IBucket")
         check_dns_label(problems, "namespace", namespace)
@@ -73,7 +81,7 @@ class TrainingPodIdentity(Construct):
                 "AwsSolutions-IAM5",
                 "Training pods read and write objects anywhere in the one data bucket they train from "
                 "(datasets, checkpoints); they cannot delete objects or touch another bucket.",
-                f"Resource::{objects}",
+                "Resource::" + cfn_text(Stack.of(self).resolve(objects)),
             )
         self.association = eks.CfnPodIdentityAssociation(
             self,

@@ -419,12 +419,19 @@ CLUSTER_ATTRIBUTE_HINTS: Mapping[str, str] = {
 """How to give an imported cluster each attribute the constructs need (``eks.Cluster.from_cluster_attributes``)."""
 
 
+CLUSTER_HINT = (
+    "an eks.ICluster: a TrainingCluster's .cluster, or an existing cluster imported with "
+    "eks.Cluster.from_cluster_attributes(...)"
+)
+"""What a construct's ``cluster`` takes, and where to get one."""
+
+
 def check_cluster(problems: Problems, setting: str, cluster: Any, *attributes: str) -> bool:
     """``cluster`` is an ``eks.ICluster`` that has ``attributes`` (an imported cluster only has those it was given;
     reading another raises inside jsii)."""
     from aws_cdk import aws_eks_v2 as eks
 
-    if not check_implements(problems, setting, cluster, eks.ICluster, "an eks.ICluster"):
+    if not check_implements(problems, setting, cluster, eks.ICluster, CLUSTER_HINT):
         return False
     missing = []
     for attribute in attributes:
