@@ -7,13 +7,14 @@ warning where it is used. Installed by ``trainium_eks/__init__.py`` as a finder 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.abc
 import importlib.machinery
 import sys
 import types
 import warnings
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
 
 MOVED_MODULES: Mapping[str, str] = {
     "trainium_eks.catalog": "trainium_eks.facts.catalog",
@@ -143,6 +144,32 @@ def renamed_props(owner: str, given: Mapping[str, Any], renames: Mapping[str, st
     for old in given:
         warnings.warn(f"{owner}({old}=...) is now {renames[old]}=...", DeprecationWarning, stacklevel=3)
     return {renames[old]: value for old, value in given.items()}
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def removed_props(owner: str, removed: Mapping[str, str]) -> Callable[[F], F]:
+    """A decorator of ``owner``'s constructor that refuses the props of ``removed`` (old name -> what replaced it or
+    why it went) with one ConfigurationError naming each and its replacement, instead of Python's TypeError for an
+    unknown keyword. The signature is the constructor's own (``functools.wraps``)."""
+
+    def decorate(function: F) -> F:
+        @functools.wraps(function)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            given = sorted(name for name in kwargs if name in removed)
+            if given:
+                from trainium_eks.core.validation import Problems
+
+                problems = Problems(owner)
+                for name in given:
+                    problems.add(name, kwargs[name], f"removed: {removed[name]}")
+                problems.raise_if_any()
+            return function(*args, **kwargs)
+
+        return checked  # type: ignore[return-value]
+
+    return decorate
 
 
 def renamed_attribute(owner: str, old: str, new: str) -> property:

@@ -26,6 +26,7 @@ from trainium_eks.core.validation import (
     coerce_enum,
     is_concrete,
     nearest,
+    whole_number_hint,
 )
 from trainium_eks.facts.catalog import Accelerator
 
@@ -134,8 +135,38 @@ def test_messages_say_what_is_allowed():
     with pytest.raises(ConfigurationError) as raised:
         check_stack_props("Stack", {"descriptoin": "x", "zzz_unknown": 1, "description": "fine"})
     nearest, unknown = raised.value.problems
-    assert nearest == "descriptoin='x': not a setting of this stack; did you mean 'description'?"
+    assert nearest.startswith("descriptoin='x': not a setting of this stack (did you mean 'description'?); Stack takes")
     assert unknown.startswith("zzz_unknown=1: not a setting of this stack; Stack takes ") and "env" in unknown
+
+
+def test_a_stack_prop_in_another_case_or_spelling_is_refused_with_the_stacks_own_prop_it_means():
+    with pytest.raises(ConfigurationError) as raised:
+        check_stack_props("Stack", {"Instance_Type": "x", "nodecount": 2}, ["instance_type", "node_count"])
+    assert [problem.split(";")[0] for problem in raised.value.problems] == [
+        "Instance_Type='x': not a setting of this stack (did you mean 'instance_type'?)",
+        "nodecount=2: not a setting of this stack (did you mean 'node_count'?)",
+    ]
+    assert "its props are instance_type, node_count; Stack takes " in raised.value.problems[0]
+
+
+def test_near_misses_of_booleans_integers_and_enum_values_are_named():
+    problems = Problems("Stack")
+    check_bool(problems, "a", "True")
+    check_bool(problems, "b", " false")
+    check_bool(problems, "c", "yes")
+    check_integer(problems, "d", "4", minimum=1, maximum=8)
+    check_integer(problems, "e", 4.0, minimum=1)
+    check_integer(problems, "f", "four", minimum=1)
+    coerce_enum(problems, "g", "NVIDIA", Accelerator)
+    assert list(problems) == [
+        "a='True': true or false (did you mean True?)",
+        "b=' false': true or false (did you mean False?)",
+        "c='yes': true or false",
+        "d='4': an integer from 1 to 8 (did you mean 4?)",
+        "e=4.0: an integer of at least 1 (did you mean 4?)",
+        "f='four': an integer of at least 1",
+        "g='NVIDIA': one of 'neuron', 'nvidia', 'none' (or the Accelerator member) (did you mean 'nvidia'?)",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -209,6 +240,38 @@ def test_an_image_by_tag_by_digest_or_a_token_is_accepted(image):
 )
 def test_a_refusal_names_the_nearest_valid_value_when_one_is_near(value, hint):
     assert nearest(value, ["trn1.2xlarge", "trn1.32xlarge", "trn1n.32xlarge"]) == hint
+
+
+@pytest.mark.parametrize(
+    "value, choices, hint",
+    [
+        ("node_group", ["karpenter", "node-group"], " (did you mean 'node-group'?)"),
+        ("NODE GROUP", ["karpenter", "node-group"], " (did you mean 'node-group'?)"),
+        ("instance_type", ["instanceType", "nodeCount"], " (did you mean 'instanceType'?)"),
+        (1.36, ["1.34", "1.35", "1.36"], " (did you mean '1.36'?)"),
+        (1.3, ["1.34", "1.35", "1.36"], ""),
+        (True, ["true", "false"], ""),
+    ],
+)
+def test_a_separator_variant_or_a_number_whose_text_is_a_choice_is_named(value, choices, hint):
+    assert nearest(value, choices) == hint
+
+
+@pytest.mark.parametrize(
+    "value, hint",
+    [
+        ("4", " (did you mean 4?)"),
+        (" 4.0 ", " (did you mean 4?)"),
+        (4.0, " (did you mean 4?)"),
+        ("4.5", ""),
+        ("four", ""),
+        (float("nan"), ""),
+        (True, ""),
+        (4, ""),
+    ],
+)
+def test_a_whole_number_given_as_text_or_float_is_named_where_an_integer_goes(value, hint):
+    assert whole_number_hint(value) == hint
 
 
 def test_an_az_name_where_an_az_id_goes_is_told_the_id_format_and_the_command_that_lists_them():

@@ -3,9 +3,9 @@
 import aws_cdk as cdk
 import pytest
 
-from tests.support.apps import REPO, build_default_app, new_app
+from tests.support.apps import REPO, build_default_app, build_default_stack, new_app
 from trainium_eks.core.validation import ConfigurationError
-from trainium_eks.stacks.app_context import STACKS, settings_from_context
+from trainium_eks.stacks.app_context import AZ_KEYS, STACKS, settings_from_context
 from trainium_eks.stacks.trainium_eks_stack import TrainiumEksStack
 
 
@@ -179,7 +179,8 @@ def test_lustre_storage_construct_refuses_a_throughput_and_size_together():
 )
 def test_an_unknown_key_is_refused_with_the_nearest_known_key(key, suggested):
     problems = problems_of(**{key: "4"})
-    assert f"{key}='4': not a setting of the default app; did you mean {suggested!r}?" in problems
+    (problem,) = [problem for problem in problems if problem.startswith(f"{key}=")]
+    assert problem.startswith(f"{key}='4': not a setting of the default app (did you mean {suggested!r}?); the keys ")
 
 
 def test_cdk_feature_flags_and_cli_keys_are_not_settings_to_check():
@@ -209,10 +210,19 @@ def test_a_value_of_the_wrong_json_type_is_refused_naming_the_key(key, value):
     assert any(problem.startswith(f"{key}=") for problem in problems), problems
 
 
-@pytest.mark.parametrize("region,hint", [("US-WEST-2", "did you mean 'us-west-2'?"), ("mars-north-1", "")])
+@pytest.mark.parametrize(
+    "region,hint",
+    [
+        ("US-WEST-2", " (did you mean 'us-west-2'?)"),
+        ("us-west-2a", " (did you mean 'us-west-2'?)"),
+        ("moon-base-1", ""),
+    ],
+)
 def test_region_is_checked_first_and_named_as_region(region, hint):
     (problem,) = problems_of(region=region)
-    assert problem.startswith(f"region={region!r}: {hint}")
+    assert problem.startswith(
+        f"region={region!r}: a region the library knows the AZ IDs of (synth makes no lookups){hint}: "
+    )
     assert "us-west-2" in problem and "trainiumAzId" not in problem
 
 
@@ -349,3 +359,52 @@ def test_preflight_is_true_or_false(value, expected):
 def test_preflight_is_refused_unless_true_or_false():
     (problem,) = problems_of(preflight="yes")
     assert problem == "preflight='yes': true or false"
+
+
+@pytest.mark.parametrize(
+    "stack,key,value,nearest",
+    [
+        # a case or spacing variant of an allowed word
+        ("TrainiumEks", "instanceType", "TRN1.32XLARGE", "'trn1.32xlarge'"),
+        ("TrainiumEks", "instanceType", " trn1.32xlarge", "'trn1.32xlarge'"),
+        ("ComposerTraining", "composerInstanceType", "G5.XLARGE", "'g5.xlarge'"),
+        ("TrainiumEks", "trainiumAzId", "USW2-AZ4", "'usw2-az4'"),
+        ("KubeflowTraining", "kubeflowAzId", "Usw2-Az4", "'usw2-az4'"),
+        ("ComposerTraining", "composerAzId", "usw2_az4", "'usw2-az4'"),
+        ("TrainiumEks", "provisioning", "Karpenter", "'karpenter'"),
+        ("TrainiumEks", "provisioning", "node_group", "'node-group'"),
+        ("TrainiumEks", "preflight", "True", "'true'"),
+        ("TrainiumEks", "stacks", "trainiumeks", "'TrainiumEks'"),
+        ("TrainiumEks", "region", "US-West-2", "'us-west-2'"),
+        ("TrainiumEks", "kubernetesVersion", "v1.36", "'1.36'"),
+        # a number where a string goes
+        ("TrainiumEks", "kubernetesVersion", 1.36, "'1.36'"),
+        ("TrainiumEks", "dataBucketName", 20261201, "'20261201'"),
+        # a numeric string where a whole number goes
+        ("TrainiumEks", "nodeCount", "4.0", "4"),
+        ("TrainiumEks", "lustreStorageGiB", "2400.0", "2400"),
+        ("TrainiumEks", "idleMinutes", "10.0", "10"),
+        ("KubeflowTraining", "kubeflowCpuNodes", "6.0", "6"),
+        ("ComposerTraining", "composerNodeCount", "1.0", "1"),
+    ],
+)
+def test_a_near_miss_of_a_setting_is_refused_naming_the_key_what_is_allowed_and_the_value_it_means(
+    stack, key, value, nearest
+):
+    context = {key: value} if key == "stacks" else {key: value, "stacks": stack}
+    with pytest.raises(ConfigurationError) as raised:
+        build_default_stack(stack, **context) if key != "stacks" else build_default_app(**context)
+    (problem,) = raised.value.problems
+    named, allowed = problem.split(": ", 1)
+    assert named == f"{key}={value!r}"
+    assert f"(did you mean {nearest}?)" in allowed
+    assert allowed.split(" (did you mean")[0].strip(), problem
+
+
+@pytest.mark.parametrize("stack,key", [(stack, key) for stack, key in AZ_KEYS.items()])
+def test_an_az_name_where_an_az_id_goes_names_the_id_format_and_the_command_that_lists_them(stack, key):
+    with pytest.raises(ConfigurationError) as raised:
+        build_default_stack(stack, **{key: "us-west-2b"})
+    (problem,) = raised.value.problems
+    assert problem.startswith(f"{key}='us-west-2b': an AZ ID of region us-west-2: usw2-az1, ")
+    assert "(such as usw2-az4)" in problem and "aws ec2 describe-availability-zones --region us-west-2" in problem

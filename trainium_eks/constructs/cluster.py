@@ -30,6 +30,7 @@ from trainium_eks.core.validation import (
     check_string_map,
     implements,
     is_concrete,
+    nearest,
 )
 from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import INSTANCE_CATALOG, MAX_NODES_PER_MANAGED_NODE_GROUP
@@ -563,7 +564,8 @@ def check_cluster_settings(
             "kubernetes_version",
             kubernetes_version,
             f"one of {', '.join(versions.KUBERNETES_VERSIONS)} "
-            "(supported by both EKS and aws-cdk-lib, with a kubectl layer)",
+            "(supported by both EKS and aws-cdk-lib, with a kubectl layer)"
+            + nearest(kubernetes_version, versions.KUBERNETES_VERSIONS),
         )
     if admin_role_arn is not None and is_concrete(admin_role_arn):
         match = ADMIN_PRINCIPAL_ARN.fullmatch(admin_role_arn) if isinstance(admin_role_arn, str) else None

@@ -47,6 +47,7 @@ from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.manifests.storage.efs_volume import EfsVolumeChart
 from trainium_eks.manifests.storage.lustre_volume import LustreVolumeChart
+from trainium_eks.moved import removed_props
 
 VOLCANO_NAMESPACE = "volcano-system"
 VOLCANO_RELEASE = "volcano"
@@ -157,6 +158,10 @@ class ClusterAddons(Construct):
         of either service CIDR EKS chooses from (for a cluster with its own service CIDR, give its first address).
     """
 
+    @removed_props(
+        "ClusterAddons",
+        {"system_nodes": "now after_nodes=[<the system node group>]: what the Volcano release is installed after"},
+    )
     def __init__(
         self,
         scope: Construct,

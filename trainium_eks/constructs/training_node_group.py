@@ -34,6 +34,7 @@ from trainium_eks.core.validation import (
     is_concrete,
     is_integer,
     nearest,
+    whole_number_hint,
 )
 from trainium_eks.facts.catalog import (
     INSTANCE_CATALOG,
@@ -419,7 +420,9 @@ def check_node_group_settings(
     )
     ceiling = ceiling or MAX_NODES_PER_MANAGED_NODE_GROUP
     if not is_integer(node_count) or not 1 <= node_count <= ceiling:
-        problems.add("node_count", node_count, f"an integer from 1 to {ceiling} ({limit})")
+        problems.add(
+            "node_count", node_count, f"an integer from 1 to {ceiling} ({limit}){whole_number_hint(node_count)}"
+        )
     elif instance is not None and not collectives_between_nodes(instance) and node_count > 1:
         problems.add(
             "node_count",
@@ -445,12 +448,14 @@ def check_offering(
     region = Stack.of(scope).region
     az_region = region_of_az_id(az_id) if isinstance(az_id, str) else None
     if az_region is None or (is_concrete(region) and az_region != region):
-        known = ", ".join(AZ_IDS_BY_REGION.get(region, ())) if is_concrete(region) else "e.g. usw2-az4"
+        ids = AZ_IDS_BY_REGION.get(region, ()) if is_concrete(region) else ()
+        known = ", ".join(ids) if is_concrete(region) else "e.g. usw2-az4"
         where = f"region {region}" if is_concrete(region) else "the stack"
+        hint = nearest(az_id, ids or [az for ids in AZ_IDS_BY_REGION.values() for az in ids])
         problems.add(
             "availability_zone_id",
             az_id,
-            f"an AZ ID of {where}: {known or 'none the library knows'}{az_name_hint(az_id)}",
+            f"an AZ ID of {where}{hint}: {known or 'none the library knows'}{az_name_hint(az_id)}",
         )
         return
     found = offering(instance, az_region, az_id)

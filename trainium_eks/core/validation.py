@@ -111,7 +111,7 @@ def check_integer(
         if maximum is not None
         else ""
     )
-    problems.add(setting, value, f"an integer {bounds}".rstrip())
+    problems.add(setting, value, f"an integer {bounds}".rstrip() + whole_number_hint(value))
     return False
 
 
@@ -127,7 +127,9 @@ def check_bool(problems: Problems, setting: str, value: Any) -> bool:
     """``value`` is ``True`` or ``False``."""
     if isinstance(value, bool):
         return True
-    problems.add(setting, value, "true or false")
+    word = value.strip().lower() if isinstance(value, str) else None
+    hint = f" (did you mean {word == 'true'}?)" if word in ("true", "false") else ""
+    problems.add(setting, value, f"true or false{hint}")
     return False
 
 
@@ -267,8 +269,9 @@ def coerce_enum(problems: Problems, setting: str, value: Any, enum_type: Type[E]
     for member in enum_type:
         if value == member.value:
             return member
+    values = [member.value for member in enum_type if isinstance(member.value, str)]
     allowed = ", ".join(repr(member.value) for member in enum_type)
-    problems.add(setting, value, f"one of {allowed} (or the {enum_type.__name__} member)")
+    problems.add(setting, value, f"one of {allowed} (or the {enum_type.__name__} member){nearest(value, values)}")
     return None
 
 
@@ -336,19 +339,40 @@ def bucket_name_problem(name: Any) -> Optional[str]:
     return None
 
 
-def nearest(value: Any, choices: Sequence[str]) -> str:
-    """`` (did you mean 'x'?)`` for the choice ``value`` most likely means: the same text but for case and surrounding
-    spaces, else the closest by :func:`difflib.get_close_matches` (cutoff 0.8); empty when none is near."""
+_SEPARATORS = re.compile(r"[\s_-]+")
+
+
+def nearest(value: Any, choices: Sequence[str], *, cutoff: float = 0.8) -> str:
+    """`` (did you mean 'x'?)`` for the choice ``value`` most likely means: the same text but for case, surrounding
+    spaces and separators (``' '``, ``'_'``, ``'-'``: ``node_group`` for ``node-group``, ``instance_type`` for
+    ``instanceType``), a number whose text is a choice (``1.36`` for ``'1.36'``), else the closest by
+    :func:`difflib.get_close_matches` (``cutoff``); empty when none is near."""
     import difflib
 
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f" (did you mean {str(value)!r}?)" if str(value) in choices else ""
     if not isinstance(value, str):
         return ""
     folded = {choice.lower(): choice for choice in choices}
-    found = folded.get(value.strip().lower())
+    unseparated = {_SEPARATORS.sub("", choice.lower()): choice for choice in choices}
+    text = value.strip().lower()
+    found = folded.get(text) or unseparated.get(_SEPARATORS.sub("", text))
     if found is None:
-        close = difflib.get_close_matches(value.strip().lower(), list(folded), n=1, cutoff=0.8)
+        close = difflib.get_close_matches(text, list(folded), n=1, cutoff=cutoff)
         found = folded[close[0]] if close else None
     return f" (did you mean {found!r}?)" if found is not None and found != value else ""
+
+
+def whole_number_hint(value: Any) -> str:
+    """`` (did you mean 4?)`` when ``value`` is the text of a whole number (``"4"``, ``" 4 "``, ``"4.0"``) or a whole
+    float (``4.0``) where an integer goes; empty otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (str, float)):
+        return ""
+    try:
+        number = float(value)
+    except ValueError:
+        return ""
+    return f" (did you mean {int(number)}?)" if math.isfinite(number) and number.is_integer() else ""
 
 
 AZ_NAME = re.compile(r"[a-z]{2}(-[a-z]+)+-[0-9][a-z]")
@@ -395,9 +419,9 @@ def check_image_directory(problems: Problems, setting: str, value: Any) -> bool:
     return False
 
 
-def check_stack_props(where: str, stack_props: Mapping[str, Any]) -> None:
-    """Raise ``ConfigurationError`` for keyword arguments that ``Stack`` does not take (instead of its TypeError)."""
-    import difflib
+def check_stack_props(where: str, stack_props: Mapping[str, Any], own_props: Sequence[str] = ()) -> None:
+    """Raise ``ConfigurationError`` for keyword arguments that ``Stack`` does not take (instead of its TypeError),
+    each with the nearest of ``own_props`` (the stack's own props) and ``Stack``'s."""
     import inspect
 
     from aws_cdk import Stack
@@ -405,9 +429,11 @@ def check_stack_props(where: str, stack_props: Mapping[str, Any]) -> None:
     known = [name for name in inspect.signature(Stack.__init__).parameters if name not in ("self", "scope", "id")]
     problems = Problems(where)
     for name in sorted(set(stack_props) - set(known)):
-        nearest = difflib.get_close_matches(name, known, n=1)
-        hint = f"did you mean {nearest[0]!r}?" if nearest else f"Stack takes {', '.join(known)}"
-        problems.add(name, stack_props[name], f"not a setting of this stack; {hint}")
+        hint = nearest(name, [*own_props, *known], cutoff=0.6)
+        takes = f"its props are {', '.join(own_props)}; " if own_props else ""
+        problems.add(
+            name, stack_props[name], f"not a setting of this stack{hint}; {takes}Stack takes {', '.join(known)}"
+        )
     problems.raise_if_any()
 
 

@@ -8,7 +8,6 @@ other key, and one ``ConfigurationError`` lists every problem, an unknown key (w
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple
@@ -19,9 +18,10 @@ from constructs import Node
 from trainium_eks.constructs.cluster import ADMIN_PRINCIPAL_ARN, check_public_endpoint_cidrs
 from trainium_eks.constructs.node_provisioning import NodeProvisioning
 from trainium_eks.constructs.training_node_group import DEFAULT_INSTANCE_TYPE as TRAINIUM_INSTANCE_TYPE
-from trainium_eks.core.validation import Problems, bucket_name_problem, is_integer
+from trainium_eks.core.validation import Problems, bucket_name_problem, is_integer, nearest, whole_number_hint
 from trainium_eks.facts.catalog import INSTANCE_CATALOG, default_az_id
 from trainium_eks.facts.regions import AZ_IDS_BY_REGION, NODE_AZ_ID_BY_REGION, partition_of
+from trainium_eks.facts.versions import KUBERNETES_VERSIONS
 from trainium_eks.stacks.composer_training_stack import DEFAULT_INSTANCE_TYPE as COMPOSER_INSTANCE_TYPE
 from trainium_eks.stacks.composer_training_stack import NODE_TYPES as COMPOSER_NODE_TYPES
 from trainium_eks.stacks.kubeflow_training_stack import ACCELERATED_NODE_TYPES, DEFAULT_CPU_INSTANCE_TYPE
@@ -187,37 +187,30 @@ def _stacks(problems: Problems, value: Any) -> Tuple[str, ...]:
         return STACKS
     names = tuple(name.strip() for name in value.split(",")) if isinstance(value, str) else ()
     if not names or any(name not in STACKS for name in names):
-        problems.add("stacks", value, f"stack names separated by commas, of {', '.join(STACKS)}")
+        hints = "".join(nearest(name, STACKS) for name in names if name not in STACKS)
+        problems.add("stacks", value, f"stack names separated by commas, of {', '.join(STACKS)}{hints}")
         return STACKS
     return tuple(name for name in STACKS if name in names)
 
 
 def _check_unknown_keys(problems: Problems, context: Mapping[str, Any]) -> None:
-    lowered = {key.lower(): key for key in KNOWN_KEYS}
+    """Record every key of ``context`` that is not a setting of the app, with the nearest one and all of them."""
     for key in sorted(context):
         if key in KNOWN_KEYS or key in CDK_KEYS or key.startswith("@") or ":" in key:
             continue
-        nearest = lowered.get(key.lower().replace("_", "").replace("-", "")) or next(
-            iter(difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.6)), None
-        )
-        hint = f"did you mean {nearest!r}?" if nearest else f"the keys are {', '.join(KNOWN_KEYS)}"
-        problems.add(key, context[key], f"not a setting of the default app; {hint}")
+        hint = nearest(key, KNOWN_KEYS, cutoff=0.6)
+        problems.add(key, context[key], f"not a setting of the default app{hint}; the keys are {', '.join(KNOWN_KEYS)}")
 
 
 def _region(problems: Problems, region: Any) -> Optional[str]:
     """The region, or None (with a problem) when it is missing or not one the library knows."""
     if isinstance(region, str) and region in AZ_IDS_BY_REGION:
         return region
-    nearest = None
-    if isinstance(region, str):
-        nearest = next((r for r in AZ_IDS_BY_REGION if r == region.strip().lower()), None) or next(
-            iter(difflib.get_close_matches(region.lower(), list(AZ_IDS_BY_REGION), n=1)), None
-        )
-    hint = f"did you mean {nearest!r}? " if nearest else ""
+    hint = nearest(region, list(AZ_IDS_BY_REGION))
     problems.add(
         "region",
         region,
-        f"{hint}a region the library knows the AZ IDs of (synth makes no lookups): {', '.join(AZ_IDS_BY_REGION)}",
+        f"a region the library knows the AZ IDs of (synth makes no lookups){hint}: {', '.join(AZ_IDS_BY_REGION)}",
     )
     return None
 
@@ -227,25 +220,27 @@ def _parse(problems: Problems, key: str, value: Any, region: Optional[str]) -> A
     if key in _INTEGER_KEYS:
         number = _as_int(value)
         if number is None:
-            problems.add(key, value, "a whole number (such as 4)")
+            problems.add(key, value, f"a whole number{whole_number_hint(value) or ' (such as 4)'}")
         elif key == "idleMinutes":
             return Duration.minutes(number)
         return number
     if key == "preflight":
         if value in (True, False) or value in ("true", "false"):
             return value in (True, "true")
-        problems.add(key, value, "true or false")
+        problems.add(key, value, f"true or false{nearest(value, ['true', 'false'])}")
         return None
     if key == "publicEndpointCidrs":
         return _public_endpoint_cidrs(problems, key, value)
     if key == "provisioning":
         choices = [mode.value for mode in NodeProvisioning]
         if value not in choices:
-            problems.add(key, value, f"one of {', '.join(choices)}")
+            problems.add(key, value, f"one of {', '.join(choices)}{nearest(value, choices)}")
             return None
         return NodeProvisioning(value)
     if not isinstance(value, str) or not value or value != value.strip():
-        problems.add(key, value, f"a string without surrounding spaces{_example(key)}")
+        problems.add(
+            key, value, f"a string without surrounding spaces{_example(key)}{_string_hint(key, value, region)}"
+        )
         return None
     if key in _NODE_TYPES_BY_KEY and value in INSTANCE_CATALOG:
         if not _NODE_TYPES_BY_KEY[key].accepts(problems, key, INSTANCE_CATALOG[value]):
@@ -285,6 +280,24 @@ def _public_endpoint_cidrs(problems: Problems, key: str, value: Any) -> Optional
     if not check_public_endpoint_cidrs(problems, key, cidrs):
         return None
     return tuple(cidrs)
+
+
+def _string_hint(key: str, value: Any, region: Optional[str]) -> str:
+    """The string ``value`` (a number, or a string with surrounding spaces) most likely means for ``key``: the nearest
+    choice of the keys that have a list of them, else its text when ``key`` takes that; empty when there is none."""
+    choices = {
+        "kubernetesVersion": KUBERNETES_VERSIONS,
+        **{name: list(INSTANCE_CATALOG) for name in _NODE_TYPES_BY_KEY},
+        **{name: AZ_IDS_BY_REGION.get(region or "", ()) for name in AZ_KEYS.values()},
+    }
+    if key in choices:
+        return nearest(value, choices[key])
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
+        return ""
+    text = str(value).strip()
+    scratch = Problems("")
+    _parse(scratch, key, text, region)
+    return "" if scratch else f" (did you mean {text!r}?)"
 
 
 def _example(key: str) -> str:

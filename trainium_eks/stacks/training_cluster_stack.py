@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -112,7 +113,7 @@ class TrainingClusterStack(Stack):
         setting_names: Optional[Mapping[str, str]] = None,
         **stack_props: Any,
     ) -> None:
-        check_stack_props(id_, stack_props)
+        check_stack_props(id_, stack_props, self._own_props())
         super().__init__(scope, id_, **stack_props)
         check_template_sizes(self)
         self.props = ClusterStackProps(
@@ -140,6 +141,20 @@ class TrainingClusterStack(Stack):
         self.cost_lines: List[CostLine] = []
         """What the stack costs per hour, by component (:class:`~trainium_eks.core.cost.CostLine`), filled by the
         subclass; the ``python -m trainium_eks cost`` command and the stack's cost outputs read it."""
+
+    @classmethod
+    def _own_props(cls) -> List[str]:
+        """The keyword props of this stack's class and of the stack classes it extends, for the nearest name of one
+        it does not take."""
+        return list(
+            dict.fromkeys(
+                parameter.name
+                for klass in cls.__mro__
+                if isinstance(klass, type) and issubclass(klass, TrainingClusterStack)
+                for parameter in inspect.signature(klass.__init__).parameters.values()
+                if parameter.kind is parameter.KEYWORD_ONLY and parameter.name != "setting_names"
+            )
+        )
 
     def problems(self) -> Problems:
         """A collector for this stack's settings, named as the app names them."""

@@ -103,6 +103,7 @@ def test_the_timeout_leaves_the_program_its_margin_and_stays_within_90_days(time
         (problem,) = raised.value.problems
         assert problem == (
             f"timeout_seconds={timeout!r}: an integer from {DEADLINE_MARGIN_SECONDS + 60} to {MAX_TIMEOUT_SECONDS}"
+            + (" (did you mean 3600?)" if isinstance(timeout, float) else "")
         )
 
 

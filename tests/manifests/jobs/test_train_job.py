@@ -103,7 +103,7 @@ def test_composer_launcher_on_gpu_nodes_sets_the_node_rank(tmp_path):
         ({"nodes": 7}, "nodes=7: an integer from 1 to 6"),
         ({"launcher": "composer", "node_group": TRN1}, "Composer on Neuron nodes"),
         ({"runtime": "Bad_Runtime"}, "runtime='Bad_Runtime'"),
-        ({"nodez": 2}, "nodez=2: unknown setting; did you mean 'nodes'?"),
+        ({"nodez": 2}, "nodez=2: unknown setting (did you mean 'nodes'?); known: "),
         ({"max_retries": 5}, "max_retries=5: 3 or unset: a TrainJob runs as often as its runtime says"),
     ],
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from trainium_eks.core.validation import Problems, check_bool, check_dns_label, check_integer
 from trainium_eks.manifests.addons.volcano_queue import DEFAULT_QUEUE
 from trainium_eks.manifests.chart import LibraryChart
+from trainium_eks.moved import removed_props
 
 DEFAULT_RUNTIME = "trainium-eks-torch"
 TRAINER_API_VERSION = "trainer.kubeflow.org/v1alpha1"
@@ -52,6 +53,13 @@ class TrainingRuntimeChart(LibraryChart):
     :param max_restarts: Restarts of a whole TrainJob after a failure. Default: 2 (three attempts).
     """
 
+    @removed_props(
+        "TrainingRuntimeChart",
+        {
+            "gate_image": "jobs no longer wait behind a start gate in their own pods: a job that waits is created by "
+            "its release Job (JobSequence) once the jobs it waits for completed, so the runtime runs no gate image",
+        },
+    )
     def __init__(
         self,
         *,

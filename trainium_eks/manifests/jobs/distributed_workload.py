@@ -8,7 +8,6 @@ the volumes, the placement and the launch command.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import re
 import shlex
@@ -39,6 +38,7 @@ from trainium_eks.core.validation import (
     check_text,
     coerce_enum,
     is_integer,
+    nearest,
 )
 from trainium_eks.facts.catalog import Accelerator
 from trainium_eks.manifests.jobs import job_naming
@@ -286,9 +286,8 @@ class DistributedWorkload:
             if name in REMOVED_PROPS:
                 problems.add(name, props.pop(name), f"removed: {REMOVED_PROPS[name]}")
                 continue
-            nearest = difflib.get_close_matches(name, known, n=1)
-            hint = f"did you mean {nearest[0]!r}?" if nearest else f"known: {', '.join(sorted(known))}"
-            problems.add(name, props.pop(name), f"unknown setting; {hint}")
+            hint = nearest(name, known, cutoff=0.6)
+            problems.add(name, props.pop(name), f"unknown setting{hint}; known: {', '.join(sorted(known))}")
         props.setdefault("image", None)
         props.setdefault("node_group", None)
         return cls(problems=problems, **props)

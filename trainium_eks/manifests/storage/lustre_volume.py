@@ -5,6 +5,7 @@ from __future__ import annotations
 from trainium_eks.core.conventions import DEFAULT_NAMESPACE, LustreVolumeSource
 from trainium_eks.core.validation import Problems, check_dns_label, check_dns_subdomain, check_instance
 from trainium_eks.manifests.chart import LibraryChart
+from trainium_eks.moved import removed_props
 
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
 CLAIM_REQUEST = "1200Gi"
@@ -36,6 +37,15 @@ class LustreVolumeChart(LibraryChart):
     :param claim_name: Default: ``fsx-claim``.
     """
 
+    @removed_props(
+        "LustreVolumeChart",
+        {
+            name: "the file system's id, DNS name, mount name and size are one prop, volume: LustreStorage's "
+            "volume_source, or LustreVolumeSource(file_system_id=..., dns_name=..., mount_name=..., storage_gib=...) "
+            "for a file system made elsewhere"
+            for name in ("file_system_id", "dns_name", "mount_name", "storage_gib")
+        },
+    )
     def __init__(
         self,
         *,
