@@ -53,6 +53,21 @@ class Api:
             raise ApiError(response.status_code, message)
         return response.json() if response.content else None
 
+    def impersonating(self, user: str, group: str) -> "Api":
+        """A client that acts as ``user`` in ``group`` (Kubernetes user impersonation: the ``Impersonate-User`` and
+        ``Impersonate-Group`` headers, which the harness's admin may send), to check what an identity bound by RBAC,
+        such as an EKS access entry's group, may do."""
+        other = Api.__new__(Api)
+        other.server = self.server
+        other._session = requests.Session()
+        other._session.trust_env = False
+        other._session.headers.update(self._session.headers)
+        other._session.headers["Impersonate-User"] = user
+        other._session.headers["Impersonate-Group"] = group
+        other._session.verify = self._session.verify
+        other._resources = self._resources
+        return other
+
     def ready(self) -> bool:
         """Whether the API server answers ``/readyz`` with 200."""
         return self._session.get(self.server + "/readyz", timeout=5).status_code == 200

@@ -103,3 +103,39 @@ def test_a_name_that_moved_out_of_a_module_still_works_from_it_and_warns(module,
     with pytest.warns(DeprecationWarning, match=f"{module}.{name} is now {new_home}.{name}"):
         value = getattr(importlib.import_module(module), name)
     assert value is getattr(importlib.import_module(new_home), name)
+
+
+@pytest.mark.parametrize(
+    "owner,prop,replacement",
+    [
+        ("LustreVolumeChart", "storage_gib", "volume: LustreStorage's volume_source"),
+        ("LustreVolumeChart", "file_system_id", "LustreVolumeSource(file_system_id=..."),
+        ("TrainingRuntimeChart", "gate_image", "created by its release Job"),
+        ("ClusterAddons", "system_nodes", "now after_nodes=[<the system node group>]"),
+        ("WorkflowAccessChart", "read_jobs", "creates and reads each run's release Job"),
+        ("WorkflowRunCleanup", "trainjobs_path", "jobs_path, the API path of the namespace's batch/v1 Jobs"),
+        ("WorkflowRunCleanup", "job_name", "release_name, a function of the execution's name"),
+    ],
+)
+def test_a_removed_prop_is_refused_saying_what_replaced_it(owner, prop, replacement):
+    import aws_cdk as cdk
+
+    from trainium_eks.constructs.cluster_addons import ClusterAddons
+    from trainium_eks.core.validation import ConfigurationError
+    from trainium_eks.manifests.addons.training_runtime import TrainingRuntimeChart
+    from trainium_eks.constructs.workflow_run_cleanup import WorkflowRunCleanup
+    from trainium_eks.manifests.access.workflow_access import WorkflowAccessChart
+    from trainium_eks.manifests.storage.lustre_volume import LustreVolumeChart
+
+    build = {
+        "LustreVolumeChart": lambda **props: LustreVolumeChart(**props),
+        "TrainingRuntimeChart": lambda **props: TrainingRuntimeChart(**props),
+        "ClusterAddons": lambda **props: ClusterAddons(cdk.Stack(cdk.App(), "S"), "Addons", **props),
+        "WorkflowAccessChart": lambda **props: WorkflowAccessChart(**props),
+        "WorkflowRunCleanup": lambda **props: WorkflowRunCleanup(cdk.Stack(cdk.App(), "S"), "Cleanup", **props),
+    }[owner]
+    with pytest.raises(ConfigurationError) as raised:
+        build(**{prop: "old"})
+    (problem,) = raised.value.problems
+    assert raised.value.where == owner
+    assert problem.startswith(f"{prop}='old': removed: ") and replacement in problem

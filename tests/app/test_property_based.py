@@ -536,6 +536,7 @@ PROPS = {
         "server_access_logs_bucket",
         "inter_container_encryption",
         "apply_after",
+        "jobs",
     ],
     "TrainJobChart": [
         "name",
@@ -565,7 +566,7 @@ PROPS = {
     "TrainingRuntimeChart": ["name", "volcano", "queue", "max_restarts"],
     "EfsVolumeChart": ["volume", "namespace", "storage_class_name", "volume_name", "claim_name"],
     "NvidiaDevicePluginChart": ["image", "instance_types", "fail_on_init_error"],
-    "WorkflowAccessChart": ["group", "namespace", "name", "read_jobs"],
+    "WorkflowAccessChart": ["group", "namespace", "name"],
     "JobReleaseChart": ["job", "wait_for", "timeout_seconds"],
     "JobReleaseAccessChart": ["namespace"],
     "JobReleaseCreatorChart": ["namespace", "kind"],

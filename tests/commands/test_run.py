@@ -162,15 +162,16 @@ def test_a_sagemaker_run_is_started_located_and_followed_to_success(capsys):
     assert sleeps == [15.0, 15.0]
 
 
-def test_a_kubernetes_run_names_its_trainjob(capsys):
+def test_a_kubernetes_run_names_its_trainjob_and_its_release(capsys):
     session = StubbedSession()
     request = {"training_runtime": "kubernetes", "hyperparameters": {"epochs": "2"}}
     stack_outputs(session, {"HybridStateMachineArn": STATE_MACHINE}, stack="Kubeflow")
     started(session, request)
     described(session, "RUNNING")
-    body = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "metadata": {"name": "cifar10-ddp-9f8e7d6c5b"}}
+    labels = {"trainium-eks/held-job": "cifar10-ddp-9f8e7d6c5b"}
+    body = {"apiVersion": "batch/v1", "metadata": {"name": "cifar10-ddp-9f8e7d6c5b-release", "labels": labels}}
     body["metadata"]["namespace"] = "training"
-    call = {"Method": "POST", "Path": "/apis/trainer.kubeflow.org/v1alpha1/namespaces/training/trainjobs"}
+    call = {"Method": "POST", "Path": "/apis/batch/v1/namespaces/training/jobs"}
     history(session, [ENTERED, scheduled("eks", "call", {**call, "RequestBody": body})])
     described(session, "SUCCEEDED", stopDate=NOW, output="{}")
     code = run.main(
@@ -183,6 +184,7 @@ def test_a_kubernetes_run_names_its_trainjob(capsys):
     assert code == 0
     assert "Runs on: Kubernetes TrainJob training/cifar10-ddp-9f8e7d6c5b" in printed
     assert "kubectl -n training get trainjob cifar10-ddp-9f8e7d6c5b" in printed
+    assert "kubectl -n training logs job/cifar10-ddp-9f8e7d6c5b-release" in printed
 
 
 def test_a_failed_run_exits_1_with_its_reason(capsys):

@@ -30,8 +30,10 @@ from cdk_nag import AwsSolutionsChecks
 
 from tests.support.apps import REPO, new_app, only, resources_of
 from tests.support.clusters import ENV, imported_cluster
-from tests.support.jsonata import JSONATA, NODE, STEP_FUNCTIONS_JSONATA
+from tests.support.jsonata import NODE
 from tests.support.k8s_validation import validate_objects
+from tests.support.workflow_walk import execution_arn
+from tests.support.workflow_walk import walk as walk_execution
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.efs_storage import EfsStorage
 from trainium_eks.constructs.hybrid_workflow import (
@@ -158,93 +160,9 @@ def logical_id(stack: cdk.Stack, construct) -> str:
     return stack.get_logical_id(construct.node.default_child)
 
 
-WALKER = r"""
-async function render(t, b) {
-  if (typeof t === 'string') {
-    const m = t.match(/^\{%([\s\S]*)%\}$/);
-    return m ? await expression(m[1]).evaluate({}, b) : t;
-  }
-  if (Array.isArray(t)) { const r = []; for (const x of t) r.push(await render(x, b)); return r; }
-  if (t && typeof t === 'object') {
-    const r = {};
-    for (const [k, v] of Object.entries(t)) { const x = await render(v, b); if (x !== undefined) r[k] = x; }
-    return r;
-  }
-  return t;
-}
-async function walk(c) {
-  const def = c.definition; const results = c.results || {}; const calls = [];
-  let vars = {}; let input = c.input; let name = def.StartAt; const steps = [];
-  for (let i = 0; i < 20000; i++) {
-    const s = def.States[name]; steps.push(name);
-    const b = Object.assign({}, vars, {states: {input: input, context: c.context}});
-    if (s.Type === 'Pass') { vars = Object.assign({}, vars, await render(s.Assign || {}, b)); name = s.Next; continue; }
-    if (s.Type === 'Wait') { name = s.Next; continue; }
-    if (s.Type === 'Choice') {
-      let next = s.Default;
-      for (const choice of s.Choices) { if (await render(choice.Condition, b)) { next = choice.Next; break; } }
-      name = next; continue;
-    }
-    if (s.Type === 'Fail') {
-      return {steps, calls, vars, end: 'Fail', error: await render(s.Error, b), cause: await render(s.Cause, b)};
-    }
-    if (s.Type === 'Succeed') {
-      return {steps, calls, vars, end: 'Succeed', output: s.Output ? await render(s.Output, b) : input};
-    }
-    if (s.Type === 'Task') {
-      const args = await render(s.Arguments, b); calls.push({state: name, arguments: args});
-      const queue = results[name] || [];
-      if (!queue.length) return {steps, calls, vars, end: 'Task', state: name};
-      const result = queue.length > 1 ? queue.shift() : queue[0];
-      if (result.Error) {
-        const handler = (s.Catch || []).find(
-          h => h.ErrorEquals.includes(result.Error) || h.ErrorEquals.includes('States.ALL'));
-        input = {Error: result.Error, Cause: result.Cause}; name = handler.Next; continue;
-      }
-      const rb = Object.assign({}, b, {states: {input: input, context: c.context, result: result}});
-      vars = Object.assign({}, vars, await render(s.Assign || {}, rb));
-      input = s.Output ? await render(s.Output, rb) : result;
-      if (s.End) return {steps, calls, vars, end: 'End', output: input};
-      name = s.Next; continue;
-    }
-    throw new Error('state type ' + s.Type);
-  }
-  throw new Error('no end after 20000 states');
-}
-let text = '';
-process.stdin.on('data', d => text += d);
-process.stdin.on('end', async () => {
-  const out = [];
-  for (const c of JSON.parse(text)) {
-    try { out.push(await walk(c)); } catch (e) { out.push({end: 'Error', message: e.message}); }
-  }
-  process.stdout.write(JSON.stringify(out));
-});
-"""
-
-
 def walk(definition: Dict[str, Any], *requests: Dict[str, Any], **options: Any) -> List[Dict[str, Any]]:
-    """Each request's path through ``definition``: the states it passed, the tasks it called (with their evaluated
-    arguments) and how it ended. ``results`` gives each task's results in turn (the last one repeats)."""
-    name = options.get("execution", EXECUTION)
-    context = {"Execution": {"Name": name, "Id": execution_arn(name), "StartTime": "2026-12-01T10:00:00.000Z"}}
-    cases = [
-        {"definition": definition, "input": request, "context": context, "results": options.get("results", {})}
-        for request in requests
-    ]
-    result = subprocess.run(
-        [str(NODE), "-e", STEP_FUNCTIONS_JSONATA + WALKER, str(JSONATA)],
-        input=json.dumps(cases),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    return json.loads(result.stdout)
-
-
-def execution_arn(name: str) -> str:
-    return f"arn:aws:states:us-west-2:123456789012:execution:Workflow:{name}"
+    """:func:`~tests.support.workflow_walk.walk`, in the execution :data:`EXECUTION` unless ``execution`` says."""
+    return walk_execution(definition, *requests, **{"execution": EXECUTION, **options})
 
 
 def load_launcher():
@@ -365,7 +283,17 @@ def test_requests_are_checked_with_every_problem_in_one_cause(definition):
     assert types["cause"].endswith("; got ml.m5.large")
 
 
-def test_kubernetes_branch_creates_the_trainjob_of_the_run_which_feeds_the_launcher(built, definition, tmp_path):
+def held_job(release: Dict[str, Any]) -> Dict[str, Any]:
+    """The TrainJob a release Job carries, as its container reads it: ``HELD_JOB`` after the kubelet's expansion
+    (every ``$`` is doubled in it, and ``$$`` gives ``$``)."""
+    (env,) = release["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert env["name"] == "HELD_JOB" and "$" not in env["value"].replace("$$", "")
+    return json.loads(env["value"].replace("$$", "$"))
+
+
+def test_kubernetes_branch_creates_the_release_of_the_runs_trainjob_which_feeds_the_launcher(
+    built, definition, tmp_path
+):
     request = {"training_runtime": "kubernetes", "hyperparameters": {"epochs": "5", "batch_size": "32"}}
     (run,) = walk(definition, request)
     assert run["steps"] == [
@@ -373,21 +301,30 @@ def test_kubernetes_branch_creates_the_trainjob_of_the_run_which_feeds_the_launc
         "Choose runtime",
         "Check Kubernetes request",
         "Kubernetes request valid?",
-    ] + ["Create TrainJob"]
+        "Render TrainJob",
+        "Create release",
+    ]
     call = run["calls"][0]["arguments"]
     assert call["ClusterName"] == "existing" and call["Endpoint"] == ENDPOINT
     assert call["CertificateAuthority"] == "Q0VSVElGSUNBVEU="
-    assert (
-        call["Method"] == "POST" and call["Path"] == "/apis/trainer.kubeflow.org/v1alpha1/namespaces/training/trainjobs"
-    )
-    job = call["RequestBody"]
+    assert call["Method"] == "POST" and call["Path"] == "/apis/batch/v1/namespaces/training/jobs"
+    release = call["RequestBody"]
+    assert release["metadata"]["name"] == f"{JOB}-release"
+    assert release["metadata"]["annotations"]["trainium-eks/execution"] == execution_arn(EXECUTION)
+    assert release["metadata"]["labels"]["trainium-eks/held-job"] == JOB
+    assert release["spec"]["template"]["metadata"]["labels"]["trainium-eks/held-job"] == JOB
+    container = release["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"][2:] == ["training", f"{JOB}-release"], "the namespace and its own name; no wait"
+    assert release["spec"]["activeDeadlineSeconds"] == 86400 + 600, "the run's deadline and the program's margin"
+    job = held_job(release)
     assert job["metadata"]["name"] == JOB
     assert job["metadata"]["labels"]["app.kubernetes.io/instance"] == job["metadata"]["name"]
     assert job["spec"]["trainer"]["numNodes"] == 2
     env = {item["name"]: item["value"] for item in job["spec"]["trainer"]["env"]}
     assert json.loads(env["TRAINING_HYPERPARAMETERS"]) == request["hyperparameters"]
     assert env["TRAINING_JOB_NAME"] == job["metadata"]["name"]
-    validate_objects([job], tmp_path)
+    assert env["TRAINING_RUN_ID"] == execution_arn(EXECUTION)
+    validate_objects([release, job], tmp_path)
 
     launcher = load_launcher()
     contract = {"PET_NNODES": "2", "PET_NODE_RANK": "1", "PET_MASTER_ADDR": "m", "PET_NPROC_PER_NODE": "1", **env}
@@ -408,30 +345,58 @@ def test_kubernetes_branch_creates_the_trainjob_of_the_run_which_feeds_the_launc
     ], "the launcher turns the run's hyperparameters into the script's arguments"
 
 
-def test_kubernetes_branch_ends_with_the_trainjob(definition):
+def listed(*conditions):
+    """The answer of the list of the run's TrainJob (by name), once the release has created it."""
+    return {"ResponseBody": {"items": [{"status": {"conditions": list(conditions)}}]}, "StatusCode": 200}
+
+
+NOT_CREATED = {"ResponseBody": {"items": []}, "StatusCode": 200}
+"""The answer of the list before the release has created the TrainJob."""
+
+
+def release_reading(*conditions):
+    return {"ResponseBody": {"status": {"active": 1, "conditions": list(conditions)}}, "StatusCode": 200}
+
+
+def test_kubernetes_branch_ends_with_the_trainjob_or_its_failed_release(definition):
     status = definition["States"]["Read TrainJob"]
     assert status["Resource"] == EKS_CALL and status["Arguments"]["Method"] == "GET"
     assert definition["States"]["Wait for TrainJob"]["Seconds"] == 60
     request = {"training_runtime": "kubernetes"}
     created = {"ResponseBody": {}, "StatusCode": 201}
-
-    def reading(*conditions):
-        return {"ResponseBody": {"status": {"conditions": list(conditions)}}, "StatusCode": 200}
-
-    running = reading({"type": "Created", "status": "True", "reason": "JobsCreationSucceeded", "message": "ok"})
-    complete = reading({"type": "Complete", "status": "True", "reason": "JobsCompleted", "message": "done"})
-    failed = reading({"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "exit 2"})
+    running = listed({"type": "Created", "status": "True", "reason": "JobsCreationSucceeded", "message": "ok"})
+    complete = listed({"type": "Complete", "status": "True", "reason": "JobsCompleted", "message": "done"})
+    failed = listed({"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "exit 2"})
     unauthorized = {"Error": "EKS.403", "Cause": '{"StatusCode": 403, "StatusText": "Forbidden"}'}
     deleted = {"ResponseBody": {"status": "Success"}, "StatusCode": 200}
-    ok, bad, forbidden, stuck = [
+    holding = release_reading()
+    gave_up = release_reading(
+        {"type": "Failed", "status": "True", "reason": "PodFailurePolicy", "message": "exit code 3"}
+    )
+    ok, bad, forbidden, stuck, never = [
         walk(
             definition,
             request,
-            results={"Create TrainJob": [created], "Read TrainJob": readings, "Delete TrainJob": [deleted]},
+            results={
+                "Create release": [created],
+                "Read TrainJob": readings,
+                "Read release": releases,
+                "Delete release": [deleted],
+            },
         )[0]
-        for readings in ([{"ResponseBody": {}}, running, complete], [running, failed], [unauthorized], [running])
+        for readings, releases in (
+            ([NOT_CREATED, running, complete], [holding]),
+            ([running, failed], [holding]),
+            ([unauthorized], [holding]),
+            ([running], [holding]),
+            ([NOT_CREATED], [holding, holding, gave_up]),
+        )
     ]
     assert ok["end"] == "Succeed" and ok["steps"].count("Read TrainJob") == 3
+    assert ok["steps"].count("Read release") == 1, "read only while the TrainJob is not there yet"
+    lookup = ok["calls"][1]["arguments"]
+    assert lookup["Path"] == "/apis/trainer.kubeflow.org/v1alpha1/namespaces/training/trainjobs"
+    assert lookup["QueryParameters"] == {"fieldSelector": [f"metadata.name={JOB}"]}
     assert ok["output"]["runtime"] == "kubernetes" and ok["output"]["job_name"] == JOB
     assert bad["end"] == "Fail" and bad["error"] == "TrainJobFailed"
     assert bad["cause"] == f"TrainJob {JOB}: BackoffLimitExceeded: exit 2"
@@ -439,8 +404,15 @@ def test_kubernetes_branch_ends_with_the_trainjob(definition):
     assert stuck["end"] == "Fail" and stuck["error"] == "MaxRuntimeExceeded"
     assert stuck["steps"].count("Read TrainJob") == 1440, "24 h of one-minute polls"
     delete = stuck["calls"][-1]
-    assert delete["state"] == "Delete TrainJob" and delete["arguments"]["Method"] == "DELETE"
-    assert delete["arguments"]["Path"].endswith(f"/namespaces/training/trainjobs/{JOB}")
+    assert delete["state"] == "Delete release" and delete["arguments"]["Method"] == "DELETE"
+    assert delete["arguments"]["Path"] == f"/apis/batch/v1/namespaces/training/jobs/{JOB}-release"
+    assert delete["arguments"]["QueryParameters"] == {"propagationPolicy": ["Background"]}, "the TrainJob goes too"
+    assert never["end"] == "Fail" and never["error"] == "ReleaseFailed"
+    assert never["steps"].count("Read release") == 3 and never["calls"][-1]["state"] == "Read release"
+    assert never["cause"] == (
+        f"job/{JOB}-release, which holds the nodes of TrainJob {JOB} and creates it, failed (PodFailurePolicy: "
+        f"exit code 3); its log says why: kubectl -n training logs job/{JOB}-release"
+    )
 
 
 def test_default_runtime_and_options_reach_the_definition(tmp_path):
@@ -456,7 +428,7 @@ def test_default_runtime_and_options_reach_the_definition(tmp_path):
     )
     definition = definition_of(template)
     (run,) = walk(definition, {})
-    assert run["state"] == "Create TrainJob", "requests without training_runtime run on the default"
+    assert run["state"] == "Create release", "requests without training_runtime run on the default"
     (sagemaker,) = walk(definition, {"training_runtime": "sagemaker"})
     request = sagemaker["calls"][0]["arguments"]
     assert request["EnableNetworkIsolation"] is False and request["EnableInterContainerTrafficEncryption"] is False
@@ -636,7 +608,7 @@ def test_sagemaker_job_role_has_exactly_its_statements(built):
     ]
 
 
-def test_access_entry_names_the_group_and_the_role_chart_allows_trainjobs_only(built, tmp_path):
+def test_access_entry_names_the_group_and_the_role_chart_allows_releases_and_reading_trainjobs_only(built, tmp_path):
     stack, workflow, template = built
     entry = only(template, "AWS::EKS::AccessEntry")["Properties"]
     assert entry == {
@@ -650,7 +622,8 @@ def test_access_entry_names_the_group_and_the_role_chart_allows_trainjobs_only(b
     role, binding = objects
     assert role["kind"] == "Role" and role["metadata"]["namespace"] == "training"
     assert role["rules"] == [
-        {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs"], "verbs": ["create", "get", "delete"]}
+        {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs"], "verbs": ["get", "list"]},
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create", "get", "delete"]},
     ]
     assert binding["subjects"] == [
         {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "trainium-eks:workflow"}
@@ -788,7 +761,7 @@ def test_a_poll_interval_that_would_overflow_the_execution_history_is_refused():
     with pytest.raises(ConfigurationError) as raised:
         workflow_stack(max_runtime=cdk.Duration.days(7), poll_interval=cdk.Duration.seconds(60))
     (problem,) = raised.value.problems
-    assert problem.startswith("poll_interval='60 s': at least 227 s with max_runtime 604800 s")
+    assert problem.startswith("poll_interval='60 s': at least 404 s with max_runtime 604800 s")
 
 
 def cluster_stack(endpoint_access: eks.EndpointAccess = eks.EndpointAccess.PUBLIC_AND_PRIVATE):
@@ -893,12 +866,14 @@ def test_uuid_execution_names_give_distinct_job_names(definition):
 
 def test_a_trainjob_ends_by_itself_at_the_workflows_max_runtime(definition, tmp_path):
     (run,) = walk(definition, {"training_runtime": "kubernetes"})
-    job = run["calls"][0]["arguments"]["RequestBody"]
+    job = held_job(run["calls"][0]["arguments"]["RequestBody"])
     assert job["spec"]["activeDeadlineSeconds"] == 86400, "the Trainer fails it and deletes its JobSet then"
     validate_objects([job], tmp_path)
     _, _, template = workflow_stack(max_runtime=cdk.Duration.hours(2))
     (run,) = walk(definition_of(template), {"training_runtime": "kubernetes"})
-    assert run["calls"][0]["arguments"]["RequestBody"]["spec"]["activeDeadlineSeconds"] == 7200
+    release = run["calls"][0]["arguments"]["RequestBody"]
+    assert held_job(release)["spec"]["activeDeadlineSeconds"] == 7200
+    assert release["spec"]["activeDeadlineSeconds"] == 7800
 
 
 @pytest.fixture(scope="module")
@@ -916,8 +891,8 @@ def ended(status: str, error: str = "", execution: str = EXECUTION) -> Dict[str,
     }
 
 
-def trainjob_of(execution: str) -> Dict[str, Any]:
-    """The answer of a GET of a TrainJob created by ``execution``."""
+def release_of(execution: str) -> Dict[str, Any]:
+    """The answer of a GET of a release Job created by ``execution``."""
     return {
         "StatusCode": 200,
         "ResponseBody": {"metadata": {"annotations": {"trainium-eks/execution": execution_arn(execution)}}},
@@ -927,13 +902,13 @@ def trainjob_of(execution: str) -> Dict[str, Any]:
 DELETED = {"ResponseBody": {"status": "Success"}, "StatusCode": 200}
 
 
-def test_a_run_that_ended_badly_has_its_trainjob_deleted_with_its_jobset_and_pods(cleanup):
+def test_a_run_that_ended_badly_has_its_release_deleted_with_its_trainjob_jobset_and_pods(cleanup):
     for event in (ended("TIMED_OUT"), ended("ABORTED"), ended("FAILED", "EKS.403"), ended("FAILED", "States.ALL")):
-        results = {"Read TrainJob of the run": [trainjob_of(EXECUTION)], "Delete TrainJob of the run": [DELETED]}
+        results = {"Read release of the run": [release_of(EXECUTION)], "Delete release of the run": [DELETED]}
         (run,) = walk(cleanup, event, results=results)
         assert run["end"] == "Succeed" and run["steps"][-1] == "Deleted", event
         read, delete = run["calls"]
-        path = f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/training/trainjobs/{JOB}"
+        path = f"/apis/batch/v1/namespaces/training/jobs/{JOB}-release"
         assert read["arguments"]["Method"] == "GET" and read["arguments"]["Path"] == path
         arguments = delete["arguments"]
         assert arguments["Method"] == "DELETE" and arguments["ClusterName"] == "existing"
@@ -941,37 +916,38 @@ def test_a_run_that_ended_badly_has_its_trainjob_deleted_with_its_jobset_and_pod
         assert arguments["QueryParameters"] == {"propagationPolicy": ["Background"]}
 
 
-def test_the_cleanup_deletes_only_the_trainjob_its_own_execution_created(definition, cleanup):
-    """Should a TrainJob of the run's name exist already (another execution's, should their digests agree, or one made
-    by hand), the run's create fails, and its cleanup must leave that TrainJob alone."""
+def test_the_cleanup_deletes_only_the_release_its_own_execution_created(definition, cleanup):
+    """Should a release of the run's name exist already (another execution's, should their digests agree, or one made
+    by hand), the run's create fails, and its cleanup must leave that release (and its TrainJob) alone."""
     first, second = "exp-1-lr0001", "exp1lr0001"
     (run,) = walk(definition, {"training_runtime": "kubernetes"}, execution=first)
     job = run["calls"][0]["arguments"]["RequestBody"]
     assert job["metadata"]["annotations"]["trainium-eks/execution"] == execution_arn(first)
-    results = {"Read TrainJob of the run": [trainjob_of(first)], "Delete TrainJob of the run": [DELETED]}
+    results = {"Read release of the run": [release_of(first)], "Delete release of the run": [DELETED]}
     (kept,) = walk(cleanup, ended("FAILED", "EKS.409", execution=second), results=results)
-    assert kept["steps"][-1] == "TrainJob of another run kept" and len(kept["calls"]) == 1
+    assert kept["steps"][-1] == "Release of another run kept" and len(kept["calls"]) == 1
     assert kept["output"]["created_by"] == execution_arn(first)
     unannotated = {"StatusCode": 200, "ResponseBody": {"metadata": {"name": job["metadata"]["name"]}}}
-    results["Read TrainJob of the run"] = [unannotated]
+    results["Read release of the run"] = [unannotated]
     (kept,) = walk(cleanup, ended("ABORTED", execution=second), results=results)
-    assert kept["steps"][-1] == "TrainJob of another run kept", "a TrainJob made by hand is not the run's"
+    assert kept["steps"][-1] == "Release of another run kept", "a Job made by hand is not the run's"
 
 
 def test_the_cleanup_computes_the_same_job_name_as_the_run(definition, cleanup):
     execution = str(uuid.uuid4())
     (run,) = walk(definition, {"training_runtime": "kubernetes"}, execution=execution)
     created = run["calls"][0]["arguments"]["RequestBody"]["metadata"]["name"]
-    results = {"Read TrainJob of the run": [trainjob_of(execution)], "Delete TrainJob of the run": [DELETED]}
+    results = {"Read release of the run": [release_of(execution)], "Delete release of the run": [DELETED]}
     (deletion,) = walk(cleanup, ended("ABORTED", execution=execution), results=results)
-    assert deletion["calls"][-1]["arguments"]["Path"].endswith(f"/trainjobs/{created}")
+    assert deletion["calls"][-1]["arguments"]["Path"].endswith(f"/jobs/{created}")
 
 
-def test_a_trainjob_that_failed_by_itself_is_kept_for_its_logs_and_nothing_to_delete_is_no_error(cleanup):
-    (kept,) = walk(cleanup, ended("FAILED", "TrainJobFailed"))
-    assert kept["end"] == "Succeed" and kept["steps"][-1] == "Failed TrainJob kept for its logs" and not kept["calls"]
+def test_a_failed_trainjob_or_release_is_kept_for_its_logs_and_nothing_to_delete_is_no_error(cleanup):
+    for error in ("TrainJobFailed", "ReleaseFailed"):
+        (kept,) = walk(cleanup, ended("FAILED", error))
+        assert kept["end"] == "Succeed" and kept["steps"][-1] == "Release kept for its logs" and not kept["calls"]
     missing = {"Error": "EKS.404", "Cause": '{"StatusCode": 404, "StatusText": "Not Found"}'}
-    results = {"Read TrainJob of the run": [missing]}
+    results = {"Read release of the run": [missing]}
     (sagemaker_run,) = walk(cleanup, ended("FAILED", "States.TaskFailed"), results=results)
     assert sagemaker_run["end"] == "Succeed" and sagemaker_run["steps"][-1] == "Nothing deleted"
     assert sagemaker_run["output"]["Error"] == "EKS.404" and len(sagemaker_run["calls"]) == 1
@@ -993,7 +969,7 @@ def test_the_cleanup_runs_on_the_workflows_bad_endings_only_as_the_workflows_rol
     (target,) = rule["Properties"]["Targets"]
     assert target["Arn"] == {"Ref": ids["cleanup"]}
     assert machines["cleanup"]["Properties"]["RoleArn"] == machines["run"]["Properties"]["RoleArn"], (
-        "the workflow's access entry may delete TrainJobs; no second cluster identity"
+        "the workflow's access entry may delete releases; no second cluster identity"
     )
     logging = machines["cleanup"]["Properties"]["LoggingConfiguration"]
     assert logging["Level"] == "ALL" and logging["IncludeExecutionData"] is True
@@ -1030,7 +1006,7 @@ def test_with_a_data_job_every_run_starts_only_once_the_data_is_staged(staged):
         read = ready["calls"][0]
         assert read["state"] == "Read data job" and read["arguments"]["Method"] == "GET"
         assert read["arguments"]["Path"] == "/apis/batch/v1/namespaces/training/jobs/cifar10-data-0123456789"
-        assert ready["end"] == "Task" and ready["state"] in {"Create TrainJob", "Train on SageMaker"}
+        assert ready["end"] == "Task" and ready["state"] in {"Create release", "Train on SageMaker"}
         for run in (waiting, broken, refused):
             assert run["end"] == "Fail" and run["error"] == "DataNotStaged", run
         assert waiting["cause"].startswith("job/cifar10-data-0123456789, which stages the data set, has not completed")
@@ -1039,10 +1015,8 @@ def test_with_a_data_job_every_run_starts_only_once_the_data_is_staged(staged):
         assert refused["cause"] == "cannot read job/cifar10-data-0123456789: EKS.403: forbidden"
 
 
-def test_with_a_data_job_the_workflow_may_read_jobs_and_without_one_it_may_not(built, staged):
-    role = staged[1].access_chart.manifests()[0]
-    assert {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get"]} in role["rules"]
-    assert not any("batch" in rule["apiGroups"] for rule in built[1].access_chart.manifests()[0]["rules"])
+def test_only_with_a_data_job_does_the_workflow_read_it(built, staged):
+    assert "Read data job" in definition_of(staged[2])["States"]
     assert "Read data job" not in definition_of(built[2])["States"]
 
 

@@ -16,7 +16,7 @@ from trainium_eks.core.cfn_text import cfn_text
 
 WORKFLOW = "arn:aws:states:us-west-2:123456789012:stateMachine:Workflow"
 ENDPOINT = "https://0123456789ABCDEF.gr7.us-west-2.eks.amazonaws.com"
-TRAINJOBS = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/research/trainjobs"
+JOBS = "/apis/batch/v1/namespaces/research/jobs"
 OWNER = "example.com/started-by"
 RUN = "arn:aws:states:us-west-2:123456789012:execution:Workflow:Run-42"
 
@@ -39,9 +39,9 @@ def built():
         workflow=workflow,
         role=role,
         cluster=cluster,
-        trainjobs_path=TRAINJOBS,
-        job_name=lambda name: names.append(name) or f"'train-' & $lowercase({name})",
-        keep_on_error="OwnJobFailed",
+        jobs_path=JOBS,
+        release_name=lambda name: names.append(name) or f"'train-' & $lowercase({name}) & '-release'",
+        keep_on_error=["OwnJobFailed", "OwnReleaseFailed"],
         owner_annotation=OWNER,
     )
     template = assertions.Template.from_stack(stack)
@@ -52,10 +52,10 @@ def built():
     )
 
 
-def test_the_job_name_path_and_owner_annotation_are_computed_from_the_event_and_the_trainjob(built):
-    assert built["names"] == ["$states.input.detail.name"], "job_name gets the execution's name, once"
+def test_the_release_name_path_and_owner_annotation_are_computed_from_the_event_and_the_release(built):
+    assert built["names"] == ["$states.input.detail.name"], "release_name gets the execution's name, once"
     states = built["definition"]["States"]
-    read = states["Read TrainJob of the run"]
+    read = states["Read release of the run"]
     event = {"detail": {"name": "Run-42", "executionArn": RUN, "status": "FAILED"}}
     answer = {"ResponseBody": {"metadata": {"annotations": {OWNER: RUN, "other": "x"}}}}
     path, job_path, created_by, execution, unannotated = evaluate_all(
@@ -65,42 +65,45 @@ def test_the_job_name_path_and_owner_annotation_are_computed_from_the_event_and_
         (read["Assign"]["execution"], {"states": {"input": event, "result": answer}}),
         (read["Assign"]["created_by"], {"states": {"input": event, "result": {"ResponseBody": {"metadata": {}}}}}),
     )
-    assert path == job_path == f"{TRAINJOBS}/train-run-42"
+    assert path == job_path == f"{JOBS}/train-run-42-release"
     assert (created_by, execution, unannotated) == (RUN, RUN, None), "a key with '.' and '/' is read whole"
 
 
-def test_only_the_given_error_keeps_the_trainjob_and_only_its_own_run_deletes_it(built):
+def test_only_the_given_errors_keep_the_release_and_only_its_own_run_deletes_it(built):
     states = built["definition"]["States"]
-    (keep,) = states["TrainJob failed by itself?"]["Choices"]
+    (keep,) = states["Ended with its logs to keep?"]["Choices"]
     (ours,) = states["Created by this run?"]["Choices"]
-    by_error = [{"states": {"input": {"detail": {"error": e}}}} for e in ("OwnJobFailed", "TrainJobFailed")]
-    own, other, no_error, same, different, none = evaluate_all(
+    by_error = [
+        {"states": {"input": {"detail": {"error": e}}}} for e in ("OwnJobFailed", "OwnReleaseFailed", "TrainJobFailed")
+    ]
+    own, release, other, no_error, same, different, none = evaluate_all(
         (keep["Condition"], by_error[0]),
         (keep["Condition"], by_error[1]),
+        (keep["Condition"], by_error[2]),
         (keep["Condition"], {"states": {"input": {"detail": {}}}}),
         (ours["Condition"], {"created_by": RUN, "execution": RUN}),
         (ours["Condition"], {"created_by": RUN.replace("Run-42", "Run42"), "execution": RUN}),
         (ours["Condition"], {"execution": RUN}),
     )
-    assert (own, other, no_error) == (True, False, False)
-    assert keep["Next"] == "Failed TrainJob kept for its logs" and states[keep["Next"]]["Type"] == "Succeed"
+    assert (own, release, other, no_error) == (True, True, False, False)
+    assert keep["Next"] == "Release kept for its logs" and states[keep["Next"]]["Type"] == "Succeed"
     assert (same, different, none) == (True, False, False)
-    assert ours["Next"] == "Delete TrainJob of the run"
-    assert states["Created by this run?"]["Default"] == "TrainJob of another run kept"
+    assert ours["Next"] == "Delete release of the run"
+    assert states["Created by this run?"]["Default"] == "Release of another run kept"
 
 
 def test_both_calls_go_to_the_clusters_endpoint_and_any_failure_ends_in_nothing_deleted(built):
     definition = built["definition"]
-    assert definition["StartAt"] == "TrainJob failed by itself?"
-    assert definition["States"]["TrainJob failed by itself?"]["Default"] == "Read TrainJob of the run"
+    assert definition["StartAt"] == "Ended with its logs to keep?"
+    assert definition["States"]["Ended with its logs to keep?"]["Default"] == "Read release of the run"
     tasks = {name: s for name, s in definition["States"].items() if s["Type"] == "Task"}
-    assert set(tasks) == {"Read TrainJob of the run", "Delete TrainJob of the run"}
+    assert set(tasks) == {"Read release of the run", "Delete release of the run"}
     for task in tasks.values():
         assert task["Resource"] == EKS_CALL
         cluster = {key: task["Arguments"][key] for key in ("ClusterName", "CertificateAuthority", "Endpoint")}
         assert cluster == {"ClusterName": "existing", "CertificateAuthority": "Q0VSVA==", "Endpoint": ENDPOINT}
         assert task["Catch"] == [{"ErrorEquals": ["States.ALL"], "Next": "Nothing deleted"}]
-    delete = tasks["Delete TrainJob of the run"]
+    delete = tasks["Delete release of the run"]
     assert (delete["Arguments"]["Method"], delete["Arguments"]["Path"]) == ("DELETE", "{% $job_path %}")
     assert delete["Arguments"]["QueryParameters"] == {"propagationPolicy": ["Background"]}
     assert delete["Next"] == "Deleted"

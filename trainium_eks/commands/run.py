@@ -18,6 +18,8 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from trainium_eks.core.conventions import HELD_JOB_LABEL
+
 STATE_MACHINE_OUTPUT = "HybridStateMachineArn"
 """The stack output that holds the state machine's ARN."""
 
@@ -159,11 +161,13 @@ def where_it_runs(history: List[Dict[str, Any]], region: str) -> Optional[str]:
             )
         if details.get("resourceType") == "eks" and parameters.get("Method") == "POST":
             metadata = (parameters.get("RequestBody") or {}).get("metadata", {})
-            name, namespace = metadata.get("name"), metadata.get("namespace")
+            release, namespace = metadata.get("name"), metadata.get("namespace")
+            name = (metadata.get("labels") or {}).get(HELD_JOB_LABEL)
             return (
-                f"Kubernetes TrainJob {namespace}/{name}\n"
-                f"  status: kubectl -n {namespace} get trainjob {name}\n"
-                f"  logs:   kubectl -n {namespace} logs -l jobset.sigs.k8s.io/jobset-name={name} -f --prefix"
+                f"Kubernetes TrainJob {namespace}/{name}, created by job/{release} once its nodes are held\n"
+                f"  status:  kubectl -n {namespace} get trainjob {name}\n"
+                f"  release: kubectl -n {namespace} logs job/{release}\n"
+                f"  logs:    kubectl -n {namespace} logs -l jobset.sigs.k8s.io/jobset-name={name} -f --prefix"
             )
     return None
 

@@ -19,7 +19,9 @@ from constructs import Construct, IConstruct
 from trainium_eks.constructs.applied_chart import AppliedChart
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.efs_storage import EfsStorage
+from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.constructs.logged_state_machine import logged_state_machine, state_machine_arn
+from trainium_eks.constructs.private.release_template import release_name_expression
 from trainium_eks.constructs.private.sagemaker_training import (
     MAX_SAGEMAKER_RUNTIME_SECONDS,
     SAGEMAKER_ENI_ACTIONS,
@@ -45,6 +47,7 @@ from trainium_eks.constructs.private.workflow_definition import (
     JOB_SUFFIX_LENGTH,
     KUBERNETES_TRAINING_FAILED,
     MAX_HYPERPARAMETERS,
+    RELEASE_FAILED,
     RUNTIMES,
     job_name_expression,
     workflow_definition,
@@ -69,7 +72,6 @@ from trainium_eks.core.validation import (
 )
 from trainium_eks.facts.catalog import Accelerator
 from trainium_eks.manifests.access.workflow_access import WORKFLOW_GROUP, WorkflowAccessChart, check_workflow_group
-from trainium_eks.manifests.addons.training_runtime import TRAINER_API_VERSION
 from trainium_eks.manifests.jobs.train_job import TrainJobChart
 from trainium_eks.moved import moved_names
 
@@ -87,6 +89,7 @@ __all__ = [
     "JOB_SUFFIX_LENGTH",
     "KUBERNETES_TRAINING_FAILED",
     "MAX_HYPERPARAMETERS",
+    "RELEASE_FAILED",
     "RUNTIMES",
     "RUN_ID_ENV",
     "SAGEMAKER_VPC_ACTIONS",
@@ -160,37 +163,49 @@ class HybridTrainingWorkflow(Construct):
     Whether SageMaker's mount uses TLS is not documented either: an ``EfsStorage`` with ``require_tls`` admits only
     TLS mounts, so a first run that fails to mount points there.
 
-    **Kubernetes branch**: ``eks:call`` (REST) creates the TrainJob rendered by ``train_job`` with the run's name,
-    node count, ``TRAINING_HYPERPARAMETERS`` and ``TRAINING_JOB_NAME`` (for per-run paths in the template's
-    arguments, such as ``--output-dir /data/output/${TRAINING_JOB_NAME}``); a Wait loop reads it every
-    ``poll_interval`` and ends in ``Kubernetes training succeeded`` on the condition ``Complete``, in ``Kubernetes
-    training failed`` with the ``Failed`` condition's reason and message, or deletes the TrainJob and fails once
-    ``max_runtime`` is spent. Why not ``eks:runJob.sync``: it runs only ``batch/v1`` Jobs, so a TrainJob would need
-    a submitter Job with kubectl, a service account allowed to create TrainJobs and one more image to pin; it polls
-    every 1 to 5 minutes; and the TrainJob's failure reason would only be in the submitter's logs (Step Functions
-    developer guide, connect-eks.html, which points to ``eks:call`` for more control over polling). The EKS
-    integration reaches only a public API endpoint (same page): a private-only cluster is refused at synth.
+    **Kubernetes branch**: every run's gang gets all its nodes or holds none, as the stacks' own gangs do:
+    ``eks:call`` (REST) creates the run's release Job
+    (:class:`~trainium_eks.manifests.jobs.job_release.JobReleaseChart`'s Job, rendered with the run's names:
+    :func:`~trainium_eks.constructs.private.release_template.release_template`), which holds the gang's nodes with
+    capacity Jobs, then creates the TrainJob rendered by ``train_job`` with the run's name, node count,
+    ``TRAINING_HYPERPARAMETERS``, ``TRAINING_JOB_NAME`` (for per-run paths in the template's arguments, such as
+    ``--output-dir /data/output/${TRAINING_JOB_NAME}``) and ``TRAINING_RUN_ID`` (the execution's ARN), and watches
+    it, holding its nodes again when a restart stalls
+    (:class:`~trainium_eks.manifests.jobs.job_release_program.GangWatch`). Without the release, a run whose gang fits
+    in part on warm nodes would wait for the rest until its deadline: Volcano marks the placed pods ``Schedulable``
+    and Karpenter provisions only for ``Unschedulable`` ones. A Wait loop reads the TrainJob every ``poll_interval``
+    (a list by name: empty until the release has created it) and ends in ``Kubernetes training succeeded`` on the
+    condition ``Complete``, in ``Kubernetes training failed`` with the ``Failed`` condition's reason and message, in
+    ``Kubernetes training not started`` (:data:`RELEASE_FAILED`) when the release failed before creating it, or deletes
+    the release (and with it the TrainJob) and fails once ``max_runtime`` is spent. The releases' service account,
+    Roles and program come from ``jobs`` (applied once per namespace, shared with the stack's own jobs), and the
+    state machine is created after them. Why not ``eks:runJob.sync``: it runs only ``batch/v1`` Jobs and waits for
+    their end, so the TrainJob's status and failure reason would only be in the release's logs; it polls every 1 to
+    5 minutes (Step Functions developer guide, connect-eks.html, which points to ``eks:call`` for more control over
+    polling). The EKS integration reaches only a public API endpoint (same page): a private-only cluster is refused
+    at synth.
 
     **Access**: the state machine's role has the SageMaker statements of Step Functions' own policy template
-    (sagemaker-iam.html) scoped to jobs named ``<base>-*``, ``iam:PassRole`` of the job role to SageMaker only, and
-    in the cluster one EKS access entry with the Kubernetes group ``kubernetes_group`` and no access policy, bound by
-    :class:`~trainium_eks.manifests.access.workflow_access.WorkflowAccessChart` to create, get and delete TrainJobs in
-    ``namespace``. The job's role may pull the image, write its logs and metrics, place network interfaces in the
-    stack's VPC (``ec2:Vpc``) and put objects under the output prefix. Trust: the state machine's role only by the two
-    state machines that use it (the workflow's and the cleanup's, ``aws:SourceArn`` by the names
+    (sagemaker-iam.html) scoped to jobs named ``<base>-*``, ``iam:PassRole`` of the job role to SageMaker only, and in
+    the cluster one EKS access entry with the Kubernetes group ``kubernetes_group`` and no access policy, bound by
+    :class:`~trainium_eks.manifests.access.workflow_access.WorkflowAccessChart` to create, get and delete Jobs and to
+    read TrainJobs in ``namespace``. The job's role may pull the image, write its logs and metrics, place network
+    interfaces in the stack's VPC (``ec2:Vpc``) and put objects under the output prefix. Trust: the state machine's role
+    only by the two state machines that use it (the workflow's and the cleanup's, ``aws:SourceArn`` by the names
     :func:`~trainium_eks.constructs.logged_state_machine.state_machine_name` gives them, no reference to them) of the
     stack's account; the job's role only by SageMaker of the stack's account and region (``aws:SourceAccount``,
     ``aws:SourceArn`` like ``arn:...:sagemaker:<region>:<account>:*``: SageMaker developer guide,
-    security-confused-deputy-prevention.html). The state machine logs every event to a log group (one year;
-    CloudWatch Logs encrypts it) and traces with X-Ray.
+    security-confused-deputy-prevention.html). The state machine logs every event to a log group (one year; CloudWatch
+    Logs encrypts it) and traces with X-Ray.
 
-    **No run outlives its execution**: a TrainJob carries ``activeDeadlineSeconds`` of ``max_runtime`` (the Trainer
-    then fails it and deletes its JobSet: kubeflow/trainer v2.3.0 ``pkg/controller/trainjob_controller.go``
+    **No run outlives its execution**: a TrainJob carries ``activeDeadlineSeconds`` of ``max_runtime`` (the Trainer then
+    fails it and deletes its JobSet: kubeflow/trainer v2.3.0 ``pkg/controller/trainjob_controller.go``
     ``reconcileDeadline``), and an execution that fails for another reason than a failed TrainJob, times out or is
-    stopped has its TrainJob deleted by :class:`~trainium_eks.constructs.workflow_run_cleanup.WorkflowRunCleanup`
-    (an EventBridge rule on the execution's status and an Express state machine); a failed TrainJob is kept for its
-    logs (its JobSet has already deleted its running Jobs). A SageMaker job of a stopped execution is stopped by
-    Step Functions itself (``.sync`` integrations).
+    stopped has its release deleted, and with it the TrainJob, by
+    :class:`~trainium_eks.constructs.workflow_run_cleanup.WorkflowRunCleanup` (an EventBridge rule on the execution's
+    status and an Express state machine); a failed TrainJob, or a failed release, is kept for its logs (its JobSet has
+    already deleted its running Jobs; a failed release has given back the nodes it held). A SageMaker job of a stopped
+    execution is stopped by Step Functions itself (``.sync`` integrations).
 
     **Data first**: with ``data_job`` (the Job that stages the data set onto the file system), every run first reads
     that Job and fails with ``DataNotStaged`` unless it has completed, on either runtime.
@@ -235,6 +250,9 @@ class HybridTrainingWorkflow(Construct):
     :param inter_container_encryption: Default: true.
     :param kubernetes_group: Kubernetes group of the state machine's role. Default: ``trainium-eks:workflow``.
     :param apply_after: What the RBAC objects are applied after (the namespace's chart). Default: nothing.
+    :param jobs: The ``JobSequence`` whose release service account, Roles and program the runs' releases use (the
+        stack's own, so that each is applied once per namespace). Default: a sequence of the workflow's own, applied
+        after ``apply_after``.
     """
 
     def __init__(
@@ -267,6 +285,7 @@ class HybridTrainingWorkflow(Construct):
         inter_container_encryption: bool = True,
         kubernetes_group: str = WORKFLOW_GROUP,
         apply_after: Sequence[IConstruct] = (),
+        jobs: Optional[JobSequence] = None,
     ) -> None:
         super().__init__(scope, id_)
         problems = Problems(self.node.path)
@@ -357,6 +376,8 @@ class HybridTrainingWorkflow(Construct):
         check_workflow_group(problems, "kubernetes_group", kubernetes_group)
         if not isinstance(apply_after, (list, tuple)) or not all(implements(item, IConstruct) for item in apply_after):
             problems.add("apply_after", apply_after, "a list of constructs")
+        if jobs is not None:
+            check_instance(problems, "jobs", jobs, JobSequence, "a JobSequence of the same cluster, or None")
         problems.raise_if_any()
 
         stack = Stack.of(self)
@@ -411,9 +432,7 @@ class HybridTrainingWorkflow(Construct):
             kubernetes_groups=[kubernetes_group],
             type="STANDARD",
         )
-        self.access_chart = WorkflowAccessChart(
-            group=kubernetes_group, namespace=namespace, read_jobs=data_job is not None
-        )
+        self.access_chart = WorkflowAccessChart(group=kubernetes_group, namespace=namespace)
         self.access = AppliedChart(
             self, "Access", cluster=eks_cluster, chart=self.access_chart, after=list(apply_after)
         )
@@ -451,15 +470,21 @@ class HybridTrainingWorkflow(Construct):
             role=self.role,
             comment="Train on SageMaker or on the EKS cluster, chosen by the request's training_runtime",
         )
+        if jobs is None:
+            jobs = JobSequence(self, "Releases", cluster=eks_cluster, prerequisites=list(apply_after))
+        self.jobs = jobs
+        self.state_machine.node.add_dependency(*jobs.release_prerequisites(namespace, "trainjob"))
         self.cleanup = WorkflowRunCleanup(
             self,
             CLEANUP_ID,
             workflow=self.state_machine,
             role=self.role,
             cluster=eks_cluster,
-            trainjobs_path=f"/apis/{TRAINER_API_VERSION}/namespaces/{namespace}/trainjobs",
-            job_name=lambda execution_name: job_name_expression(self.job_base_name, execution_name),
-            keep_on_error=KUBERNETES_TRAINING_FAILED,
+            jobs_path=f"/apis/batch/v1/namespaces/{namespace}/jobs",
+            release_name=lambda execution_name: release_name_expression(
+                f"({job_name_expression(self.job_base_name, execution_name)})"
+            ),
+            keep_on_error=[KUBERNETES_TRAINING_FAILED, RELEASE_FAILED],
             owner_annotation=EXECUTION_ANNOTATION,
         )
         self._acknowledge()

@@ -10,7 +10,7 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
 from trainium_eks.constructs.applied_chart import AppliedChart
-from trainium_eks.core.validation import Problems, check_cluster, check_instance, implements
+from trainium_eks.core.validation import Problems, check_cluster, check_dns_label, check_instance, implements
 from trainium_eks.manifests.access.job_release_access import JobReleaseAccessChart, JobReleaseCreatorChart
 from trainium_eks.manifests.addons.etcd import EtcdChart
 from trainium_eks.manifests.jobs.adopted_job import AdoptedJobChart
@@ -23,6 +23,7 @@ from trainium_eks.manifests.jobs.job_release import (
     ReleaseProgramChart,
     is_held,
 )
+from trainium_eks.manifests.jobs.job_release_program import API
 
 
 class JobSequence(Construct):
@@ -162,15 +163,27 @@ class JobSequence(Construct):
             release = JobReleaseChart(
                 job=chart.manifest, wait_for=chart.wait_for, timeout_seconds=self.release_timeout_seconds
             )
-            after += [
-                self._release_access(namespace, ""),
-                self._release_access(namespace, chart.ref_kind),
-                self._release_program(namespace),
-            ]
+            after += self.release_prerequisites(namespace, chart.ref_kind)
             applied = AppliedChart(self, id_, cluster=self.cluster, chart=release, after=after)
             self.releases[chart.ref] = release
         self.jobs.append(applied)
         return applied
+
+    def release_prerequisites(self, namespace: str, kind: str) -> List[AppliedChart]:
+        """What a release Job of ``namespace`` that creates jobs of ``kind`` (``vcjob``, ``trainjob``, ...) needs
+        before it runs: the release service account and reader Role, the Role that lets releases create ``kind``,
+        and the release program's ConfigMap; each applied once per sequence. Give them to a release of your own (the
+        hybrid workflow's runs use them)."""
+        problems = Problems(f"{self.node.path}.release_prerequisites")
+        check_dns_label(problems, "namespace", namespace)
+        if kind not in API:
+            problems.add("kind", kind, f"one of {', '.join(sorted(API))}")
+        problems.raise_if_any()
+        return [
+            self._release_access(namespace, ""),
+            self._release_access(namespace, kind),
+            self._release_program(namespace),
+        ]
 
     def _release_access(self, namespace: str, kind: str) -> AppliedChart:
         """The release service account and reader Role of ``namespace`` (``kind`` empty), or the Role that lets

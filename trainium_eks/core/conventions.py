@@ -42,6 +42,10 @@ FABRIC_CHECK_LABEL = "trainium-eks/fabric-check-for"
 """Label of a fabric acceptance job and its pods; its value is the name of the job whose nodes it tests (the
 ``fabric`` command finds the results by it)."""
 
+HELD_JOB_LABEL = "trainium-eks/held-job"
+"""Label of a release Job: the name of the job it creates (the ``run`` command names a workflow run's TrainJob by
+it)."""
+
 FABRIC_RESULT_MARKER = "trainium-eks-fabric-result:"
 """What starts the one log line where the fabric acceptance job's node 0 prints its result as JSON."""
 

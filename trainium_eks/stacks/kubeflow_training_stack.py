@@ -180,6 +180,7 @@ class KubeflowTrainingStack(TrainingClusterStack):
                 subnets=list(vpc.private_subnets),
                 data_job=self.data_staging.job_name if self.data_staging is not None else None,
                 apply_after=self.addons.training_namespace.of_kind("Namespace"),
+                jobs=self.jobs,
             )
 
         self.record_costs(

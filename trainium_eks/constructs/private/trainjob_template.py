@@ -47,7 +47,7 @@ def trainjob_template(train_job: TrainJobChart, deadline_seconds: int) -> Dict[s
     manifest = literals(manifest)
     metadata = manifest["metadata"]
     metadata["name"] = jsonata("$job_name")
-    annotations = {  # the run's TrainJob is created by the workflow, not by a release: no release's annotations
+    annotations = {  # the chart's own release does not create it: the run's release does (release_template)
         key: value
         for key, value in (metadata.get("annotations") or {}).items()
         if key not in (WAIT_FOR_ANNOTATION, RELEASE_ANNOTATION)

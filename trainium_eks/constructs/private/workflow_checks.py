@@ -16,9 +16,10 @@ HISTORY_EVENT_QUOTA = 25_000
 """Events in one Standard execution's history. Source: Step Functions developer guide, "Step Functions service
 quotas" (limits-overview.html), quotas related to state machine executions."""
 
-EVENTS_PER_POLL = 9
-"""History events of one round of the Kubernetes polling loop: Wait entered and exited, Task entered, scheduled,
-started, succeeded and exited, Choice entered and exited."""
+EVENTS_PER_POLL = 16
+"""History events of one round of the Kubernetes polling loop at most: Wait entered and exited, the TrainJob's read
+(Task entered, scheduled, started, succeeded and exited) and its Choice (entered and exited), and, while the release
+has not created the TrainJob yet, the release's read and its Choice (7 more)."""
 
 EVENTS_OUTSIDE_POLLING = 1_000
 """History events kept free for the rest of an execution (request checks, the create call, retries, the end)."""

@@ -1,5 +1,6 @@
 """The states of the hybrid workflow, from the request's reading to every end: the Choice of runtime, the request
-checks, the SageMaker task, the TrainJob's create-and-poll loop and the check that the data is staged."""
+checks, the SageMaker task, the create-and-poll loop of the TrainJob's release and the TrainJob, and the check that
+the data is staged."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from trainium_eks.constructs.private.jsonata import jsonata, quoted
+from trainium_eks.constructs.private.release_template import RELEASE_NAME, TRAINJOB_VARIABLE, release_template
 from trainium_eks.constructs.private.trainjob_template import trainjob_template
 from trainium_eks.manifests.addons.training_runtime import TRAINER_API_VERSION
 from trainium_eks.manifests.jobs.train_job import TrainJobChart
@@ -26,6 +28,11 @@ and connect-eks.html."""
 
 KUBERNETES_TRAINING_FAILED = "TrainJobFailed"
 """The error of an execution whose TrainJob failed (its JobSet has ended its pods; the TrainJob stays, for logs)."""
+
+RELEASE_FAILED = "ReleaseFailed"
+"""The error of an execution whose release Job failed: the TrainJob's nodes could not be held within the release's
+attempts, or a restart of its gang could not be placed again (the release's log says which); nothing of the run is
+left running, and the release stays, for its log."""
 
 MAX_HYPERPARAMETERS = 100
 """SageMaker's limit on the entries of ``HyperParameters`` (API reference, CreateTrainingJob); kept for both
@@ -62,6 +69,7 @@ def workflow_definition(
     """The states of the workflow, wired from the request's reading to every end."""
     base = train_job.component
     trainjobs = f"/apis/{TRAINER_API_VERSION}/namespaces/{namespace}/trainjobs"
+    jobs = f"/apis/batch/v1/namespaces/{namespace}/jobs"
     cluster_arguments = {
         "ClusterName": cluster.cluster_name,
         "CertificateAuthority": cluster.cluster_certificate_authority_data,
@@ -151,17 +159,22 @@ def workflow_definition(
             "node_count": jsonata(f"$node_count = null ? {train_job.nodes} : $node_count"),
         },
     )
+    render = sfn.Pass.jsonata(
+        scope,
+        "Render TrainJob",
+        assign={TRAINJOB_VARIABLE.removeprefix("$"): trainjob_template(train_job, deadline_seconds)},
+    )
     create = sfn.CustomState(
         scope,
-        "Create TrainJob",
+        "Create release",
         state_json={
             "Type": "Task",
             "Resource": EKS_CALL,
             "Arguments": {
                 **cluster_arguments,
                 "Method": "POST",
-                "Path": trainjobs,
-                "RequestBody": trainjob_template(train_job, deadline_seconds),
+                "Path": jobs,
+                "RequestBody": release_template(namespace, deadline_seconds),
             },
             "Output": jsonata("$states.input"),
         },
@@ -177,17 +190,39 @@ def workflow_definition(
             "Arguments": {
                 **cluster_arguments,
                 "Method": "GET",
-                "Path": jsonata(f"{quoted(trainjobs + '/')} & $job_name"),
+                "Path": trainjobs,
+                "QueryParameters": {"fieldSelector": [jsonata("'metadata.name=' & $job_name")]},
             },
             "Assign": {
                 "polls": jsonata("$polls + 1"),
-                "conditions": jsonata("($c := $states.result.ResponseBody.status.conditions; $exists($c) ? $c : [])"),
+                "created": jsonata("$count($states.result.ResponseBody.items) > 0"),
+                "conditions": jsonata(
+                    "($c := $states.result.ResponseBody.items[0].status.conditions; $exists($c) ? $c : [])"
+                ),
             },
             "Output": jsonata("$states.input"),
         },
     )
     status.add_retry(errors=["States.ALL"], interval=Duration.seconds(10), max_attempts=3, backoff_rate=2)
     status.add_catch(call_failed, errors=["States.ALL"])
+    release_path = jsonata(f"{quoted(jobs + '/')} & {RELEASE_NAME}")
+    release = sfn.CustomState(
+        scope,
+        "Read release",
+        state_json={
+            "Type": "Task",
+            "Resource": EKS_CALL,
+            "Arguments": {**cluster_arguments, "Method": "GET", "Path": release_path},
+            "Assign": {
+                "release_conditions": jsonata(
+                    "($c := $states.result.ResponseBody.status.conditions; $exists($c) ? $c : [])"
+                ),
+            },
+            "Output": jsonata("$states.input"),
+        },
+    )
+    release.add_retry(errors=["States.ALL"], interval=Duration.seconds(10), max_attempts=3, backoff_rate=2)
+    release.add_catch(call_failed, errors=["States.ALL"])
     succeeded = sfn.Succeed.jsonata(
         scope,
         "Kubernetes training succeeded",
@@ -205,16 +240,27 @@ def workflow_definition(
             "'TrainJob ' & $job_name & ': ' & $c.reason & ': ' & $c.message)"
         ),
     )
+    not_started = sfn.Fail.jsonata(
+        scope,
+        "Kubernetes training not started",
+        error=RELEASE_FAILED,
+        cause=jsonata(
+            f"($c := $release_conditions[type = 'Failed' and status = 'True'][0]; $r := {RELEASE_NAME}; "
+            "'job/' & $r & ', which holds the nodes of TrainJob ' & $job_name & ' and creates it, failed (' & "
+            f"$c.reason & ': ' & $c.message & '); its log says why: kubectl -n {namespace} logs job/' & $r)"
+        ),
+    )
     delete = sfn.CustomState(
         scope,
-        "Delete TrainJob",
+        "Delete release",
         state_json={
             "Type": "Task",
             "Resource": EKS_CALL,
             "Arguments": {
                 **cluster_arguments,
                 "Method": "DELETE",
-                "Path": jsonata(f"{quoted(trainjobs + '/')} & $job_name"),
+                "Path": release_path,
+                "QueryParameters": {"propagationPolicy": ["Background"]},
             },
             "Output": jsonata("$states.input"),
         },
@@ -225,20 +271,30 @@ def workflow_definition(
         "Kubernetes training timed out",
         error="MaxRuntimeExceeded",
         cause=jsonata(
-            f"'TrainJob ' & $job_name & ' did not finish within {max_polls * poll_seconds} seconds; it was deleted'"
+            f"'TrainJob ' & $job_name & ' did not finish within {max_polls * poll_seconds} seconds; it was deleted "
+            "with its release'"
         ),
+    )
+    release_failed = (
+        sfn.Choice.jsonata(scope, "Release failed?")
+        .when(
+            sfn.Condition.jsonata(jsonata("$exists($release_conditions[type = 'Failed' and status = 'True'])")),
+            not_started,
+        )
+        .otherwise(wait)
     )
     finished = (
         sfn.Choice.jsonata(scope, "TrainJob finished?")
         .when(sfn.Condition.jsonata(jsonata(_has_condition("Complete"))), succeeded)
         .when(sfn.Condition.jsonata(jsonata(_has_condition("Failed"))), failed)
         .when(sfn.Condition.jsonata(jsonata(f"$polls >= {max_polls}")), delete.next(timed_out))
+        .when(sfn.Condition.jsonata(jsonata("$not($created)")), release.next(release_failed))
         .otherwise(wait)
     )
     kubernetes = (
         sfn.Choice.jsonata(scope, "Kubernetes request valid?")
         .when(sfn.Condition.jsonata(jsonata("$count($problems) > 0")), refuse)
-        .otherwise(create.next(wait).next(status).next(finished))
+        .otherwise(render.next(create).next(wait).next(status).next(finished))
     )
     sagemaker = (
         sfn.Choice.jsonata(scope, "SageMaker request valid?")

@@ -1,51 +1,61 @@
-"""WorkflowAccessChart: what a Step Functions state machine may do in the cluster (TrainJobs of one namespace)."""
+"""WorkflowAccessChart: what a Step Functions state machine may do in the cluster (release Jobs and TrainJobs of one
+namespace)."""
 
 from __future__ import annotations
 
 from trainium_eks.core.conventions import DEFAULT_NAMESPACE
-from trainium_eks.core.validation import Problems, check_bool, check_dns_label, check_dns_subdomain, check_text
+from trainium_eks.core.validation import Problems, check_dns_label, check_dns_subdomain, check_text
 from trainium_eks.manifests.addons.training_runtime import TRAINER_API_VERSION
 from trainium_eks.manifests.chart import LibraryChart
+from trainium_eks.moved import removed_props
 
 WORKFLOW_GROUP = "trainium-eks:workflow"
 """Kubernetes group of the state machine's IAM role, named by its EKS access entry (``kubernetesGroups``)."""
 
-WORKFLOW_VERBS = ("create", "get", "delete")
-"""What the workflow does with a TrainJob: create it, read its status conditions while it runs, delete it when it
-outlives its maximum run time. Nothing lists or watches (the workflow knows the job's name), nothing updates."""
+WORKFLOW_VERBS = ("get", "list")
+"""What the workflow does with a TrainJob: read the run's by name (a list with a field selector, which answers an
+empty list before the release has created it, where a get would answer an error). Nothing creates, updates or
+deletes one: the run's release creates it, and it goes with the release (owner reference)."""
+
+RELEASE_VERBS = ("create", "get", "delete")
+"""What the workflow does with batch/v1 Jobs: create a run's release, read its status (and the data staging Job's),
+delete the release when the run outlives its maximum run time."""
 
 
 class WorkflowAccessChart(LibraryChart):
     """A Role and a RoleBinding in the training namespace that let one Kubernetes group create, read and delete
-    TrainJobs (``trainer.kubeflow.org``) there, and nothing else.
+    batch/v1 Jobs (the runs' releases) and read TrainJobs (``trainer.kubeflow.org``) there, and nothing else.
 
     Why a Role and not an EKS access policy: ``AmazonEKSEditPolicy`` maps to Kubernetes' aggregated ``edit`` role,
     which covers custom resources only when their ClusterRoles carry the aggregation labels, and it grants far more
     (pods, secrets, services...). Source: EKS user guide, "Associate access policies with access entries"
     (access-policy-permissions.html); Kubernetes documentation, "Using RBAC Authorization" (aggregated ClusterRoles).
     The access entry of the state machine's role names the group and has no access policy, so this Role is all the
-    role may do in the cluster.
+    role may do in the cluster. Creating Jobs lets the group run pods in the namespace under its Pod Security level
+    and with any of its service accounts, as creating a TrainJob (whose runtime names the image and command) already
+    did; the state machine's definition fixes the release Job it creates, and the role is assumable only by the
+    workflow's two state machines.
 
     :param group: The Kubernetes group of the access entry. Default: :data:`WORKFLOW_GROUP`.
     :param namespace: The namespace of the TrainJobs. Default: ``training``.
     :param name: Name of the Role and the RoleBinding. Default: ``hybrid-workflow``.
-    :param read_jobs: Also let the group read (``get``) batch/v1 Jobs of the namespace: the workflow checks that the
-        Job staging its data has completed. Default: false.
     """
 
+    @removed_props(
+        "WorkflowAccessChart",
+        {"read_jobs": "the group always reads Jobs now: it creates and reads each run's release Job"},
+    )
     def __init__(
         self,
         *,
         group: str = WORKFLOW_GROUP,
         namespace: str = DEFAULT_NAMESPACE,
         name: str = "hybrid-workflow",
-        read_jobs: bool = False,
     ) -> None:
         problems = Problems("workflow access chart")
         check_workflow_group(problems, "group", group)
         check_dns_label(problems, "namespace", namespace)
         check_dns_subdomain(problems, "name", name)
-        check_bool(problems, "read_jobs", read_jobs)
         problems.raise_if_any()
         super().__init__("hybrid-workflow", namespace=namespace)
         self.group = group
@@ -61,7 +71,7 @@ class WorkflowAccessChart(LibraryChart):
                         "resources": ["trainjobs"],
                         "verbs": list(WORKFLOW_VERBS),
                     },
-                    *([{"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get"]}] if read_jobs else []),
+                    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": list(RELEASE_VERBS)},
                 ],
             }
         )

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Sequence
 
-from trainium_eks.core.conventions import EGRESS_KUBERNETES_API_LABEL, SYSTEM_NODE_LABELS
+from trainium_eks.core.conventions import EGRESS_KUBERNETES_API_LABEL, HELD_JOB_LABEL, SYSTEM_NODE_LABELS
 from trainium_eks.core.validation import Problems, check_dns_label, check_dns_subdomain, check_integer, check_strings
 from trainium_eks.facts import versions
 from trainium_eks.manifests import audit_exceptions as audit
@@ -46,8 +46,6 @@ WAIT_FOR_ANNOTATION = "trainium-eks/wait-for"
 """Annotation of a held job: the jobs it was created after (``vcjob/<name> job/<name>``)."""
 RELEASE_ANNOTATION = "trainium-eks/release"
 """Annotation of a held job: :data:`RELEASE_DIGEST`."""
-HELD_JOB_LABEL = "trainium-eks/held-job"
-"""Label of a release Job: the name of the job it creates."""
 
 DEFAULT_TIMEOUT_SECONDS = 14 * 24 * 3600
 """How long a release waits for the jobs it waits for, by default: 14 days, longer than the seed runs by far."""
@@ -179,7 +177,7 @@ class JobReleaseChart(LibraryChart):
         self.job_name = f"{metadata['name']}-release"
         """The release Job's name."""
         self.add_object(
-            _release_job(
+            release_job(
                 self.namespace_name,
                 held_name=metadata["name"],
                 held_text=json.dumps(job, sort_keys=True),
@@ -189,12 +187,13 @@ class JobReleaseChart(LibraryChart):
         )
 
 
-def _release_job(
+def release_job(
     namespace: str, *, held_name: str, held_text: str, wait_for: Sequence[str], timeout_seconds: int
 ) -> Dict[str, Any]:
     """The release Job of the held job ``held_name`` (its manifest ``held_text``) in ``namespace``, as the chart of
     component :data:`RELEASE_COMPONENT` labels it (a plain dict: no chart is built, so the digest needs no jsii
-    call)."""
+    call). The hybrid workflow renders it too, with the run's TrainJob
+    (:func:`~trainium_eks.constructs.private.release_template.release_template`)."""
     job_name = f"{held_name}-release"
     labels = {
         "app.kubernetes.io/part-of": PART_OF,
@@ -250,7 +249,7 @@ def _failure_rules() -> List[Dict[str, Any]]:
 def _release_digest() -> str:
     """A hash of the release Job as the library renders it for a stand-in held job, less what may change in place
     (``activeDeadlineSeconds``, which the program reads from the Job)."""
-    job = _release_job("namespace", held_name="held", held_text="{}", wait_for=["job/awaited"], timeout_seconds=0)
+    job = release_job("namespace", held_name="held", held_text="{}", wait_for=["job/awaited"], timeout_seconds=0)
     del job["spec"]["activeDeadlineSeconds"]
     return hashlib.sha256(json.dumps(job, sort_keys=True).encode()).hexdigest()[:12]
 
