@@ -520,6 +520,8 @@ PROPS = {
         "image_accelerators",
         "sagemaker_instance_type",
         "sagemaker_instance_count",
+        "sagemaker_max_instance_count",
+        "sagemaker_instance_types",
         "volume_size_gib",
         "max_runtime",
         "poll_interval",

@@ -273,7 +273,7 @@ def test_requests_are_checked_with_every_problem_in_one_cause(definition):
     assert sagemaker["end"] == "Fail" and sagemaker["error"] == "InvalidRequest"
     assert sagemaker["cause"] == (
         "hyperparameters must be strings (as SageMaker requires): epochs; "
-        "node_count must be an integer of at least 1; got 0"
+        "node_count must be an integer of at least 1 and at most 4; got 0"
     )
     assert kubernetes["cause"] == (
         "node_count must be an integer of at least 1 and at most 2; got 3; "
@@ -281,6 +281,54 @@ def test_requests_are_checked_with_every_problem_in_one_cause(definition):
     )
     assert types["cause"].startswith("hyperparameters must be an object of string values; instance_type must be one")
     assert types["cause"].endswith("; got ml.m5.large")
+
+
+def test_a_sagemaker_run_asks_for_at_most_the_instances_and_types_the_stack_allows(definition):
+    """Whoever may start an execution may start SageMaker instances: the workflow caps how many and which."""
+    (too_many,) = walk(definition, {"training_runtime": "sagemaker", "node_count": 5})
+    assert (
+        too_many["end"] == "Fail"
+        and too_many["cause"] == "node_count must be an integer of at least 1 and at most 4; got 5"
+    )
+    assert not too_many["calls"], "nothing started"
+    _, workflow, template = workflow_stack(
+        sagemaker_instance_types=["ml.m5.xlarge", "ml.g5.xlarge"], sagemaker_max_instance_count=8
+    )
+    narrow = definition_of(template)
+    eight, big = walk(
+        narrow,
+        {"training_runtime": "sagemaker", "node_count": 8, "instance_type": "ml.g5.xlarge"},
+        {"training_runtime": "sagemaker", "instance_type": "ml.p4d.24xlarge"},
+    )
+    assert eight["end"] == "Task" and eight["calls"][0]["arguments"]["ResourceConfig"]["InstanceCount"] == 8
+    assert big["end"] == "Fail" and big["cause"] == (
+        "instance_type must be one of ml.m5.xlarge, ml.g5.xlarge; got ml.p4d.24xlarge"
+    )
+
+
+@pytest.mark.parametrize(
+    "props,problem",
+    [
+        (
+            {"sagemaker_max_instance_count": 1},
+            "sagemaker_max_instance_count=1: an integer of at least 2",
+        ),
+        (
+            {"sagemaker_instance_types": ["ml.p4d.24xlarge"]},
+            "sagemaker_instance_type='ml.m5.xlarge': a SageMaker training type (ml.*) of the catalog the image "
+            "runs on: ml.p4d.24xlarge",
+        ),
+        (
+            {"sagemaker_instance_types": ["ML.M5.XLARGE"]},
+            "sagemaker_instance_types='ML.M5.XLARGE': a SageMaker training type (ml.*) of the catalog the image "
+            "runs on (did you mean 'ml.m5.xlarge'?)",
+        ),
+    ],
+)
+def test_sagemaker_caps_that_contradict_the_defaults_or_the_catalog_are_refused(props, problem):
+    with pytest.raises(ConfigurationError) as raised:
+        workflow_stack(**props)
+    assert any(found.startswith(problem) for found in raised.value.problems), raised.value.problems
 
 
 def held_job(release: Dict[str, Any]) -> Dict[str, Any]:

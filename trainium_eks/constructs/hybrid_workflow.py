@@ -69,6 +69,7 @@ from trainium_eks.core.validation import (
     check_pattern,
     check_text,
     implements,
+    nearest,
 )
 from trainium_eks.facts.catalog import Accelerator
 from trainium_eks.manifests.access.workflow_access import WORKFLOW_GROUP, WorkflowAccessChart, check_workflow_group
@@ -82,6 +83,7 @@ __all__ = [
     "DEFAULT_POLL_INTERVAL",
     "DEFAULT_SAGEMAKER_INSTANCE_COUNT",
     "DEFAULT_SAGEMAKER_INSTANCE_TYPE",
+    "DEFAULT_SAGEMAKER_MAX_INSTANCE_COUNT",
     "DEFAULT_VOLUME_SIZE_GIB",
     "EXECUTION_ANNOTATION",
     "HYPERPARAMETERS_ENV",
@@ -106,6 +108,10 @@ DEFAULT_SAGEMAKER_INSTANCE_COUNT = 2
 DEFAULT_VOLUME_SIZE_GIB = 50
 """The training instances' ML storage volume (``/opt/ml``: the model and local checkpoints; the data is read from
 EFS, not copied)."""
+
+DEFAULT_SAGEMAKER_MAX_INSTANCE_COUNT = 4
+"""The most instances a run may ask SageMaker for (``node_count``), by default: a request is the only thing between
+whoever may start an execution and that many instances of the largest allowed type for ``max_runtime``."""
 
 DEFAULT_MAX_RUNTIME = Duration.hours(24)
 
@@ -235,6 +241,10 @@ class HybridTrainingWorkflow(Construct):
         Default: NVIDIA and CPU.
     :param sagemaker_instance_type: Default: :data:`DEFAULT_SAGEMAKER_INSTANCE_TYPE`.
     :param sagemaker_instance_count: Default: :data:`DEFAULT_SAGEMAKER_INSTANCE_COUNT`.
+    :param sagemaker_max_instance_count: The most instances a run may ask for; a request for more is refused.
+        Default: :data:`DEFAULT_SAGEMAKER_MAX_INSTANCE_COUNT`.
+    :param sagemaker_instance_types: The SageMaker types a run may ask for (``instance_type``), among those the image
+        runs on; ``sagemaker_instance_type`` must be one. Default: every type of the catalog the image runs on.
     :param volume_size_gib: Default: :data:`DEFAULT_VOLUME_SIZE_GIB`.
     :param max_runtime: Longest training on either runtime. Default: :data:`DEFAULT_MAX_RUNTIME`.
     :param poll_interval: Default: :data:`DEFAULT_POLL_INTERVAL`.
@@ -273,6 +283,8 @@ class HybridTrainingWorkflow(Construct):
         image_accelerators: Sequence[Accelerator] = (Accelerator.NVIDIA, Accelerator.NONE),
         sagemaker_instance_type: str = DEFAULT_SAGEMAKER_INSTANCE_TYPE,
         sagemaker_instance_count: int = DEFAULT_SAGEMAKER_INSTANCE_COUNT,
+        sagemaker_max_instance_count: int = DEFAULT_SAGEMAKER_MAX_INSTANCE_COUNT,
+        sagemaker_instance_types: Optional[Sequence[str]] = None,
         volume_size_gib: int = DEFAULT_VOLUME_SIZE_GIB,
         max_runtime: Duration = DEFAULT_MAX_RUNTIME,
         poll_interval: Duration = DEFAULT_POLL_INTERVAL,
@@ -326,13 +338,33 @@ class HybridTrainingWorkflow(Construct):
             problems.add("image_accelerators", image_accelerators, "a list of Accelerator")
             image_accelerators = ()
         allowed_types = sagemaker_types_for(image_accelerators)
+        if sagemaker_instance_types is not None:
+            if not isinstance(sagemaker_instance_types, (list, tuple)) or not sagemaker_instance_types:
+                problems.add("sagemaker_instance_types", sagemaker_instance_types, "a non-empty list of types, or None")
+            else:
+                for name in sagemaker_instance_types:
+                    if name not in allowed_types:
+                        problems.add(
+                            "sagemaker_instance_types",
+                            name,
+                            f"a SageMaker training type (ml.*) of the catalog the image runs on"
+                            f"{nearest(name, allowed_types)}: {', '.join(allowed_types)}",
+                        )
+                allowed_types = [name for name in allowed_types if name in sagemaker_instance_types]
         if sagemaker_instance_type not in allowed_types:
             problems.add(
                 "sagemaker_instance_type",
                 sagemaker_instance_type,
-                f"a SageMaker training type (ml.*) of the catalog the image runs on: {', '.join(allowed_types)}",
+                f"a SageMaker training type (ml.*) of the catalog the image runs on"
+                f"{nearest(sagemaker_instance_type, allowed_types)}: {', '.join(allowed_types)}",
             )
-        check_integer(problems, "sagemaker_instance_count", sagemaker_instance_count, minimum=1)
+        if check_integer(problems, "sagemaker_instance_count", sagemaker_instance_count, minimum=1):
+            check_integer(
+                problems,
+                "sagemaker_max_instance_count",
+                sagemaker_max_instance_count,
+                minimum=sagemaker_instance_count,
+            )
         check_integer(problems, "volume_size_gib", volume_size_gib, minimum=1)
         runtime_seconds = whole_seconds(
             problems, "max_runtime", max_runtime, 60, MAX_SAGEMAKER_RUNTIME_SECONDS, "SageMaker's 28 days"
@@ -458,6 +490,7 @@ class HybridTrainingWorkflow(Construct):
             ),
             sagemaker_defaults=(sagemaker_instance_type, sagemaker_instance_count),
             allowed_instance_types=allowed_types,
+            sagemaker_max_nodes=sagemaker_max_instance_count,
             poll_seconds=poll_seconds,
             max_polls=self.max_polls,
             deadline_seconds=runtime_seconds,

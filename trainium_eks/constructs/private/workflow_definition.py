@@ -61,6 +61,7 @@ def workflow_definition(
     sagemaker_arguments: Mapping[str, Any],
     sagemaker_defaults: Tuple[str, int],
     allowed_instance_types: Sequence[str],
+    sagemaker_max_nodes: int,
     poll_seconds: int,
     max_polls: int,
     deadline_seconds: int,
@@ -112,7 +113,7 @@ def workflow_definition(
         assign={
             "problems": jsonata(
                 request_problems(
-                    max_nodes=None,
+                    max_nodes=sagemaker_max_nodes,
                     instance_types=allowed_instance_types,
                     kubernetes_instance_type=None,
                 )
