@@ -28,6 +28,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_s3 as s3
 from cdk_nag import AwsSolutionsChecks
 
+from rehearsal.kubelet_expansion import expand
 from tests.support.apps import REPO, new_app, only, resources_of
 from tests.support.clusters import ENV, imported_cluster
 from tests.support.jsonata import NODE
@@ -333,10 +334,12 @@ def test_sagemaker_caps_that_contradict_the_defaults_or_the_catalog_are_refused(
 
 def held_job(release: Dict[str, Any]) -> Dict[str, Any]:
     """The TrainJob a release Job carries, as its container reads it: ``HELD_JOB`` after the kubelet's expansion
-    (every ``$`` is doubled in it, and ``$$`` gives ``$``)."""
+    (:func:`rehearsal.kubelet_expansion.expand`, with a variable of every name the TrainJob's text holds defined, so
+    that an escape that failed would show)."""
     (env,) = release["spec"]["template"]["spec"]["containers"][0]["env"]
-    assert env["name"] == "HELD_JOB" and "$" not in env["value"].replace("$$", "")
-    return json.loads(env["value"].replace("$$", "$"))
+    assert env["name"] == "HELD_JOB"
+    names = {"TRAINING_JOB_NAME", "VC_TASK_INDEX", "NODE_ZERO", "HOME", "PET_NNODES"}
+    return json.loads(expand(env["value"], {name: "<expanded>" for name in names}))
 
 
 def test_kubernetes_branch_creates_the_release_of_the_runs_trainjob_which_feeds_the_launcher(
@@ -681,6 +684,28 @@ def test_access_entry_names_the_group_and_the_role_chart_allows_releases_and_rea
         "Role.training.hybrid-workflow",
         "RoleBinding.training.hybrid-workflow",
     ]
+
+
+def test_the_state_machine_comes_after_what_its_runs_releases_need(built):
+    """The release service account, the Role that creates TrainJobs and the release program: a run started as soon as
+    the state machine exists finds them (the workflow's own JobSequence here; the stack's in KubeflowTraining)."""
+    stack, workflow, template = built
+    needed = workflow.jobs.release_prerequisites("training", "trainjob")
+    machine = template.to_json()["Resources"][logical_id(stack, workflow.state_machine)]
+    applied = [
+        resource
+        for chart in needed
+        for resource in chart.node.find_all()
+        if isinstance(resource, cdk.CfnResource) and resource.cfn_resource_type.startswith("Custom::AWSCDK-EKS")
+    ]
+    assert len(applied) >= 3
+    for resource in applied:
+        assert stack.get_logical_id(resource) in machine["DependsOn"], resource.node.path
+    assert {chart.chart.__class__.__name__ for chart in needed} == {
+        "JobReleaseAccessChart",
+        "JobReleaseCreatorChart",
+        "ReleaseProgramChart",
+    }
 
 
 def test_sagemaker_security_group_is_admitted_by_efs_and_by_itself(built):

@@ -472,3 +472,16 @@ def test_an_opted_out_job_is_named_by_its_own_spec_and_waits_alone():
     chart = training(topology, "train", fabric_check=False, wait_for=["job/data-0123456789"])
     spec = json.loads(json.dumps(chart.manifest).replace(chart.job_name, PLACEHOLDER))
     assert chart.job_name == hashed_name("train", spec)
+
+
+def test_a_release_of_your_own_gets_the_prerequisites_the_sequences_releases_share():
+    stack = cdk.Stack(new_app(), "Jobs", env=ENV)
+    _, cluster = imported_cluster(stack)
+    jobs = JobSequence(stack, "Jobs", cluster=cluster)
+    first = jobs.release_prerequisites("training", "trainjob")
+    assert jobs.release_prerequisites("training", "trainjob") == first, "applied once"
+    assert jobs.release_prerequisites("training", "vcjob")[::2] == first[::2], "the account and program are shared"
+    with pytest.raises(ConfigurationError) as raised:
+        jobs.release_prerequisites("Training", "cronjob")
+    assert [problem.split("=")[0] for problem in raised.value.problems] == ["namespace", "kind"]
+    assert "one of job, pytorchjob, trainjob, vcjob" in raised.value.problems[1]
