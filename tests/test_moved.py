@@ -121,10 +121,10 @@ def test_a_removed_prop_is_refused_saying_what_replaced_it(owner, prop, replacem
     import aws_cdk as cdk
 
     from trainium_eks.constructs.cluster_addons import ClusterAddons
-    from trainium_eks.core.validation import ConfigurationError
-    from trainium_eks.manifests.addons.training_runtime import TrainingRuntimeChart
     from trainium_eks.constructs.workflow_run_cleanup import WorkflowRunCleanup
+    from trainium_eks.core.validation import ConfigurationError
     from trainium_eks.manifests.access.workflow_access import WorkflowAccessChart
+    from trainium_eks.manifests.addons.training_runtime import TrainingRuntimeChart
     from trainium_eks.manifests.storage.lustre_volume import LustreVolumeChart
 
     build = {
