@@ -487,6 +487,23 @@ def test_capacity_gives_every_node_back_at_the_timeout_pauses_and_fails_after_th
     assert action == "fail" and "attempt 2 of 2" in message and api.jobs == []
 
 
+def test_a_release_that_fails_during_an_attempt_gives_every_node_back_first(monkeypatch):
+    """At its deadline or on a refusal the release fails; its capacity Jobs would hold their nodes until their own
+    deadline (an attempt's timeout) without it."""
+    api, held = capacity(monkeypatch)
+    held.step(0)
+    api.bind(1)
+    assert len(api.jobs) == 2
+    held.give_back_all()
+    assert api.jobs == [] and api.deleted == ["train-1-capacity-0", "train-1-capacity-1"]
+
+    def refused(url, body=None, method=None):
+        raise program.Refused("HTTP 403: forbidden")
+
+    monkeypatch.setattr(program, "request", refused)
+    held.give_back_all()  # best effort: the release fails anyway, with its own reason
+
+
 def test_a_capacity_job_whose_create_failed_is_created_at_the_next_look_in_the_same_attempt(monkeypatch):
     api, held = capacity(monkeypatch, fail_creates=1)
     with pytest.raises(ConnectionError):

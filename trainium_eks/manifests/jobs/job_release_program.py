@@ -454,6 +454,15 @@ class Capacity:
         self.pause_until = now + self.settings["pause"]
         return "wait", message
 
+    def give_back_all(self):
+        """Before the release fails: delete every capacity Job of the gang there is, so that an attempt under way
+        holds no node past the release (its Jobs would otherwise run to their own deadline). Best effort: the
+        release fails anyway."""
+        try:
+            self.give_back(self._list("/apis/batch/v1/namespaces/{ns}/jobs"))
+        except (ConnectionError, Refused) as error:
+            print(f"job release: could not give back the capacity Jobs of {self.name}: {error}", flush=True)
+
     def give_back(self, jobs):
         """Delete the capacity Jobs and their pods."""
         for job in jobs:
@@ -687,6 +696,8 @@ def main(argv, environ=os.environ):
             message = f"API not reachable, retrying: {error}"
         except Refused as error:
             print(f"job release: the API server refused a request for {held_ref}: {error}", flush=True)
+            if capacity is not None:
+                capacity.give_back_all()
             return NEVER
         except (KeyError, TypeError) as error:
             print(f"job release: cannot read job/{release}'s uid ({error!r}); retrying", flush=True)
@@ -696,6 +707,8 @@ def main(argv, environ=os.environ):
                 print(f"job release: stopped watching {held_ref} at the release Job's deadline; it runs on", flush=True)
                 return 0
             print(f"job release: gave up at the release Job's deadline, {message}", flush=True)
+            if capacity is not None:
+                capacity.give_back_all()
             return NEVER
         if message != said:  # a watch lasts as long as its gang: each message once while it holds
             print(f"job release: {message}", flush=True)
