@@ -366,7 +366,7 @@ def test_kubernetes_branch_creates_the_release_of_the_runs_trainjob_which_feeds_
     assert release["spec"]["template"]["metadata"]["labels"]["trainium-eks/held-job"] == JOB
     container = release["spec"]["template"]["spec"]["containers"][0]
     assert container["command"][2:] == ["training", f"{JOB}-release"], "the namespace and its own name; no wait"
-    assert release["spec"]["activeDeadlineSeconds"] == 86400 + 600, "the run's deadline and the program's margin"
+    assert release["spec"]["activeDeadlineSeconds"] == 86400 + 26400 + 600, "run, wait for nodes, program's margin"
     job = held_job(release)
     assert job["metadata"]["name"] == JOB
     assert job["metadata"]["labels"]["app.kubernetes.io/instance"] == job["metadata"]["name"]
@@ -396,9 +396,14 @@ def test_kubernetes_branch_creates_the_release_of_the_runs_trainjob_which_feeds_
     ], "the launcher turns the run's hyperparameters into the script's arguments"
 
 
-def listed(*conditions):
-    """The answer of the list of the run's TrainJob (by name), once the release has created it."""
-    return {"ResponseBody": {"items": [{"status": {"conditions": list(conditions)}}]}, "StatusCode": 200}
+def listed(*conditions, execution=EXECUTION, **metadata):
+    """The answer of the list of the run's TrainJob (by name), once the release of ``execution`` has created it."""
+    annotations = {"trainium-eks/execution": execution_arn(execution)}
+    item = {
+        "metadata": {"name": JOB, "annotations": annotations, **metadata},
+        "status": {"conditions": list(conditions)},
+    }
+    return {"ResponseBody": {"items": [item]}, "StatusCode": 200}
 
 
 NOT_CREATED = {"ResponseBody": {"items": []}, "StatusCode": 200}
@@ -424,7 +429,8 @@ def test_kubernetes_branch_ends_with_the_trainjob_or_its_failed_release(definiti
     gave_up = release_reading(
         {"type": "Failed", "status": "True", "reason": "PodFailurePolicy", "message": "exit code 3"}
     )
-    ok, bad, forbidden, stuck, never = [
+    done = release_reading({"type": "Complete", "status": "True"})
+    ok, bad, forbidden, stuck, never, stalled, gone, starved = [
         walk(
             definition,
             request,
@@ -441,6 +447,9 @@ def test_kubernetes_branch_ends_with_the_trainjob_or_its_failed_release(definiti
             ([unauthorized], [holding]),
             ([running], [holding]),
             ([NOT_CREATED], [holding, holding, gave_up]),
+            ([running, running, NOT_CREATED], [gave_up]),
+            ([NOT_CREATED], [done, done]),
+            ([NOT_CREATED], [holding]),
         )
     ]
     assert ok["end"] == "Succeed" and ok["steps"].count("Read TrainJob") == 3
@@ -454,6 +463,7 @@ def test_kubernetes_branch_ends_with_the_trainjob_or_its_failed_release(definiti
     assert forbidden["end"] == "Fail" and forbidden["error"] == "EKS.403"
     assert stuck["end"] == "Fail" and stuck["error"] == "MaxRuntimeExceeded"
     assert stuck["steps"].count("Read TrainJob") == 1440, "24 h of one-minute polls"
+    assert stuck["cause"] == f"TrainJob {JOB} did not finish within 86400 seconds; it was deleted with its release"
     delete = stuck["calls"][-1]
     assert delete["state"] == "Delete release" and delete["arguments"]["Method"] == "DELETE"
     assert delete["arguments"]["Path"] == f"/apis/batch/v1/namespaces/training/jobs/{JOB}-release"
@@ -462,8 +472,35 @@ def test_kubernetes_branch_ends_with_the_trainjob_or_its_failed_release(definiti
     assert never["steps"].count("Read release") == 3 and never["calls"][-1]["state"] == "Read release"
     assert never["cause"] == (
         f"job/{JOB}-release, which holds the nodes of TrainJob {JOB} and creates it, failed (PodFailurePolicy: "
-        f"exit code 3); its log says why: kubectl -n training logs job/{JOB}-release"
+        "exit code 3) before creating the TrainJob: its nodes could not be held; its log says why: kubectl -n "
+        f"training logs job/{JOB}-release"
     )
+    assert stalled["error"] == "ReleaseFailed" and "after the TrainJob had run: a restart" in stalled["cause"]
+    assert gone["end"] == "Fail" and gone["error"] == "TrainJobDeleted" and gone["steps"].count("Read release") == 2
+    assert starved["end"] == "Fail" and starved["error"] == "MaxRuntimeExceeded"
+    assert starved["steps"].count("Read TrainJob") == 440, "7 h 20 min of one-minute polls without a TrainJob"
+    assert starved["cause"] == (
+        f"the release of TrainJob {JOB} did not create it within 26400 seconds of waiting for nodes; it was deleted"
+    )
+
+
+def test_only_the_runs_own_trainjob_counts_and_not_while_it_is_being_deleted(definition):
+    """A TrainJob of the run's name that another execution's release (or a person) created, or the run's own that
+    its release is taking back after a stall, is not the run's TrainJob: the run goes on waiting for its release."""
+    other = listed({"type": "Complete", "status": "True"}, execution="someone-else")
+    leaving = listed({"type": "Failed", "status": "True"}, deletionTimestamp="2026-12-01T10:05:00Z")
+    complete = listed({"type": "Complete", "status": "True"})
+    for reading in (other, leaving):
+        (run,) = walk(
+            definition,
+            {"training_runtime": "kubernetes"},
+            results={
+                "Create release": [{"StatusCode": 201}],
+                "Read TrainJob": [reading, complete],
+                "Read release": [release_reading()],
+            },
+        )
+        assert run["end"] == "Succeed" and run["steps"].count("Read release") == 1, reading
 
 
 def test_default_runtime_and_options_reach_the_definition(tmp_path):
@@ -673,7 +710,7 @@ def test_access_entry_names_the_group_and_the_role_chart_allows_releases_and_rea
     role, binding = objects
     assert role["kind"] == "Role" and role["metadata"]["namespace"] == "training"
     assert role["rules"] == [
-        {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs"], "verbs": ["get", "list"]},
+        {"apiGroups": ["trainer.kubeflow.org"], "resources": ["trainjobs"], "verbs": ["list"]},
         {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create", "get", "delete"]},
     ]
     assert binding["subjects"] == [
@@ -834,7 +871,7 @@ def test_a_poll_interval_that_would_overflow_the_execution_history_is_refused():
     with pytest.raises(ConfigurationError) as raised:
         workflow_stack(max_runtime=cdk.Duration.days(7), poll_interval=cdk.Duration.seconds(60))
     (problem,) = raised.value.problems
-    assert problem.startswith("poll_interval='60 s': at least 404 s with max_runtime 604800 s")
+    assert problem.startswith("poll_interval='60 s': at least 245 s with max_runtime 604800 s")
 
 
 def cluster_stack(endpoint_access: eks.EndpointAccess = eks.EndpointAccess.PUBLIC_AND_PRIVATE):
@@ -946,7 +983,7 @@ def test_a_trainjob_ends_by_itself_at_the_workflows_max_runtime(definition, tmp_
     (run,) = walk(definition_of(template), {"training_runtime": "kubernetes"})
     release = run["calls"][0]["arguments"]["RequestBody"]
     assert held_job(release)["spec"]["activeDeadlineSeconds"] == 7200
-    assert release["spec"]["activeDeadlineSeconds"] == 7800
+    assert release["spec"]["activeDeadlineSeconds"] == 7200 + 26400 + 600
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.efs_storage import EfsStorage
 from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.constructs.logged_state_machine import logged_state_machine, state_machine_arn
-from trainium_eks.constructs.private.release_template import release_name_expression
+from trainium_eks.constructs.private.release_template import release_name_expression, waiting_seconds
 from trainium_eks.constructs.private.sagemaker_training import (
     MAX_SAGEMAKER_RUNTIME_SECONDS,
     SAGEMAKER_ENI_ACTIONS,
@@ -49,6 +49,7 @@ from trainium_eks.constructs.private.workflow_definition import (
     MAX_HYPERPARAMETERS,
     RELEASE_FAILED,
     RUNTIMES,
+    TRAINJOB_GONE,
     job_name_expression,
     workflow_definition,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "RELEASE_FAILED",
     "RUNTIMES",
     "RUN_ID_ENV",
+    "TRAINJOB_GONE",
     "SAGEMAKER_VPC_ACTIONS",
     "TRAINING_CHANNEL",
     "HybridTrainingWorkflow",
@@ -180,10 +182,16 @@ class HybridTrainingWorkflow(Construct):
     (:class:`~trainium_eks.manifests.jobs.job_release_program.GangWatch`). Without the release, a run whose gang fits
     in part on warm nodes would wait for the rest until its deadline: Volcano marks the placed pods ``Schedulable``
     and Karpenter provisions only for ``Unschedulable`` ones. A Wait loop reads the TrainJob every ``poll_interval``
-    (a list by name: empty until the release has created it) and ends in ``Kubernetes training succeeded`` on the
-    condition ``Complete``, in ``Kubernetes training failed`` with the ``Failed`` condition's reason and message, in
-    ``Kubernetes training not started`` (:data:`RELEASE_FAILED`) when the release failed before creating it, or deletes
-    the release (and with it the TrainJob) and fails once ``max_runtime`` is spent. The releases' service account,
+    (a list by name, keeping only the one this execution's release created and that is not being deleted) and ends in
+    ``Kubernetes training succeeded`` on the condition ``Complete``, in ``Kubernetes training failed`` with the
+    ``Failed`` condition's reason and message, in ``Kubernetes release failed`` (:data:`RELEASE_FAILED`, saying
+    whether the TrainJob had run) when the release failed, in ``Kubernetes training gone`` (:data:`TRAINJOB_GONE`)
+    when the TrainJob was deleted by someone else after its release ended, or deletes the release (and with it the
+    TrainJob) and fails once ``max_runtime`` of TrainJob time is spent, or once the release has gone without a
+    TrainJob for longer than its capacity settings allow
+    (:func:`~trainium_eks.constructs.private.release_template.waiting_seconds`: every capacity attempt and pause, for
+    the first start and each restart; 7 h 20 min by default). ``max_runtime`` counts only while the TrainJob exists,
+    as its ``activeDeadlineSeconds`` does; the release's deadline covers both. The releases' service account,
     Roles and program come from ``jobs`` (applied once per namespace, shared with the stack's own jobs), and the
     state machine is created after them. Why not ``eks:runJob.sync``: it runs only ``batch/v1`` Jobs and waits for
     their end, so the TrainJob's status and failure reason would only be in the release's logs; it polls every 1 to
@@ -195,7 +203,7 @@ class HybridTrainingWorkflow(Construct):
     (sagemaker-iam.html) scoped to jobs named ``<base>-*``, ``iam:PassRole`` of the job role to SageMaker only, and in
     the cluster one EKS access entry with the Kubernetes group ``kubernetes_group`` and no access policy, bound by
     :class:`~trainium_eks.manifests.access.workflow_access.WorkflowAccessChart` to create, get and delete Jobs and to
-    read TrainJobs in ``namespace``. The job's role may pull the image, write its logs and metrics, place network
+    list TrainJobs in ``namespace``. The job's role may pull the image, write its logs and metrics, place network
     interfaces in the stack's VPC (``ec2:Vpc``) and put objects under the output prefix. Trust: the state machine's role
     only by the two state machines that use it (the workflow's and the cleanup's, ``aws:SourceArn`` by the names
     :func:`~trainium_eks.constructs.logged_state_machine.state_machine_name` gives them, no reference to them) of the
@@ -370,8 +378,9 @@ class HybridTrainingWorkflow(Construct):
             problems, "max_runtime", max_runtime, 60, MAX_SAGEMAKER_RUNTIME_SECONDS, "SageMaker's 28 days"
         )
         poll_seconds = whole_seconds(problems, "poll_interval", poll_interval, 10, 3600, "one hour")
+        waiting = waiting_seconds(train_job.manifest) if isinstance(train_job, TrainJobChart) else 0
         if runtime_seconds and poll_seconds:
-            check_history_budget(problems, runtime_seconds, poll_seconds)
+            check_history_budget(problems, runtime_seconds, poll_seconds, waiting)
         if output_bucket is not None and not (
             isinstance(output_bucket, s3.Bucket) and Stack.of(output_bucket) is Stack.of(self)
         ):
@@ -494,6 +503,7 @@ class HybridTrainingWorkflow(Construct):
             poll_seconds=poll_seconds,
             max_polls=self.max_polls,
             deadline_seconds=runtime_seconds,
+            waiting_seconds=waiting,
             data_job=data_job,
         )
         self.log_group, self.state_machine = logged_state_machine(

@@ -10,6 +10,7 @@ from trainium_eks.constructs.private.release_template import (
     RELEASE_NAME,
     release_template,
     release_timeout,
+    waiting_seconds,
 )
 from trainium_eks.manifests.jobs.job_release import release_job
 from trainium_eks.manifests.jobs.job_release_program import DEADLINE_MARGIN_SECONDS
@@ -32,9 +33,9 @@ def test_the_trainjob_reaches_the_release_program_as_it_was_rendered_whatever_do
 
 
 def test_the_release_is_the_librarys_release_job_with_the_runs_names():
-    release = release_template("research", 7200)
-    library = release_job("research", held_name="run", held_text="{}", wait_for=[], timeout_seconds=7800)
-    assert release["spec"]["activeDeadlineSeconds"] == release_timeout(7200) == 7200 + DEADLINE_MARGIN_SECONDS
+    release = release_template("research", 7200, 1000)
+    library = release_job("research", held_name="run", held_text="{}", wait_for=[], timeout_seconds=8800)
+    assert release["spec"]["activeDeadlineSeconds"] == release_timeout(7200, 1000) == 8200 + DEADLINE_MARGIN_SECONDS
     assert release["metadata"]["name"] == "{% " + RELEASE_NAME + " %}" == "{% $job_name & '-release' %}"
     assert release["metadata"]["annotations"]["trainium-eks/execution"] == "{% $states.context.Execution.Id %}"
     assert release["metadata"]["labels"]["trainium-eks/held-job"] == "{% $job_name %}"
@@ -50,3 +51,14 @@ def test_the_release_is_the_librarys_release_job_with_the_runs_names():
         container["command"] = container["command"][:-1]
         container.pop("env")
     assert release == library, "image, service account, failure policy, security, resources: the library's own"
+
+
+def test_the_wait_for_nodes_covers_every_capacity_attempt_of_the_first_start_and_of_each_restart():
+    assert waiting_seconds({}) == (3 * 1800 + 2 * 600) * (1 + 3) == 26400
+    annotations = {
+        "trainium-eks/capacity-attempts": "2",
+        "trainium-eks/capacity-timeout-seconds": "600",
+        "trainium-eks/capacity-pause-seconds": "60",
+        "trainium-eks/capacity-restarts": "1",
+    }
+    assert waiting_seconds({"metadata": {"annotations": annotations}}) == (2 * 600 + 60) * 2

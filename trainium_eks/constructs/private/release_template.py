@@ -4,13 +4,13 @@ so that a run's gang gets its nodes as the stacks' own gangs do."""
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Mapping
 
 from trainium_eks.constructs.private.jsonata import jsonata
 from trainium_eks.constructs.private.trainjob_template import EXECUTION_ANNOTATION, EXECUTION_ARN
 from trainium_eks.core.conventions import HELD_JOB_LABEL
 from trainium_eks.manifests.jobs.job_release import release_job
-from trainium_eks.manifests.jobs.job_release_program import DEADLINE_MARGIN_SECONDS
+from trainium_eks.manifests.jobs.job_release_program import DEADLINE_MARGIN_SECONDS, capacity_settings
 
 TRAINJOB_VARIABLE = "$trainjob"
 """The workflow's variable holding the run's TrainJob as a Pass state's ``Assign`` renders it
@@ -33,13 +33,25 @@ expansion of ``$(VAR)`` references in environment values turns back into the tex
 has a meaning of its own."""
 
 
-def release_timeout(deadline_seconds: int) -> int:
-    """The release Job's ``activeDeadlineSeconds``: the run's deadline and the program's margin, so that it gives up
-    holding nodes for a gang (and stops watching it) only after the TrainJob's own deadline."""
-    return deadline_seconds + DEADLINE_MARGIN_SECONDS
+def waiting_seconds(trainjob: Mapping[str, Any]) -> int:
+    """The longest the run's release may go without a TrainJob, with the capacity settings of ``trainjob`` (the
+    chart's manifest; :func:`~trainium_eks.manifests.jobs.job_release_program.capacity_settings`): every attempt of
+    the capacity step and the pauses between them, for the first start and for each restart the release may make
+    (:class:`~trainium_eks.manifests.jobs.job_release_program.GangWatch`). The workflow's ``max_runtime`` counts only
+    while the TrainJob exists, as its ``activeDeadlineSeconds`` does."""
+    settings = capacity_settings(trainjob)
+    phase = settings["attempts"] * settings["timeout"] + (settings["attempts"] - 1) * settings["pause"]
+    return phase * (1 + settings["restarts"])
 
 
-def release_template(namespace: str, deadline_seconds: int) -> Dict[str, Any]:
+def release_timeout(deadline_seconds: int, waiting: int) -> int:
+    """The release Job's ``activeDeadlineSeconds``: the run's deadline, the time it may wait for nodes (``waiting``)
+    and the program's margin, so that it gives up holding nodes for a gang (and stops watching it) only after the
+    TrainJob's own deadline."""
+    return deadline_seconds + waiting + DEADLINE_MARGIN_SECONDS
+
+
+def release_template(namespace: str, deadline_seconds: int, waiting: int) -> Dict[str, Any]:
     """The release Job of the run's TrainJob (:data:`TRAINJOB_VARIABLE`) in ``namespace``: named
     :data:`RELEASE_NAME`, labelled with the job's name, annotated with the execution's ARN
     (:data:`~trainium_eks.constructs.private.trainjob_template.EXECUTION_ANNOTATION`, which the cleanup checks before
@@ -49,7 +61,7 @@ def release_template(namespace: str, deadline_seconds: int) -> Dict[str, Any]:
         held_name="run",
         held_text="{}",
         wait_for=[],
-        timeout_seconds=release_timeout(deadline_seconds),
+        timeout_seconds=release_timeout(deadline_seconds, waiting),
     )
     metadata = job["metadata"]
     metadata["name"] = jsonata(RELEASE_NAME)

@@ -26,10 +26,9 @@ script records it in its checkpoint and refuses to resume a checkpoint another r
 (``images/cifar10-ddp/train_cifar10.py``), whatever put the two runs in one folder."""
 
 EXECUTION_ANNOTATION = "trainium-eks/execution"
-"""Annotation of a run's TrainJob: the ARN of the execution that created it. Should two executions name the same job
-(their names' digests agree in the job name's hex digits, or a TrainJob of that name was made by hand), the second
-one's create fails (409), and the cleanup of its failed execution must not delete the other TrainJob: it deletes only
-a TrainJob carrying its own ARN."""
+"""Annotation of a run's release Job and TrainJob: the ARN of the execution that created them. The workflow counts
+only the TrainJob carrying its own ARN, and its cleanup deletes only a release carrying it: a release or TrainJob of
+the run's name that another execution (should their names' digests agree) or a person created is left alone."""
 
 EXECUTION_ARN = "$states.context.Execution.Id"
 """JSONata of the execution's ARN (Step Functions context object)."""

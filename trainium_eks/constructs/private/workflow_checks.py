@@ -16,10 +16,13 @@ HISTORY_EVENT_QUOTA = 25_000
 """Events in one Standard execution's history. Source: Step Functions developer guide, "Step Functions service
 quotas" (limits-overview.html), quotas related to state machine executions."""
 
-EVENTS_PER_POLL = 16
-"""History events of one round of the Kubernetes polling loop at most: Wait entered and exited, the TrainJob's read
-(Task entered, scheduled, started, succeeded and exited) and its Choice (entered and exited), and, while the release
-has not created the TrainJob yet, the release's read and its Choice (7 more)."""
+EVENTS_PER_POLL = 9
+"""History events of one round of the Kubernetes polling loop once the TrainJob exists: Wait entered and exited,
+Task entered, scheduled, started, succeeded and exited, Choice entered and exited."""
+
+EVENTS_PER_WAIT = 16
+"""History events of one round while the run's release has not created the TrainJob yet: a round of
+:data:`EVENTS_PER_POLL`, then the release's read (Task, 5 events) and its Choice (2)."""
 
 EVENTS_OUTSIDE_POLLING = 1_000
 """History events kept free for the rest of an execution (request checks, the create call, retries, the end)."""
@@ -100,15 +103,25 @@ def whole_seconds(
     return int(seconds)
 
 
-def check_history_budget(problems: Problems, runtime_seconds: int, poll_seconds: int) -> None:
-    """The Kubernetes polling loop must fit in one execution's history (:data:`HISTORY_EVENT_QUOTA`)."""
+def check_history_budget(problems: Problems, runtime_seconds: int, poll_seconds: int, waiting_seconds: int = 0) -> None:
+    """The Kubernetes polling loop must fit in one execution's history (:data:`HISTORY_EVENT_QUOTA`): the rounds of
+    ``runtime_seconds`` (:data:`EVENTS_PER_POLL` each) and those of ``waiting_seconds``, the longest the run's
+    release may take to create the TrainJob (:data:`EVENTS_PER_WAIT` each)."""
     polls = math.ceil(runtime_seconds / poll_seconds)
-    budget = (HISTORY_EVENT_QUOTA - EVENTS_OUTSIDE_POLLING) // EVENTS_PER_POLL
-    if polls > budget:
-        shortest = math.ceil(runtime_seconds / budget)
+    waits = math.ceil(waiting_seconds / poll_seconds)
+    available = HISTORY_EVENT_QUOTA - EVENTS_OUTSIDE_POLLING
+    if polls * EVENTS_PER_POLL + waits * EVENTS_PER_WAIT > available:
+        shortest = math.ceil((runtime_seconds * EVENTS_PER_POLL + waiting_seconds * EVENTS_PER_WAIT) / available)
+        while (
+            math.ceil(runtime_seconds / shortest) * EVENTS_PER_POLL
+            + math.ceil(waiting_seconds / shortest) * EVENTS_PER_WAIT
+            > available
+        ):
+            shortest += 1
+        waiting = f" and {waits} rounds of {EVENTS_PER_WAIT} while its release holds nodes" if waits else ""
         problems.add(
             "poll_interval",
             f"{poll_seconds} s",
-            f"at least {shortest} s with max_runtime {runtime_seconds} s: {polls} polls of {EVENTS_PER_POLL} events "
-            f"would pass the {HISTORY_EVENT_QUOTA} events of one execution's history (Step Functions quotas)",
+            f"at least {shortest} s with max_runtime {runtime_seconds} s: {polls} polls of {EVENTS_PER_POLL} events"
+            f"{waiting} would pass the {HISTORY_EVENT_QUOTA} events of one execution's history (Step Functions quotas)",
         )

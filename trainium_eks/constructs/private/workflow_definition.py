@@ -4,6 +4,7 @@ the data is staged."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Mapping, Optional, Sequence, Tuple
 
 from aws_cdk import Duration
@@ -13,7 +14,7 @@ from constructs import Construct
 
 from trainium_eks.constructs.private.jsonata import jsonata, quoted
 from trainium_eks.constructs.private.release_template import RELEASE_NAME, TRAINJOB_VARIABLE, release_template
-from trainium_eks.constructs.private.trainjob_template import trainjob_template
+from trainium_eks.constructs.private.trainjob_template import EXECUTION_ANNOTATION, trainjob_template
 from trainium_eks.manifests.addons.training_runtime import TRAINER_API_VERSION
 from trainium_eks.manifests.jobs.train_job import TrainJobChart
 
@@ -29,6 +30,9 @@ and connect-eks.html."""
 KUBERNETES_TRAINING_FAILED = "TrainJobFailed"
 """The error of an execution whose TrainJob failed (its JobSet has ended its pods; the TrainJob stays, for logs)."""
 
+TRAINJOB_GONE = "TrainJobDeleted"
+"""The error of an execution whose TrainJob was deleted by someone else after its release had ended."""
+
 RELEASE_FAILED = "ReleaseFailed"
 """The error of an execution whose release Job failed: the TrainJob's nodes could not be held within the release's
 attempts, or a restart of its gang could not be placed again (the release's log says which); nothing of the run is
@@ -37,6 +41,17 @@ left running, and the release stays, for its log."""
 MAX_HYPERPARAMETERS = 100
 """SageMaker's limit on the entries of ``HyperParameters`` (API reference, CreateTrainingJob); kept for both
 runtimes so that one request is valid on either."""
+
+RUN_TRAINJOBS = (
+    "$states.result.ResponseBody.items[$not($exists(metadata.deletionTimestamp)) and "
+    f"metadata.annotations.`{EXECUTION_ANNOTATION}` = $states.context.Execution.Id]"
+)
+"""JSONata of the run's TrainJob in the answer of the list by name: only one this execution's release created (its
+annotation holds the execution's ARN) and that is not being deleted (a TrainJob its release takes back after a
+stall is gone for the run until the release creates it again)."""
+
+RUNS_TRAINJOB = f"$count({RUN_TRAINJOBS}) > 0"
+"""JSONata: whether the run's TrainJob exists (:data:`RUN_TRAINJOBS`)."""
 
 JOB_SUFFIX_LENGTH = 10
 """Hex digits of the SHA-256 of the whole execution name in a job's name, ``<base>-<10 hex digits>``: two executions
@@ -65,6 +80,7 @@ def workflow_definition(
     poll_seconds: int,
     max_polls: int,
     deadline_seconds: int,
+    waiting_seconds: int,
     data_job: Optional[str],
 ) -> sfn.IChainable:
     """The states of the workflow, wired from the request's reading to every end."""
@@ -87,6 +103,9 @@ def workflow_definition(
             "instance_type": jsonata("$exists($states.input.instance_type) ? $states.input.instance_type : null"),
             "job_name": jsonata(job_name_expression(base)),
             "polls": 0,
+            "waits": 0,
+            "started": False,
+            "gone": 0,
         },
     )
     allowed = ", ".join(RUNTIMES)
@@ -175,7 +194,7 @@ def workflow_definition(
                 **cluster_arguments,
                 "Method": "POST",
                 "Path": jobs,
-                "RequestBody": release_template(namespace, deadline_seconds),
+                "RequestBody": release_template(namespace, deadline_seconds, waiting_seconds),
             },
             "Output": jsonata("$states.input"),
         },
@@ -195,11 +214,12 @@ def workflow_definition(
                 "QueryParameters": {"fieldSelector": [jsonata("'metadata.name=' & $job_name")]},
             },
             "Assign": {
-                "polls": jsonata("$polls + 1"),
-                "created": jsonata("$count($states.result.ResponseBody.items) > 0"),
-                "conditions": jsonata(
-                    "($c := $states.result.ResponseBody.items[0].status.conditions; $exists($c) ? $c : [])"
-                ),
+                "polls": jsonata(f"{RUNS_TRAINJOB} ? $polls + 1 : $polls"),
+                "waits": jsonata(f"{RUNS_TRAINJOB} ? $waits : $waits + 1"),
+                "created": jsonata(RUNS_TRAINJOB),
+                "started": jsonata(f"$started or {RUNS_TRAINJOB}"),
+                "gone": jsonata(f"{RUNS_TRAINJOB} ? 0 : $gone"),
+                "conditions": jsonata(f"($c := {RUN_TRAINJOBS}[0].status.conditions; $exists($c) ? $c : [])"),
             },
             "Output": jsonata("$states.input"),
         },
@@ -217,6 +237,10 @@ def workflow_definition(
             "Assign": {
                 "release_conditions": jsonata(
                     "($c := $states.result.ResponseBody.status.conditions; $exists($c) ? $c : [])"
+                ),
+                "gone": jsonata(
+                    "$exists($states.result.ResponseBody.status.conditions[type = 'Complete' and status = 'True']) "
+                    "? $gone + 1 : 0"
                 ),
             },
             "Output": jsonata("$states.input"),
@@ -241,14 +265,25 @@ def workflow_definition(
             "'TrainJob ' & $job_name & ': ' & $c.reason & ': ' & $c.message)"
         ),
     )
-    not_started = sfn.Fail.jsonata(
+    release_failed = sfn.Fail.jsonata(
         scope,
-        "Kubernetes training not started",
+        "Kubernetes release failed",
         error=RELEASE_FAILED,
         cause=jsonata(
             f"($c := $release_conditions[type = 'Failed' and status = 'True'][0]; $r := {RELEASE_NAME}; "
             "'job/' & $r & ', which holds the nodes of TrainJob ' & $job_name & ' and creates it, failed (' & "
-            f"$c.reason & ': ' & $c.message & '); its log says why: kubectl -n {namespace} logs job/' & $r)"
+            "$c.reason & ': ' & $c.message & ') ' & ($started ? 'after the TrainJob had run: a restart of its gang "
+            "could not be placed again, or the TrainJob was deleted' : 'before creating the TrainJob: its nodes "
+            f"could not be held') & '; its log says why: kubectl -n {namespace} logs job/' & $r)"
+        ),
+    )
+    gone = sfn.Fail.jsonata(
+        scope,
+        "Kubernetes training gone",
+        error=TRAINJOB_GONE,
+        cause=jsonata(
+            f"'TrainJob ' & $job_name & ' no longer exists and its release, job/' & {RELEASE_NAME} & ', has ended: "
+            "it was deleted, not by the workflow; nothing of the run is left running'"
         ),
     )
     delete = sfn.CustomState(
@@ -267,29 +302,35 @@ def workflow_definition(
         },
     )
     delete.add_catch(call_failed, errors=["States.ALL"])
+    max_waits = math.ceil(waiting_seconds / poll_seconds)
     timed_out = sfn.Fail.jsonata(
         scope,
         "Kubernetes training timed out",
         error="MaxRuntimeExceeded",
         cause=jsonata(
-            f"'TrainJob ' & $job_name & ' did not finish within {max_polls * poll_seconds} seconds; it was deleted "
-            "with its release'"
+            f"$polls >= {max_polls} ? 'TrainJob ' & $job_name & ' did not finish within {max_polls * poll_seconds} "
+            "seconds; it was deleted with its release' : 'the release of TrainJob ' & $job_name & ' did not create it "
+            f"within {max_waits * poll_seconds} seconds of waiting for nodes; it was deleted'"
         ),
     )
-    release_failed = (
-        sfn.Choice.jsonata(scope, "Release failed?")
+    release_ended = (
+        sfn.Choice.jsonata(scope, "Release ended?")
         .when(
             sfn.Condition.jsonata(jsonata("$exists($release_conditions[type = 'Failed' and status = 'True'])")),
-            not_started,
+            release_failed,
         )
+        .when(sfn.Condition.jsonata(jsonata("$gone >= 2")), gone)
         .otherwise(wait)
     )
     finished = (
         sfn.Choice.jsonata(scope, "TrainJob finished?")
         .when(sfn.Condition.jsonata(jsonata(_has_condition("Complete"))), succeeded)
         .when(sfn.Condition.jsonata(jsonata(_has_condition("Failed"))), failed)
-        .when(sfn.Condition.jsonata(jsonata(f"$polls >= {max_polls}")), delete.next(timed_out))
-        .when(sfn.Condition.jsonata(jsonata("$not($created)")), release.next(release_failed))
+        .when(
+            sfn.Condition.jsonata(jsonata(f"$polls >= {max_polls} or $waits >= {max(max_waits, 1)}")),
+            delete.next(timed_out),
+        )
+        .when(sfn.Condition.jsonata(jsonata("$not($created)")), release.next(release_ended))
         .otherwise(wait)
     )
     kubernetes = (

@@ -12,9 +12,9 @@ from trainium_eks.moved import removed_props
 WORKFLOW_GROUP = "trainium-eks:workflow"
 """Kubernetes group of the state machine's IAM role, named by its EKS access entry (``kubernetesGroups``)."""
 
-WORKFLOW_VERBS = ("get", "list")
-"""What the workflow does with a TrainJob: read the run's by name (a list with a field selector, which answers an
-empty list before the release has created it, where a get would answer an error). Nothing creates, updates or
+WORKFLOW_VERBS = ("list",)
+"""What the workflow does with a TrainJob: list the run's by name (a field selector), which answers an empty list
+before the release has created it, where a get would answer an error. Nothing reads one by name, creates, updates or
 deletes one: the run's release creates it, and it goes with the release (owner reference)."""
 
 RELEASE_VERBS = ("create", "get", "delete")
@@ -24,7 +24,7 @@ delete the release when the run outlives its maximum run time."""
 
 class WorkflowAccessChart(LibraryChart):
     """A Role and a RoleBinding in the training namespace that let one Kubernetes group create, read and delete
-    batch/v1 Jobs (the runs' releases) and read TrainJobs (``trainer.kubeflow.org``) there, and nothing else.
+    batch/v1 Jobs (the runs' releases) and list TrainJobs (``trainer.kubeflow.org``) there, and nothing else.
 
     Why a Role and not an EKS access policy: ``AmazonEKSEditPolicy`` maps to Kubernetes' aggregated ``edit`` role,
     which covers custom resources only when their ClusterRoles carry the aggregation labels, and it grants far more
