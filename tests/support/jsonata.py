@@ -45,9 +45,15 @@ def evaluate(cases: Sequence[Tuple[str, Mapping[str, Any]]]) -> List[Any]:
     """The value of each JSONata ``expression`` with its variables (``undefined`` as None), in one Node.js run; a
     state field (``{% ... %}``) is evaluated as its expression."""
     expressions = [[expression.strip().removeprefix("{%").removesuffix("%}"), dict(b)] for expression, b in cases]
+    return run_node(_EVALUATE, expressions)
+
+
+def run_node(script: str, payload: Any) -> Any:
+    """The JSON that ``script`` (given the npm ``jsonata`` package's path as its argument) writes for ``payload``
+    read as JSON from its standard input, run by the venv's Node.js."""
     result = subprocess.run(
-        [str(NODE), "-e", _EVALUATE, str(JSONATA)],
-        input=json.dumps(expressions),
+        [str(NODE), "-e", script, str(JSONATA)],
+        input=json.dumps(payload),
         capture_output=True,
         text=True,
         timeout=60,

@@ -5,11 +5,9 @@ use: Pass, Wait (not waited), Choice, Task with Catch, Succeed and Fail."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 from typing import Any, Dict, List
 
-from tests.support.jsonata import JSONATA, NODE, STEP_FUNCTIONS_JSONATA
+from tests.support.jsonata import STEP_FUNCTIONS_JSONATA, run_node
 
 WALKER = r"""
 async function render(t, b) {
@@ -86,15 +84,7 @@ def walk(definition: Dict[str, Any], *requests: Dict[str, Any], **options: Any) 
         {"definition": definition, "input": request, "context": context, "results": options.get("results", {})}
         for request in requests
     ]
-    result = subprocess.run(
-        [str(NODE), "-e", STEP_FUNCTIONS_JSONATA + WALKER, str(JSONATA)],
-        input=json.dumps(cases),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    return json.loads(result.stdout)
+    return run_node(STEP_FUNCTIONS_JSONATA + WALKER, cases)
 
 
 def execution_arn(name: str) -> str:

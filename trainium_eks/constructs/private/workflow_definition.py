@@ -51,6 +51,10 @@ annotation holds the execution's ARN) and that is not being deleted (a TrainJob 
 stall is gone for the run until the release creates it again)."""
 
 RUNS_TRAINJOB = f"$count({RUN_TRAINJOBS}) > 0"
+
+RESULT_CONDITIONS = "($c := $states.result.ResponseBody.status.conditions; $exists($c) ? $c : [])"
+"""JSONata of the status conditions of the batch/v1 Job a GET answered (the release, the data staging Job); ``[]``
+before it has any."""
 """JSONata: whether the run's TrainJob exists (:data:`RUN_TRAINJOBS`)."""
 
 JOB_SUFFIX_LENGTH = 10
@@ -235,9 +239,7 @@ def workflow_definition(
             "Resource": EKS_CALL,
             "Arguments": {**cluster_arguments, "Method": "GET", "Path": release_path},
             "Assign": {
-                "release_conditions": jsonata(
-                    "($c := $states.result.ResponseBody.status.conditions; $exists($c) ? $c : [])"
-                ),
+                "release_conditions": jsonata(RESULT_CONDITIONS),
                 "gone": jsonata(
                     "$exists($states.result.ResponseBody.status.conditions[type = 'Complete' and status = 'True']) "
                     "? $gone + 1 : 0"
@@ -383,11 +385,7 @@ def _data_check(
             "Type": "Task",
             "Resource": EKS_CALL,
             "Arguments": {**cluster_arguments, "Method": "GET", "Path": path},
-            "Assign": {
-                "data_conditions": jsonata(
-                    "($c := $states.result.ResponseBody.status.conditions; $exists($c) ? $c : [])"
-                )
-            },
+            "Assign": {"data_conditions": jsonata(RESULT_CONDITIONS)},
             "Output": jsonata("$states.input"),
         },
     )
