@@ -72,6 +72,8 @@ BUILTIN_KINDS: Mapping[Tuple[str, str], bool] = {
     ("", "Service"): True,
     ("", "ServiceAccount"): True,
     ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): False,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"): False,
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding"): False,
     ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): False,
     ("apiextensions.k8s.io", "CustomResourceDefinition"): False,
     ("apps", "DaemonSet"): True,

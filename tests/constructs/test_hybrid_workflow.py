@@ -724,8 +724,9 @@ def test_access_entry_names_the_group_and_the_role_chart_allows_releases_and_rea
 
 
 def test_the_state_machine_comes_after_what_its_runs_releases_need(built):
-    """The release service account, the Role that creates TrainJobs and the release program: a run started as soon as
-    the state machine exists finds them (the workflow's own JobSequence here; the stack's in KubeflowTraining)."""
+    """The release service account, the Role that creates TrainJobs, the release program and the held jobs' admission
+    policy: a run started as soon as the state machine exists finds them (the workflow's own JobSequence here; the
+    stack's in KubeflowTraining)."""
     stack, workflow, template = built
     needed = workflow.jobs.release_prerequisites("training", "trainjob")
     machine = template.to_json()["Resources"][logical_id(stack, workflow.state_machine)]
@@ -742,6 +743,7 @@ def test_the_state_machine_comes_after_what_its_runs_releases_need(built):
         "JobReleaseAccessChart",
         "JobReleaseCreatorChart",
         "ReleaseProgramChart",
+        "HeldJobAdmissionChart",
     }
 
 

@@ -11,6 +11,7 @@ from constructs import Construct, IConstruct
 
 from trainium_eks.constructs.applied_chart import AppliedChart
 from trainium_eks.core.validation import Problems, check_cluster, check_dns_label, check_instance, implements
+from trainium_eks.manifests.access.held_job_admission import HeldJobAdmissionChart
 from trainium_eks.manifests.access.job_release_access import JobReleaseAccessChart, JobReleaseCreatorChart
 from trainium_eks.manifests.addons.etcd import EtcdChart
 from trainium_eks.manifests.jobs.adopted_job import AdoptedJobChart
@@ -172,8 +173,9 @@ class JobSequence(Construct):
     def release_prerequisites(self, namespace: str, kind: str) -> List[AppliedChart]:
         """What a release Job of ``namespace`` that creates jobs of ``kind`` (``vcjob``, ``trainjob``, ...) needs
         before it runs: the release service account and reader Role, the Role that lets releases create ``kind``,
-        and the release program's ConfigMap; each applied once per sequence. Give them to a release of your own (the
-        hybrid workflow's runs use them)."""
+        the release program's ConfigMap, and the admission policy that lets only releases create the namespace's held
+        jobs (:class:`~trainium_eks.manifests.access.held_job_admission.HeldJobAdmissionChart`); each applied once per
+        sequence. Give them to a release of your own (the hybrid workflow's runs use them)."""
         problems = Problems(f"{self.node.path}.release_prerequisites")
         check_dns_label(problems, "namespace", namespace)
         if kind not in API:
@@ -183,6 +185,7 @@ class JobSequence(Construct):
             self._release_access(namespace, ""),
             self._release_access(namespace, kind),
             self._release_program(namespace),
+            self._held_job_admission(namespace),
         ]
 
     def _release_access(self, namespace: str, kind: str) -> AppliedChart:
@@ -202,6 +205,14 @@ class JobSequence(Construct):
         """The release program's ConfigMap of ``namespace``, which every release Job there runs; applied once."""
         return self._once(
             f"ReleaseProgram-{namespace}", lambda: ReleaseProgramChart(namespace=namespace), self.access_prerequisites
+        )
+
+    def _held_job_admission(self, namespace: str) -> AppliedChart:
+        """The admission policy that lets only the releases of ``namespace`` create its held jobs; applied once."""
+        return self._once(
+            f"ReleaseGuard-{namespace}",
+            lambda: HeldJobAdmissionChart(namespace=namespace),
+            self.access_prerequisites,
         )
 
     def _fabric_program(self, namespace: str) -> AppliedChart:
