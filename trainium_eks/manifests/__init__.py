@@ -6,6 +6,7 @@ from trainium_eks.manifests.access.training_network_policy import TrainingNetwor
 from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
 from trainium_eks.manifests.jobs.distributed_workload import Launcher
+from trainium_eks.manifests.jobs.gang_capacity import GangCapacity
 from trainium_eks.manifests.jobs.job_chart import JobChart
 from trainium_eks.manifests.jobs.pytorch_job import PyTorchJobChart
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
@@ -17,6 +18,7 @@ from trainium_eks.manifests.storage.lustre_volume import LustreVolumeChart
 __all__ = [
     "DatasetStagingChart",
     "EfsVolumeChart",
+    "GangCapacity",
     "JobChart",
     "Launcher",
     "LibraryChart",

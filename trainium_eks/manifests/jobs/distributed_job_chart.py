@@ -8,6 +8,7 @@ from trainium_eks.core.validation import Problems, check_bool
 from trainium_eks.manifests.jobs.distributed_workload import DistributedWorkload, NodeContract
 from trainium_eks.manifests.jobs.fabric_check import FabricCheckChart, fabric_check_applies
 from trainium_eks.manifests.jobs.fabric_floor import DEFAULT_FABRIC_FLOOR_FRACTION, check_fabric_floor
+from trainium_eks.manifests.jobs.gang_capacity import GangCapacity, check_capacity
 from trainium_eks.manifests.jobs.job_chart import JobChart, check_wait_for
 
 PET_CONTRACT = NodeContract(
@@ -58,6 +59,10 @@ class DistributedJobChart(JobChart):
         - ``fabric_check``: whether the job gets its fabric check (when it applies). Default: true.
         - ``fabric_floor_fraction``: the share of the node's EFA link rate the check's all-reduce bus bandwidth must
           reach, above 0 and at most 1 (:mod:`~trainium_eks.manifests.jobs.fabric_floor`). Default: 0.25.
+        - ``capacity``: how the release of the job (a gang of two pods or more) and of its fabric check holds all
+          their nodes (:class:`~trainium_eks.manifests.jobs.gang_capacity.GangCapacity`). Default:
+          ``GangCapacity()`` (3 attempts of 30 minutes, 10 minutes apart; a stall of 5 minutes restarts the gang, at
+          most 3 times).
     :param queue: The Volcano queue of the fabric check (the job's own queue). Default: ``training``.
     """
 
@@ -73,11 +78,14 @@ class DistributedJobChart(JobChart):
         wait_for = workload.pop("wait_for", ())
         fabric_check = workload.pop("fabric_check", True)
         fabric_floor = workload.pop("fabric_floor_fraction", DEFAULT_FABRIC_FLOOR_FRACTION)
+        capacity = workload.pop("capacity", GangCapacity())
         check_wait_for(problems, wait_for)
+        check_capacity(problems, "capacity", capacity)
         check_bool(problems, "fabric_check", fabric_check)
         check_fabric_floor(problems, "fabric_floor_fraction", fabric_floor)
         self.workload = DistributedWorkload.from_props(problems, name=name, namespace=namespace, **workload)
         super().__init__(name, namespace=namespace, wait_for=wait_for)
+        self.capacity = capacity
         self.nodes = self.workload.nodes
         self.processes_per_node = self.workload.processes_per_node
         self.fabric_check: Optional[FabricCheckChart] = None
@@ -97,6 +105,7 @@ class DistributedJobChart(JobChart):
             workload=self.workload,
             queue=self._fabric_queue,
             floor_fraction=self._fabric_floor,
+            capacity=self.capacity,
             wait_for=self.wait_for,
             gated_spec=manifest,
             resolve=resolve,

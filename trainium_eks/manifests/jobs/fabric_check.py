@@ -114,6 +114,7 @@ from trainium_eks.manifests.jobs.fabric_floor import (
     check_fabric_floor,
     fabric_floor_gbps,
 )
+from trainium_eks.manifests.jobs.gang_capacity import GangCapacity, check_capacity
 from trainium_eks.manifests.jobs.job_chart import JobChart, check_wait_for
 from trainium_eks.manifests.jobs.job_deadline import MAX_DEADLINE_SECONDS, volcano_bound_seconds
 from trainium_eks.manifests.jobs.job_release import held_annotations, is_held, kubelet_literal
@@ -245,6 +246,9 @@ class FabricCheckChart(JobChart):
     :param queue: Volcano queue. Default: ``training``.
     :param floor_fraction: The share of the node's EFA link rate the all-reduce bus bandwidth must reach
         (:mod:`~trainium_eks.manifests.jobs.fabric_floor`). Default: 0.25.
+    :param capacity: How the check's release holds its nodes
+        (:class:`~trainium_eks.manifests.jobs.gang_capacity.GangCapacity`; the job charts give theirs). Default:
+        ``GangCapacity()``.
     :param wait_for: The jobs the check waits for (those the guarded job waits for). Default: none.
     :param gated_job: The guarded job's name (the label's value). Default: none: the job chart gives it with
         :meth:`label_for` once it is named.
@@ -265,6 +269,7 @@ class FabricCheckChart(JobChart):
         workload: DistributedWorkload,
         queue: Optional[str] = DEFAULT_QUEUE,
         floor_fraction: Any = DEFAULT_FABRIC_FLOOR_FRACTION,
+        capacity: Any = None,
         wait_for: Sequence[Any] = (),
         gated_job: Optional[str] = None,
         gated_spec: Any = None,
@@ -277,6 +282,8 @@ class FabricCheckChart(JobChart):
         queue = DEFAULT_QUEUE if queue is None else queue
         check_dns_label(problems, "queue", queue)
         check_fabric_floor(problems, "fabric_floor_fraction", floor_fraction)
+        capacity = GangCapacity() if capacity is None else capacity
+        check_capacity(problems, "capacity", capacity)
         check_wait_for(problems, wait_for)
         check_integer(
             problems,
@@ -295,6 +302,7 @@ class FabricCheckChart(JobChart):
             )
         problems.raise_if_any()
         super().__init__(fabric_base_name(workload.name), namespace=workload.namespace, wait_for=wait_for)
+        self.capacity = capacity
         self.workload = workload
         self.queue = queue
         self.floor_fraction = float(floor_fraction)
@@ -314,9 +322,13 @@ class FabricCheckChart(JobChart):
         self.gated_job: Optional[str] = None
         """The guarded job's name, once known."""
         self._template = self._render()
-        if is_held(self._template, self.wait_for):
+        if is_held(self._template, self.wait_for):  # always: the check is a gang
             metadata = self._template["metadata"]
-            metadata["annotations"] = {**(metadata.get("annotations") or {}), **held_annotations(self.wait_for)}
+            metadata["annotations"] = {
+                **(metadata.get("annotations") or {}),
+                **held_annotations(self.wait_for),
+                **capacity.annotations(),
+            }
         self.job_name = job_naming.hashed_name(self.component, {"check": self._template, "job": gated_spec}, resolve)
         self.ref = f"{self.ref_kind}/{self.job_name}"
         if gated_job is not None:

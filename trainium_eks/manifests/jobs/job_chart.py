@@ -8,7 +8,9 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Tuple, Union
 from trainium_eks.core.validation import Problems
 from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.manifests.jobs import job_naming
+from trainium_eks.manifests.jobs.gang_capacity import GangCapacity
 from trainium_eks.manifests.jobs.job_release import check_references, held_annotations, is_held
+from trainium_eks.manifests.jobs.job_release_program import gang_pods
 
 
 def wait_references(wait_for: Any) -> Any:
@@ -51,6 +53,8 @@ class JobChart(LibraryChart):
         """The job's name in the cluster: ``<name>-<hash>``."""
         self.ref = ""
         """How other jobs refer to this one (``wait_for=[chart]`` or ``wait_for=[chart.ref]``)."""
+        self.capacity = GangCapacity()
+        """How the release of a gang holds its nodes (set by the subclass before :meth:`add_job`)."""
 
     @property
     def manifest(self) -> Mapping[str, Any]:
@@ -61,11 +65,16 @@ class JobChart(LibraryChart):
         """Name the job after the hash of ``manifest`` (with tokens resolved by ``resolve``) and add it. A job that
         waits for others carries :func:`~trainium_eks.manifests.jobs.job_release.held_annotations` (the jobs it waits
         for, the release program's digest), which its hash covers; so does a gang, which a release creates too
-        (:func:`~trainium_eks.manifests.jobs.job_release.is_held`)."""
+        (:func:`~trainium_eks.manifests.jobs.job_release.is_held`), with the settings of :attr:`capacity` that are
+        not the defaults."""
         if is_held(manifest, self.wait_for):
             manifest = copy.deepcopy(dict(manifest))
             metadata = manifest.setdefault("metadata", {})
-            metadata["annotations"] = {**(metadata.get("annotations") or {}), **held_annotations(self.wait_for)}
+            metadata["annotations"] = {
+                **(metadata.get("annotations") or {}),
+                **held_annotations(self.wait_for),
+                **(self.capacity.annotations() if gang_pods(manifest) else {}),
+            }
         self.job_name = job_naming.hashed_name(self.component, manifest, resolve)
         self.ref = f"{self.ref_kind}/{self.job_name}"
         self.add_object(job_naming.with_name(manifest, self.job_name))
