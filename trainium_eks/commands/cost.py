@@ -16,6 +16,9 @@ key=value``, as ``cdk synth`` reads them; nothing is synthesized or deployed), a
   did. The time is the fit time of the whole run, every attempt of a restarted run included (``total_fit_s``); a
   resumed run's summary without the earlier attempts' time is priced as it is and marked as the last attempt only.
 - ``--chart PATH``: a bar chart of the stacks' cost per hour by component (PNG, matplotlib).
+- ``--held FILE`` (``kubectl get nodes,pods -A -o json``): what bills now without training, instead of the stacks'
+  tables: nodes a gang's release holds for it, gangs placed in part, idle training nodes
+  (:mod:`~trainium_eks.commands.held_capacity`).
 """
 
 from __future__ import annotations
@@ -25,10 +28,11 @@ import json
 import re
 import sys
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, List, Mapping, Optional, Sequence
 
+from trainium_eks.commands.held_capacity import HeldCapacityError, held_report
 from trainium_eks.commands.project_app import ProjectError, project_stacks
 from trainium_eks.core.cost import CostLine, total
 
@@ -324,8 +328,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     )
     parser.add_argument("--chart", type=Path, help="write a bar chart of the cost per hour (PNG)")
     parser.add_argument("--project", type=Path, default=Path.cwd(), help="the project directory (default: here)")
+    parser.add_argument("--held", type=Path, help="kubectl get nodes,pods -A -o json: what bills without training")
+    parser.add_argument("--at", help="the time --held reports at (ISO 8601; default: now)")
     options = parser.parse_args(argv)
     try:
+        if options.held:
+            now = _time(options.at, "--at") if options.at else datetime.now(timezone.utc)
+            now = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+            print(held_report(json.loads(options.held.read_text()), now))
+            return 0
         if options.hours is not None and not options.hours > 0:
             raise CostError(f"--hours {options.hours}: a positive number of hours")
         runs = [run_of(json.loads(path.read_text())) for path in options.job_status]
@@ -338,7 +349,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if options.chart:
             write_chart(costs, options.chart)
             print(f"\nchart: {options.chart}")
-    except (ProjectError, OSError, json.JSONDecodeError) as error:
+    except (ProjectError, HeldCapacityError, OSError, json.JSONDecodeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0
