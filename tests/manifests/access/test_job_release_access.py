@@ -18,7 +18,7 @@ def test_release_jobs_may_read_jobs_hold_capacity_and_create_only_the_kinds_they
     assert access["Role", "job-release-capacity"]["rules"] == [
         {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create", "list", "delete"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
-        {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+        {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "list"]},
     ]
     creator = objects(JobReleaseCreatorChart(namespace="training", kind="vcjob"))
     assert creator["Role", "job-release-create-vcjob"]["rules"] == [

@@ -379,7 +379,8 @@ def test_a_capacity_job_holds_the_nodes_of_the_gangs_pods_with_their_placement_o
         1860,
     )
     pod = job["spec"]["template"]["spec"]
-    assert "schedulerName" not in pod and "volumes" not in pod and "initContainers" not in pod
+    assert "schedulerName" not in pod and "initContainers" not in pod
+    assert pod["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": "fsx-claim"}}]
     assert pod["nodeSelector"] == NEURON_POD["nodeSelector"] and pod["tolerations"] == NEURON_POD["tolerations"]
     assert pod["terminationGracePeriodSeconds"] == 0 and pod["automountServiceAccountToken"] is False
     # The program runs on the standard library alone: the library's own security facts, written again, agree.
@@ -401,6 +402,23 @@ def test_a_capacity_job_holds_the_nodes_of_the_gangs_pods_with_their_placement_o
     long_name = gang((2, NEURON_POD))
     long_name["metadata"]["name"] = "x" * 63
     assert len(capacity_job(long_name, 1, 2, NEURON_POD, "i", "r", "u", 60)["metadata"]["name"]) <= 63
+
+
+def test_a_capacity_pod_declares_the_gangs_claims_and_mounts_none():
+    """Placed where the gang's claims can be used (a bound volume's node affinity, the storage class's topology), with
+    no other volume of the gang's and nothing mounted: the kubelet sets up only mounted volumes."""
+    pod = {
+        **NEURON_POD,
+        "volumes": [
+            {"name": "data", "persistentVolumeClaim": {"claimName": "fsx-data", "readOnly": True}},
+            {"name": "shm", "emptyDir": {"medium": "Memory"}},
+            {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {"storageClassName": "gp3"}}}},
+            {"name": "config", "configMap": {"name": "fabric-program"}},
+        ],
+    }
+    spec = capacity_job(gang((2, pod)), 0, 2, pod, "i", "r", "u", 60)["spec"]["template"]["spec"]
+    assert spec["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": "fsx-data"}}]
+    assert "volumeMounts" not in spec["containers"][0]
 
 
 def test_capacity_settings_come_from_the_held_jobs_annotations_with_defaults():
@@ -430,6 +448,7 @@ class CapacityApi:
     def __init__(self, fail_creates=0):
         self.jobs, self.pods, self.events, self.deleted = [], [], [], []
         self.fail_creates = fail_creates
+        self.scheduling = []
 
     def __call__(self, url, body=None, method=None):
         if method == "DELETE":
@@ -438,6 +457,9 @@ class CapacityApi:
             self.jobs = [j for j in self.jobs if j["metadata"]["name"] != name]
             self.pods = []
             return {}
+        if body is None and "/events?" in url:
+            assert "fieldSelector=reason%3DFailedScheduling%2CinvolvedObject.kind%3DPod" in url, url
+            return {"items": self.scheduling}
         if body is None:
             return {"items": self.pods if "/pods?" in url else self.jobs}
         if body.get("kind") == "Event":
@@ -449,10 +471,15 @@ class CapacityApi:
         self.jobs.append({"metadata": {"name": body["metadata"]["name"], "creationTimestamp": None}})
         return body
 
-    def bind(self, count):
+    def bind(self, count, pending=0):
         self.pods = [
-            {"metadata": {}, "spec": {"nodeName": f"n{i}"}, "status": {"phase": "Running"}} for i in range(count)
-        ]
+            {"metadata": {"name": f"p{i}"}, "spec": {"nodeName": f"n{i}"}, "status": {"phase": "Running"}}
+            for i in range(count)
+        ] + [{"metadata": {"name": f"w{i}"}, "spec": {}, "status": {"phase": "Pending"}} for i in range(pending)]
+
+    def failed_scheduling(self, pod, message):
+        """A FailedScheduling event of ``pod``, as Karpenter (or kube-scheduler) records it."""
+        self.scheduling.append({"involvedObject": {"kind": "Pod", "name": pod}, "message": message})
 
 
 def capacity(monkeypatch, fail_creates=0, **annotations):
@@ -485,6 +512,34 @@ def test_capacity_gives_every_node_back_at_the_timeout_pauses_and_fails_after_th
     assert held.step(91)[1].startswith("attempt 2") and len(api.jobs) == 2
     action, message = held.step(152)
     assert action == "fail" and "attempt 2 of 2" in message and api.jobs == []
+
+
+KARPENTER_LIMIT = (
+    'Failed to schedule pod, incompatible with nodepool "trn1-training", daemonset overhead={"cpu":"180m"}, '
+    'node limits have been exhausted for nodepool (NodePool=trn1-training)'
+)
+
+
+def test_a_pool_at_its_limit_has_the_gang_wait_holding_nothing_without_using_up_its_attempts(monkeypatch):
+    """Another gang holds the pool's nodes: Karpenter will launch nothing until it ends, so the attempt gives back
+    what it holds at once and waits a pause; the attempts (2 here) are never used up while the limit is the cause."""
+    api, held = capacity(monkeypatch, timeout=60, pause=30)
+    held.step(0)
+    api.bind(1, pending=1)
+    api.failed_scheduling("w0", "0/3 nodes are available: 3 Insufficient aws.amazon.com/neuron.")
+    api.failed_scheduling("p9", KARPENTER_LIMIT)
+    assert held.step(10)[1] == "1 of 2 nodes of train-1 held (attempt 1)", "kube-scheduler's, another pod's: no"
+    for round_ in range(3):
+        start = 20 + round_ * 40
+        api.bind(1, pending=1)
+        api.failed_scheduling("w0", KARPENTER_LIMIT)
+        action, message = held.step(start)
+        assert action == "wait" and "the node pool's limit leaves no room" in message and "not counted" in message
+        assert api.jobs == [] and api.events[-1] == "CapacityQueued" and held.attempt == 0
+        assert held.step(start + 20)[1].startswith("pausing before attempt 1")
+        api.scheduling.clear()
+        assert held.step(start + 31)[1].startswith("attempt 1") and len(api.jobs) == 2
+    assert "CapacityNotHeld" not in api.events
 
 
 def test_a_release_that_fails_during_an_attempt_gives_every_node_back_first(monkeypatch):

@@ -59,8 +59,9 @@ class JobReleaseAccessChart(_RoleChart):
     (``get`` on batch/v1 Jobs, Volcano Jobs, TrainJobs and PyTorchJobs: the program reads them one by one, and its own
     Job for its uid), and a Role to hold a gang's nodes before creating it
     (:class:`~trainium_eks.manifests.jobs.job_release_program.Capacity`): ``create``, ``list`` and ``delete`` on
-    batch/v1 Jobs (its capacity Jobs, found by label), ``list`` on pods (are they bound?) and ``create`` on events
-    (CapacityHeld, CapacityNotHeld). Nothing else: no update, no pod creation, no secrets; the Roles that let releases
+    batch/v1 Jobs (its capacity Jobs, found by label), ``list`` on pods (are they bound?), ``create`` on events
+    (CapacityHeld, CapacityNotHeld, CapacityQueued) and ``list`` on them (Karpenter's ``FailedScheduling`` events of
+    its capacity pods: is a NodePool's limit reached?). Nothing else: no update, no pod creation, no secrets; the Roles that let releases
     create the kinds they hold are :class:`JobReleaseCreatorChart`. Training pods run as their own service account,
     which needs no Kubernetes permission.
 
@@ -82,7 +83,7 @@ class JobReleaseAccessChart(_RoleChart):
             [
                 {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create", "list", "delete"]},
                 {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
-                {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+                {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "list"]},
             ],
         )
 

@@ -23,7 +23,10 @@ to a node with room or marks it unschedulable for Karpenter; once every pod is b
 they are gone and creates the gang, which then finds every node it needs empty. An attempt that does not hold every
 node within ``trainium-eks/capacity-timeout-seconds`` (an annotation of the held job; default 1800) gives every node
 back and records a ``CapacityNotHeld`` event on the release Job; after ``trainium-eks/capacity-pause-seconds`` (600)
-it tries again, up to ``trainium-eks/capacity-attempts`` (3), then fails the release (exit status 3). Once created,
+it tries again, up to ``trainium-eks/capacity-attempts`` (3), then fails the release (exit status 3). When Karpenter
+says that a NodePool's limits leave no room for a capacity pod (its nodes are held by other jobs), the attempt gives
+every node back at once, records ``CapacityQueued`` and does not count: the gang waits for the pool's nodes, holding
+none, until the release Job's deadline. Once created,
 a gang is watched until it ends (:class:`GangWatch`): a restart that leaves a pod placed but not started for
 ``trainium-eks/capacity-stall-seconds`` (300) has the release delete the gang, hold all its nodes again and create it
 anew, up to ``trainium-eks/capacity-restarts`` (3) times.
@@ -233,6 +236,10 @@ node (30 minutes), how many attempts (3), and how long to wait between two (10 m
 failed attempt and given back can be reused or consolidated); how long a created gang may wait with a pod placed but
 not started before its release takes it back to hold its nodes again (5 minutes: :class:`GangWatch`), and how often
 it may do so (3)."""
+POOL_LIMIT_TEXTS = ("node limits have been exhausted for nodepool", "exceed limits for nodepool")
+"""What Karpenter says in a pod's ``FailedScheduling`` event when the limits of every NodePool the pod fits leave no
+room for a node (kubernetes-sigs/karpenter v1.14.1 ``pkg/controllers/provisioning/scheduling/scheduler.go``, the
+errors of ``addToNewNodeClaim``; ``events.go`` ``PodFailedToScheduleEvent``: ``Failed to schedule pod, <error>``)."""
 HOLD_POLL_SECONDS = 5
 """How often a release looks at its capacity pods once they hold every node, until they are gone."""
 _PLACEMENT = ("nodeSelector", "affinity", "tolerations", "topologySpreadConstraints", "priorityClassName")
@@ -314,6 +321,9 @@ def capacity_job(held, index, count, pod, image, owner_name, owner_uid, timeout)
         CAPACITY_LABEL: name,
     }
     spec = {key: pod[key] for key in _PLACEMENT if pod.get(key)}
+    claims = claim_volumes(pod)
+    if claims:
+        spec["volumes"] = claims
     spec.update(
         {
             "restartPolicy": "Never",
@@ -359,6 +369,24 @@ def capacity_job(held, index, count, pod, image, owner_name, owner_uid, timeout)
         },
     }
     return owned_manifest(job, owner_name, owner_uid)
+
+
+def claim_volumes(pod):
+    """The volumes of ``pod`` (a pod spec) that name a PersistentVolumeClaim, for a capacity pod to declare without
+    mounting: kube-scheduler's volume plugins (VolumeBinding, VolumeZone, NodeVolumeLimits: kubernetes v1.36.3
+    ``pkg/scheduler/framework/plugins/``) and Karpenter's volume topology (kubernetes-sigs/karpenter v1.14.1
+    ``pkg/controllers/provisioning/scheduling/volumetopology.go``) place a pod by the claims in its ``volumes`` (a
+    bound volume's node affinity, a storage class's allowed topologies), so the nodes held are nodes where the gang's
+    claims can be used; the kubelet sets up only volumes
+    that a container mounts (kubernetes v1.36.3 ``pkg/kubelet/volumemanager/populator/
+    desired_state_of_world_populator.go`` ``processPodVolumes``), so the capacity pod uses none of them (an attachable
+    volume is still attached to the node held, by the attach-detach controller: ``pkg/controller/volume/attachdetach/
+    util/util.go`` ``ProcessPodVolumes``; the node the gang then uses)."""
+    return [
+        {"name": volume["name"], "persistentVolumeClaim": {"claimName": volume["persistentVolumeClaim"]["claimName"]}}
+        for volume in pod.get("volumes") or ()
+        if (volume.get("persistentVolumeClaim") or {}).get("claimName")
+    ]
 
 
 def format_quantity(number):
@@ -440,6 +468,18 @@ class Capacity:
             self.give_back(jobs)
             self.since, self.releasing = None, True
             return "wait", f"every node of {self.name} held; giving them to it"
+        limit = self.pool_limit(pods)
+        if limit:
+            self.give_back(jobs)
+            self.since, self.attempt = None, self.attempt - 1
+            self.pause_until = now + self.settings["pause"]
+            message = (
+                f"held {len(bound)} of {self.total} nodes of {self.name}, and the node pool's limit leaves no room for "
+                f"the rest (Karpenter: {limit[:300]}); gave them back, trying again in {self.settings['pause']} s "
+                "(not counted as an attempt)"
+            )
+            self.event("CapacityQueued", message, "Normal")
+            return "wait", message
         if now - self.since < self.settings["timeout"]:
             return "wait", f"{len(bound)} of {self.total} nodes of {self.name} held (attempt {self.attempt})"
         self.give_back(jobs)
@@ -453,6 +493,25 @@ class Capacity:
             return "fail", message
         self.pause_until = now + self.settings["pause"]
         return "wait", message
+
+    def pool_limit(self, pods):
+        """Karpenter's message when a NodePool's limits leave no room for a capacity pod not yet bound (the pool's
+        nodes are held by other jobs: the gang waits for them without holding any, and without using up its
+        attempts), else None."""
+        waiting = {p["metadata"].get("name") for p in pods if not (p.get("spec") or {}).get("nodeName")}
+        if not waiting:
+            return None
+        selector = urllib.parse.quote("reason=FailedScheduling,involvedObject.kind=Pod")
+        events = (
+            request(f"{self.base}/api/v1/namespaces/{self.namespace}/events?fieldSelector={selector}") or {}
+        ).get("items") or []
+        for event in events:
+            message = event.get("message") or ""
+            if (event.get("involvedObject") or {}).get("name") in waiting and any(
+                text in message for text in POOL_LIMIT_TEXTS
+            ):
+                return message
+        return None
 
     def give_back_all(self):
         """Before the release fails: delete every capacity Job of the gang there is, so that an attempt under way
