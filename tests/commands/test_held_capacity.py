@@ -60,12 +60,26 @@ CLUSTER = {
 
 def test_nodes_held_for_a_gang_a_stalled_gang_and_idle_nodes_are_priced():
     report = held_report(CLUSTER, NOW)
-    assert "gang train-1: its release holds 1 of 2 nodes (capacity pods, since 40 min)" in report
+    assert "gang train-1: its release holds 1 nodes with 1 of 2 capacity pods placed (since 40 min)" in report
     assert f"1 x node, {TRN1:,.2f} USD/hour, {TRN1 / 2:,.2f} USD so far" in report, "held from 11:30, bound"
     assert "gang bert-2: 1 pods placed but not started (Schedulable: the gang does not fit whole) for 4 min" in report
     assert "    trn1-b (trn1.32xlarge), empty for 10 min" in report, "since its last pod ended, DaemonSets aside"
     assert "trn1-c" not in report and "system-1" not in report, "a node that trains; a node of no training type"
     assert report.endswith(f"total: {2 * TRN1:,.2f} USD/hour")
+
+
+def test_a_node_two_capacity_pods_share_counts_once():
+    shared = {
+        "kind": "List",
+        "items": [
+            node("cpu-1", "trn1.32xlarge", True),
+            pod("hold-0", "cpu-1", {"trainium-eks/capacity-for": "cifar"}, scheduled="2026-12-05T11:30:00Z"),
+            pod("hold-1", "cpu-1", {"trainium-eks/capacity-for": "cifar"}, scheduled="2026-12-05T11:45:00Z"),
+        ],
+    }
+    report = held_report(shared, NOW)
+    assert "holds 1 nodes with 2 of 2 capacity pods placed" in report and report.count("    cpu-1 (") == 1
+    assert f"{TRN1 / 2:,.2f} USD so far" in report, "from the first pod bound to it"
 
 
 def test_a_cluster_that_trains_everywhere_holds_nothing():

@@ -58,6 +58,7 @@ def test_pool_has_the_node_groups_labels_taints_and_efa_devices(built):
     assert pool.topology.taints == group.topology.taints
     assert pool.efa_interfaces == group.efa_interfaces == 8
     assert pool.topology.launched_for_pods and not group.topology.launched_for_pods
+    assert pool.topology.node_pool == pool.pool_name and group.topology.node_pool is None, "its limit is its own"
     assert (pool.topology.instance_type, pool.topology.node_count) == (group.topology.instance_type, 2)
 
 

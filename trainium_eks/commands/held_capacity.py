@@ -115,12 +115,19 @@ def held_report(document: Any, now: datetime) -> str:
         if gang and not _ended(pod) and not pod["metadata"].get("deletionTimestamp"):
             capacity[gang].append(pod)
     for gang, held_pods in sorted(capacity.items()):
-        bound = [held_node(p["spec"]["nodeName"], _scheduled_at(p)) for p in held_pods if p["spec"].get("nodeName")]
+        first_bound: Dict[str, Optional[datetime]] = {}
+        for p in held_pods:
+            name = p["spec"].get("nodeName")
+            if name:  # pods smaller than a node may share one: each node counts once, from its first pod
+                times = [t for t in (first_bound.get(name), _scheduled_at(p)) if t]
+                first_bound[name] = min(times, default=None)
+        bound = [held_node(name, since) for name, since in sorted(first_bound.items())]
+        placed = sum(1 for p in held_pods if p["spec"].get("nodeName"))
         since = min((_time(p["metadata"].get("creationTimestamp")) or now for p in held_pods), default=now)
         per_hour += [node.usd_per_hour for node in bound]
         lines.append(
-            f"  gang {gang}: its release holds {len(bound)} of {len(held_pods)} nodes (capacity pods, since "
-            f"{_minutes(now - since)}): {_usd_line(bound, now)}"
+            f"  gang {gang}: its release holds {len(bound)} nodes with {placed} of {len(held_pods)} capacity pods "
+            f"placed (since {_minutes(now - since)}): {_usd_line(bound, now)}"
         )
         lines.extend(f"    {node.name} ({node.instance_type})" for node in bound)
 

@@ -271,6 +271,7 @@ class TrainingNodePool(Construct):
             taints=kubernetes_taints(self.taints),
             shared_claims=frozenset(self.shared_claims),
             launched_for_pods=True,
+            node_pool=self.pool_name,
         )
 
 

@@ -406,7 +406,8 @@ def test_a_capacity_job_holds_the_nodes_of_the_gangs_pods_with_their_placement_o
 
 def test_a_capacity_pod_declares_the_gangs_claims_and_mounts_none():
     """Placed where the gang's claims can be used (a bound volume's node affinity, the storage class's topology), with
-    no other volume of the gang's and nothing mounted: the kubelet sets up only mounted volumes."""
+    no other volume of the gang's and nothing mounted: the kubelet sets up only mounted volumes; a read-only claim
+    stays read-only (the attach-detach controller attaches it all the same)."""
     pod = {
         **NEURON_POD,
         "volumes": [
@@ -417,12 +418,12 @@ def test_a_capacity_pod_declares_the_gangs_claims_and_mounts_none():
         ],
     }
     spec = capacity_job(gang((2, pod)), 0, 2, pod, "i", "r", "u", 60)["spec"]["template"]["spec"]
-    assert spec["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": "fsx-data"}}]
+    assert spec["volumes"] == [{"name": "data", "persistentVolumeClaim": {"claimName": "fsx-data", "readOnly": True}}]
     assert "volumeMounts" not in spec["containers"][0]
 
 
 def test_capacity_settings_come_from_the_held_jobs_annotations_with_defaults():
-    defaults = {"stall": 300, "restarts": 3}
+    defaults = {"stall": 300, "restarts": 3, "queue": 86400}
     assert capacity_settings(gang()) == {"timeout": 1800, "attempts": 3, "pause": 600, **defaults}
     held = gang()
     held["metadata"]["annotations"] = {
@@ -514,32 +515,67 @@ def test_capacity_gives_every_node_back_at_the_timeout_pauses_and_fails_after_th
     assert action == "fail" and "attempt 2 of 2" in message and api.jobs == []
 
 
-KARPENTER_LIMIT = (
-    'Failed to schedule pod, incompatible with nodepool "trn1-training", daemonset overhead={"cpu":"180m"}, '
-    'node limits have been exhausted for nodepool (NodePool=trn1-training)'
-)
+def karpenter_says(*pools):
+    """Karpenter's FailedScheduling message for a pod that no NodePool takes: ``pools`` at their limit, and a pool
+    the pod does not fit (scheduler.go ``addToNewNodeClaim``: every pool's error, each wrapped with its name)."""
+    limits = [f"node limits have been exhausted for nodepool (NodePool={pool})" for pool in pools]
+    other = 'incompatible with nodepool "cpu", daemonset overhead={"cpu":"180m"}, did not tolerate taint (NodePool=cpu)'
+    return "Failed to schedule pod, " + "; ".join([other, *limits])
+
+
+def queued_capacity(monkeypatch, **annotations):
+    api, held = capacity(monkeypatch, timeout=60, pause=30, **annotations)
+    held.node_pool = "trn1-a1b2c3d4"
+    monkeypatch.setattr(program.random, "random", lambda: 0.0)
+    return api, held
 
 
 def test_a_pool_at_its_limit_has_the_gang_wait_holding_nothing_without_using_up_its_attempts(monkeypatch):
     """Another gang holds the pool's nodes: Karpenter will launch nothing until it ends, so the attempt gives back
-    what it holds at once and waits a pause; the attempts (2 here) are never used up while the limit is the cause."""
-    api, held = capacity(monkeypatch, timeout=60, pause=30)
+    what it holds at once and waits a pause; the attempts (2 here) are not used up while the limit is the cause."""
+    api, held = queued_capacity(monkeypatch)
     held.step(0)
     api.bind(1, pending=1)
     api.failed_scheduling("w0", "0/3 nodes are available: 3 Insufficient aws.amazon.com/neuron.")
-    api.failed_scheduling("p9", KARPENTER_LIMIT)
-    assert held.step(10)[1] == "1 of 2 nodes of train-1 held (attempt 1)", "kube-scheduler's, another pod's: no"
+    api.failed_scheduling("p9", karpenter_says("trn1-a1b2c3d4"))
+    api.failed_scheduling("w0", karpenter_says("another-pool"))
+    assert held.step(10)[1] == "1 of 2 nodes of train-1 held (attempt 1)", "kube-scheduler's, another pod, pool: no"
     for round_ in range(3):
         start = 20 + round_ * 40
         api.bind(1, pending=1)
-        api.failed_scheduling("w0", KARPENTER_LIMIT)
+        api.failed_scheduling("w0", karpenter_says("another-pool", "trn1-a1b2c3d4"))
         action, message = held.step(start)
-        assert action == "wait" and "the node pool's limit leaves no room" in message and "not counted" in message
+        assert action == "wait" and "its node pool trn1-a1b2c3d4 is at its limit" in message, message
+        assert "(NodePool=trn1-a1b2c3d4): other jobs hold its nodes" in message and "not counted" in message
         assert api.jobs == [] and api.events[-1] == "CapacityQueued" and held.attempt == 0
         assert held.step(start + 20)[1].startswith("pausing before attempt 1")
         api.scheduling.clear()
         assert held.step(start + 31)[1].startswith("attempt 1") and len(api.jobs) == 2
     assert "CapacityNotHeld" not in api.events
+
+
+def test_a_gang_that_waited_for_its_pool_as_long_as_allowed_counts_its_attempts_again(monkeypatch):
+    """queue=100: each round adds its time and its pause (10 + 30, 19 + 30, 9 + 30); past 100 s the limit is an
+    attempt's failure like any other."""
+    api, held = queued_capacity(monkeypatch, queue=100)
+    api.failed_scheduling("w0", karpenter_says("trn1-a1b2c3d4"))
+    for start, found in ((0, 10), (41, 60), (91, 100)):
+        held.step(start)
+        api.bind(0, pending=1)
+        assert held.step(found)[0] == "wait" and api.events[-1] == "CapacityQueued"
+    assert held.queued == 128
+    held.step(131)
+    assert held.step(140)[1] == "0 of 2 nodes of train-1 held (attempt 1)"
+    action, message = held.step(192)
+    assert action == "wait" and message.startswith("held 0 of 2 nodes") and api.events[-1] == "CapacityNotHeld"
+
+
+def test_a_gang_without_its_pools_name_never_takes_a_limit_for_a_wait(monkeypatch):
+    api, held = capacity(monkeypatch, timeout=60, pause=30)
+    held.step(0)
+    api.bind(1, pending=1)
+    api.failed_scheduling("w0", karpenter_says("trn1-a1b2c3d4"))
+    assert held.step(61)[1].startswith("held 1 of 2 nodes") and api.events == ["CapacityNotHeld"]
 
 
 def test_a_release_that_fails_during_an_attempt_gives_every_node_back_first(monkeypatch):

@@ -61,9 +61,9 @@ class JobReleaseAccessChart(_RoleChart):
     (:class:`~trainium_eks.manifests.jobs.job_release_program.Capacity`): ``create``, ``list`` and ``delete`` on
     batch/v1 Jobs (its capacity Jobs, found by label), ``list`` on pods (are they bound?), ``create`` on events
     (CapacityHeld, CapacityNotHeld, CapacityQueued) and ``list`` on them (Karpenter's ``FailedScheduling`` events of
-    its capacity pods: is a NodePool's limit reached?). Nothing else: no update, no pod creation, no secrets; the Roles that let releases
-    create the kinds they hold are :class:`JobReleaseCreatorChart`. Training pods run as their own service account,
-    which needs no Kubernetes permission.
+    its capacity pods: is a NodePool's limit reached?). Nothing else: no update, no pod creation, no secrets; the Roles
+    that let releases create the kinds they hold are :class:`JobReleaseCreatorChart`. Training pods run as their own
+    service account, which needs no Kubernetes permission.
 
     :param namespace: Required.
     """

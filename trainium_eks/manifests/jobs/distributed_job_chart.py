@@ -86,6 +86,7 @@ class DistributedJobChart(JobChart):
         self.workload = DistributedWorkload.from_props(problems, name=name, namespace=namespace, **workload)
         super().__init__(name, namespace=namespace, wait_for=wait_for)
         self.capacity = capacity
+        self.node_pool = self.workload.node_group.node_pool
         self.nodes = self.workload.nodes
         self.processes_per_node = self.workload.processes_per_node
         self.fabric_check: Optional[FabricCheckChart] = None

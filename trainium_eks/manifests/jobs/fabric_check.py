@@ -303,6 +303,7 @@ class FabricCheckChart(JobChart):
         problems.raise_if_any()
         super().__init__(fabric_base_name(workload.name), namespace=workload.namespace, wait_for=wait_for)
         self.capacity = capacity
+        self.node_pool = workload.node_group.node_pool
         self.workload = workload
         self.queue = queue
         self.floor_fraction = float(floor_fraction)
@@ -327,7 +328,7 @@ class FabricCheckChart(JobChart):
             metadata["annotations"] = {
                 **(metadata.get("annotations") or {}),
                 **held_annotations(self.wait_for),
-                **capacity.annotations(),
+                **self._gang_annotations(),
             }
         self.job_name = job_naming.hashed_name(self.component, {"check": self._template, "job": gated_spec}, resolve)
         self.ref = f"{self.ref_kind}/{self.job_name}"

@@ -12,6 +12,8 @@ MAX_SECONDS = 6 * 3600
 """The longest an attempt, a pause or a stall may be set to: 6 hours."""
 MAX_COUNT = 10
 """The most attempts and restarts a gang may be given."""
+MAX_QUEUE_SECONDS = 30 * 24 * 3600
+"""The longest a gang may be set to wait for its pool's nodes held by other jobs: 30 days."""
 
 _SETTINGS = {
     "timeout_seconds": ("timeout", MAX_SECONDS),
@@ -19,6 +21,7 @@ _SETTINGS = {
     "pause_seconds": ("pause", MAX_SECONDS),
     "stall_seconds": ("stall", MAX_SECONDS),
     "restarts": ("restarts", MAX_COUNT),
+    "queue_seconds": ("queue", MAX_QUEUE_SECONDS),
 }
 """Field -> (the release program's setting, :data:`CAPACITY_SETTINGS`; the field's maximum)."""
 
@@ -45,6 +48,9 @@ class GangCapacity:
         Default: 300.
     :param restarts: How many times the release may do so; the next stall deletes the gang for good and fails the
         release, from 1 to 10. Default: 3.
+    :param queue_seconds: How long, in all, the gang may wait for the nodes of its Karpenter NodePool while other jobs
+        hold them up to the pool's limit, holding none and without its attempts counting; then such rounds count as
+        attempts. From 60 s to 30 days. Default: 86400 (24 hours).
     """
 
     timeout_seconds: int = CAPACITY_SETTINGS["timeout"][1]
@@ -52,12 +58,13 @@ class GangCapacity:
     pause_seconds: int = CAPACITY_SETTINGS["pause"][1]
     stall_seconds: int = CAPACITY_SETTINGS["stall"][1]
     restarts: int = CAPACITY_SETTINGS["restarts"][1]
+    queue_seconds: int = CAPACITY_SETTINGS["queue"][1]
 
     def check(self, problems: Problems, setting: str) -> bool:
         """Every field is an integer in its range; each wrong one is a problem named ``<setting>.<field>``."""
         good = True
         for field in fields(self):
-            minimum = 60 if field.name in ("timeout_seconds", "stall_seconds") else 1
+            minimum = 60 if field.name in ("timeout_seconds", "stall_seconds", "queue_seconds") else 1
             maximum = _SETTINGS[field.name][1]
             good &= check_integer(
                 problems, f"{setting}.{field.name}", getattr(self, field.name), minimum=minimum, maximum=maximum

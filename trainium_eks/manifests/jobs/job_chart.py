@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from trainium_eks.core.validation import Problems
 from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.manifests.jobs import job_naming
 from trainium_eks.manifests.jobs.gang_capacity import GangCapacity
 from trainium_eks.manifests.jobs.job_release import check_references, held_annotations, is_held
-from trainium_eks.manifests.jobs.job_release_program import gang_pods
+from trainium_eks.manifests.jobs.job_release_program import NODE_POOL_ANNOTATION, gang_pods
 
 
 def wait_references(wait_for: Any) -> Any:
@@ -55,6 +55,8 @@ class JobChart(LibraryChart):
         """How other jobs refer to this one (``wait_for=[chart]`` or ``wait_for=[chart.ref]``)."""
         self.capacity = GangCapacity()
         """How the release of a gang holds its nodes (set by the subclass before :meth:`add_job`)."""
+        self.node_pool: Optional[str] = None
+        """The Karpenter NodePool of a gang's nodes, whose limit its release may wait for (set by the subclass)."""
 
     @property
     def manifest(self) -> Mapping[str, Any]:
@@ -66,15 +68,20 @@ class JobChart(LibraryChart):
         waits for others carries :func:`~trainium_eks.manifests.jobs.job_release.held_annotations` (the jobs it waits
         for, the release program's digest), which its hash covers; so does a gang, which a release creates too
         (:func:`~trainium_eks.manifests.jobs.job_release.is_held`), with the settings of :attr:`capacity` that are
-        not the defaults."""
+        not the defaults and its :attr:`node_pool`."""
         if is_held(manifest, self.wait_for):
             manifest = copy.deepcopy(dict(manifest))
             metadata = manifest.setdefault("metadata", {})
             metadata["annotations"] = {
                 **(metadata.get("annotations") or {}),
                 **held_annotations(self.wait_for),
-                **(self.capacity.annotations() if gang_pods(manifest) else {}),
+                **(self._gang_annotations() if gang_pods(manifest) else {}),
             }
         self.job_name = job_naming.hashed_name(self.component, manifest, resolve)
         self.ref = f"{self.ref_kind}/{self.job_name}"
         self.add_object(job_naming.with_name(manifest, self.job_name))
+
+    def _gang_annotations(self) -> Dict[str, str]:
+        """What a gang's release reads besides its waits: :attr:`capacity` and :attr:`node_pool`."""
+        pool = {NODE_POOL_ANNOTATION: self.node_pool} if self.node_pool else {}
+        return {**self.capacity.annotations(), **pool}

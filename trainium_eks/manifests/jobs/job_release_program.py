@@ -26,7 +26,7 @@ back and records a ``CapacityNotHeld`` event on the release Job; after ``trainiu
 it tries again, up to ``trainium-eks/capacity-attempts`` (3), then fails the release (exit status 3). When Karpenter
 says that a NodePool's limits leave no room for a capacity pod (its nodes are held by other jobs), the attempt gives
 every node back at once, records ``CapacityQueued`` and does not count: the gang waits for the pool's nodes, holding
-none, until the release Job's deadline. Once created,
+none, for ``trainium-eks/capacity-queue-seconds`` (24 hours) in all. Once created,
 a gang is watched until it ends (:class:`GangWatch`): a restart that leaves a pod placed but not started for
 ``trainium-eks/capacity-stall-seconds`` (300) has the release delete the gang, hold all its nodes again and create it
 anew, up to ``trainium-eks/capacity-restarts`` (3) times.
@@ -47,6 +47,8 @@ the rest.
 import datetime
 import json
 import os
+import random
+import re
 import ssl
 import sys
 import time
@@ -230,16 +232,30 @@ CAPACITY_SETTINGS = {
     "pause": ("trainium-eks/capacity-pause-seconds", 600),
     "stall": ("trainium-eks/capacity-stall-seconds", 300),
     "restarts": ("trainium-eks/capacity-restarts", 3),
+    "queue": ("trainium-eks/capacity-queue-seconds", 86400),
 }
 """Setting -> (the held job's annotation that sets it, its default): how long one attempt may take to hold every
 node (30 minutes), how many attempts (3), and how long to wait between two (10 minutes, so that nodes launched in a
 failed attempt and given back can be reused or consolidated); how long a created gang may wait with a pod placed but
 not started before its release takes it back to hold its nodes again (5 minutes: :class:`GangWatch`), and how often
-it may do so (3)."""
-POOL_LIMIT_TEXTS = ("node limits have been exhausted for nodepool", "exceed limits for nodepool")
-"""What Karpenter says in a pod's ``FailedScheduling`` event when the limits of every NodePool the pod fits leave no
-room for a node (kubernetes-sigs/karpenter v1.14.1 ``pkg/controllers/provisioning/scheduling/scheduler.go``, the
-errors of ``addToNewNodeClaim``; ``events.go`` ``PodFailedToScheduleEvent``: ``Failed to schedule pod, <error>``)."""
+it may do so (3); how long, in all, the gang may wait for its NodePool's nodes held by other jobs without its
+attempts counting (24 hours; :data:`POOL_LIMIT`)."""
+NODE_POOL_ANNOTATION = "trainium-eks/capacity-node-pool"
+"""Annotation of a held gang: the Karpenter NodePool that launches its nodes (the job charts write it from
+``TrainingNodePool.topology``); without it a pool's limit is never taken for a wait."""
+POOL_LIMIT = re.compile(
+    r"(?:node limits have been exhausted|all available instance types exceed limits) for nodepool "
+    r"\(NodePool=([^,)]+)[,)]"
+)
+"""What Karpenter says, per NodePool, in a pod's ``FailedScheduling`` event when that pool's limits leave no room for a
+node (kubernetes-sigs/karpenter v1.14.1 ``pkg/controllers/provisioning/scheduling/scheduler.go``
+``addToNewNodeClaim``, wrapped with the pool's name by operatorpkg's ``serrors.Wrap``; ``events.go``
+``PodFailedToScheduleEvent``: ``Failed to schedule pod, <errors of every pool>``). Karpenter checks a pool's limits
+before whether the pod fits it at all, so a pool the pod cannot use may say so too: only the gang's own pool
+(:data:`NODE_POOL_ANNOTATION`) counts."""
+QUEUE_JITTER = 0.5
+"""A pause after a full pool lasts up to this much longer, at random, so that two gangs that found the pool full in
+the same round of Karpenter's do not come back together and split its nodes again."""
 HOLD_POLL_SECONDS = 5
 """How often a release looks at its capacity pods once they hold every node, until they are gone."""
 _PLACEMENT = ("nodeSelector", "affinity", "tolerations", "topologySpreadConstraints", "priorityClassName")
@@ -383,7 +399,7 @@ def claim_volumes(pod):
     volume is still attached to the node held, by the attach-detach controller: ``pkg/controller/volume/attachdetach/
     util/util.go`` ``ProcessPodVolumes``; the node the gang then uses)."""
     return [
-        {"name": volume["name"], "persistentVolumeClaim": {"claimName": volume["persistentVolumeClaim"]["claimName"]}}
+        {"name": volume["name"], "persistentVolumeClaim": volume["persistentVolumeClaim"]}
         for volume in pod.get("volumes") or ()
         if (volume.get("persistentVolumeClaim") or {}).get("claimName")
     ]
@@ -412,7 +428,9 @@ class Capacity:
     """The capacity of one held gang, acquired in attempts: create its capacity Jobs, wait until each of their pods
     is bound to a node, then delete them and wait until they are gone, so that the gang finds every node it needs
     empty; an attempt that does not hold every node within its timeout gives every node back (deletes its Jobs), says
-    so in an event, and is retried after a pause, up to the attempts allowed."""
+    so in an event, and is retried after a pause, up to the attempts allowed. An attempt that finds the gang's
+    NodePool at its limit (:meth:`pool_limit`) gives every node back at once and does not count, until the gang has
+    waited so for the ``queue`` setting in all."""
 
     def __init__(self, base, namespace, release, owner_uid, image, held, shapes):
         self.base, self.namespace, self.release, self.owner_uid = base, namespace, release, owner_uid
@@ -424,6 +442,9 @@ class Capacity:
         self.since = None
         self.pause_until = None
         self.releasing = False
+        self.queued = 0.0
+        """Seconds this gang has waited for its pool's nodes held by other jobs (rounds and pauses)."""
+        self.node_pool = ((held.get("metadata") or {}).get("annotations") or {}).get(NODE_POOL_ANNOTATION)
 
     def _list(self, path):
         selector = urllib.parse.quote(f"{CAPACITY_LABEL}={self.name}")
@@ -468,15 +489,17 @@ class Capacity:
             self.give_back(jobs)
             self.since, self.releasing = None, True
             return "wait", f"every node of {self.name} held; giving them to it"
-        limit = self.pool_limit(pods)
+        limit = self.pool_limit(pods) if self.queued < self.settings["queue"] else None
         if limit:
             self.give_back(jobs)
+            pause = round(self.settings["pause"] * (1 + QUEUE_JITTER * random.random()))
+            self.queued += now - self.since + pause
             self.since, self.attempt = None, self.attempt - 1
-            self.pause_until = now + self.settings["pause"]
+            self.pause_until = now + pause
             message = (
-                f"held {len(bound)} of {self.total} nodes of {self.name}, and the node pool's limit leaves no room for "
-                f"the rest (Karpenter: {limit[:300]}); gave them back, trying again in {self.settings['pause']} s "
-                "(not counted as an attempt)"
+                f"held {len(bound)} of {self.total} nodes of {self.name}, and its node pool {self.node_pool} is at its "
+                f"limit ({limit}: other jobs hold its nodes); gave them back, trying again in {pause} s (not counted "
+                f"as an attempt; waited so {int(self.queued)} of {self.settings['queue']} s)"
             )
             self.event("CapacityQueued", message, "Normal")
             return "wait", message
@@ -495,22 +518,22 @@ class Capacity:
         return "wait", message
 
     def pool_limit(self, pods):
-        """Karpenter's message when a NodePool's limits leave no room for a capacity pod not yet bound (the pool's
-        nodes are held by other jobs: the gang waits for them without holding any, and without using up its
-        attempts), else None."""
+        """Karpenter's words when the gang's own NodePool (:data:`NODE_POOL_ANNOTATION`) is at its limit for a
+        capacity pod not yet bound (the pool's nodes are held by other jobs: the gang waits for them without holding
+        any, and without using up its attempts), else None; always None for a gang without the annotation."""
         waiting = {p["metadata"].get("name") for p in pods if not (p.get("spec") or {}).get("nodeName")}
-        if not waiting:
+        if not waiting or not self.node_pool:
             return None
         selector = urllib.parse.quote("reason=FailedScheduling,involvedObject.kind=Pod")
-        events = (
-            request(f"{self.base}/api/v1/namespaces/{self.namespace}/events?fieldSelector={selector}") or {}
-        ).get("items") or []
+        events = (request(f"{self.base}/api/v1/namespaces/{self.namespace}/events?fieldSelector={selector}") or {}).get(
+            "items"
+        ) or []
         for event in events:
-            message = event.get("message") or ""
-            if (event.get("involvedObject") or {}).get("name") in waiting and any(
-                text in message for text in POOL_LIMIT_TEXTS
-            ):
-                return message
+            if (event.get("involvedObject") or {}).get("name") not in waiting:
+                continue
+            for found in POOL_LIMIT.finditer(event.get("message") or ""):
+                if found.group(1) == self.node_pool:
+                    return found.group(0)
         return None
 
     def give_back_all(self):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, FrozenSet, Tuple
+from typing import Any, Dict, FrozenSet, Optional, Tuple
 
 from trainium_eks.core.conventions import Taint
 from trainium_eks.facts.catalog import InstanceFacts, instance_facts
@@ -21,6 +21,8 @@ class NodeGroupTopology:
     :param shared_claims: PersistentVolumeClaims whose file system these nodes can reach (security group and AZ).
     :param launched_for_pods: The nodes exist only while pods need them (a Karpenter NodePool launches them for
         pending pods and removes them when empty), rather than standing (a managed node group). Default: false.
+    :param node_pool: The Karpenter NodePool that launches the nodes (its limits bound them), when it does. Default:
+        none.
     """
 
     instance_type: str
@@ -30,6 +32,7 @@ class NodeGroupTopology:
     taints: Tuple[Taint, ...] = ()
     shared_claims: FrozenSet[str] = field(default_factory=frozenset)
     launched_for_pods: bool = False
+    node_pool: Optional[str] = None
 
     @property
     def instance(self) -> InstanceFacts:
