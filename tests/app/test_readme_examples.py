@@ -1,5 +1,7 @@
 """Every Python example of the README is a whole program that runs and synthesizes its app, offline, from the
-checkout (as a user runs it there: ``images/`` is relative to it)."""
+checkout (as a user runs it there: ``images/`` is relative to it); and each of its stacks is destroyed, as
+CloudFormation deletes in waves, without a delete losing what it needs (the rehearsal's order promise,
+:mod:`rehearsal.delete_needs`)."""
 
 import json
 import os
@@ -9,7 +11,10 @@ import sys
 
 import pytest
 
+from rehearsal.intrinsics import StackIdentity
+from rehearsal.promises import order_respects_needs
 from tests.support.apps import CDK_JSON_CONTEXT, REPO
+from tests.support.destroy import scenario_result
 
 BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 EXAMPLES = BLOCK.findall((REPO / "README.md").read_text())
@@ -34,4 +39,16 @@ def test_a_readme_example_runs_and_synthesizes(source, tmp_path):
     }
     result = subprocess.run([sys.executable, str(program)], cwd=REPO, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert list((tmp_path / "cdk.out").glob("*.template.json")), "the example's app wrote its templates"
+    templates = sorted((tmp_path / "cdk.out").glob("*.template.json"))
+    assert templates, "the example's app wrote its templates"
+    regions = {
+        artifact.get("displayName", name): artifact["environment"].rsplit("/", 1)[1]
+        for name, artifact in json.loads((tmp_path / "cdk.out" / "manifest.json").read_text())["artifacts"].items()
+        if artifact.get("type") == "aws:cloudformation:stack"
+    }
+    for path in templates:
+        stack = path.name.removesuffix(".template.json")
+        region = regions.get(stack, "us-west-2")
+        region = region if region != "unknown-region" else "us-west-2"
+        destroyed = scenario_result(json.loads(path.read_text()), None, StackIdentity(stack, region))
+        assert order_respects_needs(destroyed) == [], f"cdk destroy of {stack}"

@@ -15,14 +15,13 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 import pytest
 
 from rehearsal.cfn_changes import Deployment, deletion_waves, plan
-from rehearsal.cluster_model import ClusterModel
 from rehearsal.intrinsics import StackIdentity
 from rehearsal.promises import ORDER, order_respects_needs
-from rehearsal.scenario import Scenario, ScenarioResult, StepRun
+from rehearsal.scenario import ScenarioResult, StepRun
 from rehearsal.scenarios import WITHOUT_CLUSTER
 from tests.support.apps import COMPOSER_TRAINING, KUBEFLOW_TRAINING, TRAINIUM_EKS, stack_template
+from tests.support.destroy import IDENTITY, scenario_result
 
-IDENTITY = StackIdentity("Rehearsal", "us-west-2")
 KUBERNETES = "Custom::AWSCDK-EKS-KubernetesResource"
 HELM = "Custom::AWSCDK-EKS-HelmChart"
 VPC = {"Type": "AWS::EC2::VPC", "Properties": {"CidrBlock": "10.0.0.0/16"}}
@@ -59,25 +58,6 @@ def after(resource: Dict[str, Any], *names: str) -> Dict[str, Any]:
 def retained(resource: Dict[str, Any]) -> Dict[str, Any]:
     """``resource`` with ``DeletionPolicy: Retain``."""
     return dict(resource, DeletionPolicy="Retain")
-
-
-def scenario_result(
-    old: Dict[str, Any], new: Optional[Dict[str, Any]] = None, identity: StackIdentity = IDENTITY
-) -> ScenarioResult:
-    """Every step from ``old`` (deployed) to ``new`` (None: ``cdk destroy``) as run, without running a handler."""
-    before = plan(Deployment.empty(), old, identity).result
-    changes = plan(before, new, identity)
-    runs = [StepRun(step) for step in changes.steps]
-    return ScenarioResult(
-        Scenario("cdk destroy", identity.name, None, None, (ORDER,)),
-        identity,
-        before,
-        changes,
-        runs,
-        None,
-        ClusterModel(),
-        ClusterModel(),
-    )
 
 
 def waves(old: Dict[str, Any], new: Optional[Dict[str, Any]] = None) -> List[Set[str]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import List, Mapping, Optional, Sequence
 
 from aws_cdk import Duration, RemovalPolicy, Stack
@@ -162,6 +163,7 @@ class LustreStorage(Construct):
             ),
         )
         self._keep_own_rules_with_the_file_system()
+        self._keep_its_network(vpc, subnet)
         self.file_system_id = self.file_system.file_system_id
         self.volume_source = LustreVolumeSource(
             file_system_id=self.file_system_id,
@@ -229,6 +231,24 @@ class LustreStorage(Construct):
                 self.file_system.node.add_dependency(child)
                 child.apply_removal_policy(RemovalPolicy.RETAIN)
         self.security_group.apply_removal_policy(RemovalPolicy.RETAIN)
+
+    def _keep_its_network(self, vpc: ec2.IVpc, subnet: ec2.ISubnet) -> None:
+        """Keep the file system's subnet and VPC when the stack is deleted (``DeletionPolicy: Retain``) where they are
+        resources of this stack (a :class:`~trainium_eks.constructs.network.TrainingNetwork`, or your own
+        ``ec2.Vpc``): the retained file system keeps its network interfaces in the subnet, and EC2 refuses to delete a
+        subnet that holds interfaces, or a VPC that holds a subnet (``DependencyViolation``), which would fail the
+        destroy. Neither costs anything while it stays; delete them once the file system is gone (``aws ec2
+        delete-subnet``, ``aws ec2 delete-vpc``). A subnet or VPC imported, or of another stack, is not this stack's
+        to delete: nothing changes for it."""
+        stack = Stack.of(self)
+        wanted = {json.dumps(stack.resolve(subnet.subnet_id)), json.dumps(stack.resolve(vpc.vpc_id))}
+        for child in stack.node.find_all():
+            if (
+                isinstance(child, (ec2.CfnSubnet, ec2.CfnVPC))
+                and Stack.of(child) is stack
+                and json.dumps({"Ref": stack.get_logical_id(child)}) in wanted
+            ):
+                child.apply_removal_policy(RemovalPolicy.RETAIN)
 
     @property
     def cost_line(self) -> CostLine:

@@ -136,7 +136,6 @@ class TrainingNetwork(Construct):
             tags=[CfnTag(key="trainium-eks/subnet", value="accelerated")],
         )
         accelerated.route = self._route_to_nat("Accelerated", accelerated.route_table, nat_by_az[node_az_id])
-        self._node_subnet_parts = accelerated
 
         self.vpc: ec2.IVpc = ec2.Vpc.from_vpc_attributes(
             self,
@@ -189,16 +188,6 @@ class TrainingNetwork(Construct):
         )
         """USD per hour of the NAT gateways (one per AZ; provisioned hours only, not the data they process), or None
         where the library has no verified price."""
-
-    def retain_node_subnet(self) -> None:
-        """Keep the node subnet and the VPC when the stack is deleted (``DeletionPolicy: Retain``), for a retained
-        resource that keeps network interfaces there (an FSx for Lustre file system): EC2 refuses to delete a subnet
-        that holds interfaces, and a VPC that holds a subnet (``DependencyViolation``), which would fail the destroy.
-        The subnet's route table and its association are still deleted (the subnet falls back to the VPC's main route
-        table), and so is everything else of the network. Neither costs anything while it stays; delete them once the
-        file system is gone (``aws ec2 delete-subnet``, ``aws ec2 delete-vpc``)."""
-        self._node_subnet_parts.subnet.apply_removal_policy(RemovalPolicy.RETAIN)
-        self.cfn_vpc.apply_removal_policy(RemovalPolicy.RETAIN)
 
     accelerated_subnet = renamed_attribute("TrainingNetwork", "accelerated_subnet", "node_subnet")
     accelerated_az_id = renamed_attribute("TrainingNetwork", "accelerated_az_id", "node_az_id")

@@ -96,8 +96,6 @@ class TrainiumEksStack(TrainingClusterStack):
         problems.raise_if_any()
 
         vpc, node_subnet = self.build_network()
-        if self.network is not None:  # the retained file system keeps its network interfaces in the node subnet
-            self.network.retain_node_subnet()
         self.build_cluster(vpc=vpc, fsx_csi_driver=True)
         self.accelerated_nodes = self.build_node_group(
             "AcceleratedNodes",
