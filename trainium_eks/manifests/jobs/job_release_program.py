@@ -24,9 +24,10 @@ they are gone and creates the gang, which then finds every node it needs empty. 
 node within ``trainium-eks/capacity-timeout-seconds`` (an annotation of the held job; default 1800) gives every node
 back and records a ``CapacityNotHeld`` event on the release Job; after ``trainium-eks/capacity-pause-seconds`` (600)
 it tries again, up to ``trainium-eks/capacity-attempts`` (3), then fails the release (exit status 3). When Karpenter
-says that a NodePool's limits leave no room for a capacity pod (its nodes are held by other jobs), the attempt gives
-every node back at once, records ``CapacityQueued`` and does not count: the gang waits for the pool's nodes, holding
-none, for ``trainium-eks/capacity-queue-seconds`` (24 hours) in all. Once created,
+says that the gang's own NodePool (``trainium-eks/capacity-node-pool``) is at its limit for a capacity pod (its nodes
+are held by other jobs), the attempt gives every node back at once, records ``CapacityQueued`` and does not count:
+the gang waits for the pool's nodes, holding none, for ``trainium-eks/capacity-queue-seconds`` (24 hours) in all.
+Once created,
 a gang is watched until it ends (:class:`GangWatch`): a restart that leaves a pod placed but not started for
 ``trainium-eks/capacity-stall-seconds`` (300) has the release delete the gang, hold all its nodes again and create it
 anew, up to ``trainium-eks/capacity-restarts`` (3) times.
@@ -393,11 +394,11 @@ def claim_volumes(pod):
     ``pkg/scheduler/framework/plugins/``) and Karpenter's volume topology (kubernetes-sigs/karpenter v1.14.1
     ``pkg/controllers/provisioning/scheduling/volumetopology.go``) place a pod by the claims in its ``volumes`` (a
     bound volume's node affinity, a storage class's allowed topologies), so the nodes held are nodes where the gang's
-    claims can be used; the kubelet sets up only volumes
-    that a container mounts (kubernetes v1.36.3 ``pkg/kubelet/volumemanager/populator/
-    desired_state_of_world_populator.go`` ``processPodVolumes``), so the capacity pod uses none of them (an attachable
-    volume is still attached to the node held, by the attach-detach controller: ``pkg/controller/volume/attachdetach/
-    util/util.go`` ``ProcessPodVolumes``; the node the gang then uses)."""
+    claims can be used; the kubelet sets up only volumes that a container mounts (kubernetes v1.36.3
+    ``pkg/kubelet/volumemanager/populator/desired_state_of_world_populator.go`` ``processPodVolumes``), so the
+    capacity pod uses none of them (an attachable volume is still attached to the node held, read-only if the claim
+    is, by the attach-detach controller: ``pkg/controller/volume/attachdetach/util/util.go`` ``ProcessPodVolumes``;
+    the node the gang then uses)."""
     return [
         {"name": volume["name"], "persistentVolumeClaim": volume["persistentVolumeClaim"]}
         for volume in pod.get("volumes") or ()
