@@ -62,7 +62,7 @@ class DistributedJobChart(JobChart):
         - ``capacity``: how the release of the job (a gang of two pods or more) and of its fabric check holds all
           their nodes (:class:`~trainium_eks.manifests.jobs.gang_capacity.GangCapacity`). Default:
           ``GangCapacity()`` (3 attempts of 30 minutes, 10 minutes apart; a stall of 5 minutes restarts the gang, at
-          most 3 times).
+          most 3 times; the gang's Karpenter pool full of other jobs' nodes waited for up to 24 hours).
     :param queue: The Volcano queue of the fabric check (the job's own queue). Default: ``training``.
     """
 
