@@ -24,16 +24,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from trainium_eks.commands.kubectl import KubectlError, cluster_hint, kubectl
 from trainium_eks.core.conventions import DEFAULT_NAMESPACE, FABRIC_CHECK_LABEL, FABRIC_RESULT_MARKER
 from trainium_eks.manifests.jobs.fabric_program import FabricResult, render, result_from_log, size_text
-
-KUBECTL = "kubectl"
-KUBECTL_TIMEOUT_SECONDS = 60
 
 INDEX_LABELS = (
     "batch.kubernetes.io/job-completion-index",
@@ -43,36 +40,8 @@ INDEX_LABELS = (
 """Labels or annotations that number a job's pods; a pod numbered other than 0 is not node 0 and is skipped."""
 
 
-class FabricError(RuntimeError):
+class FabricError(KubectlError):
     """The results cannot be read: kubectl, the cluster or a file."""
-
-
-def _cluster_hint(stack: str) -> str:
-    return (
-        f"point kubectl at the cluster of stack {stack}: run the stack's UpdateKubeconfigCommand output "
-        "(aws eks update-kubeconfig --name <its ClusterName output> --region <its region>) with the admin role's "
-        "credentials"
-    )
-
-
-def kubectl(args: Sequence[str], stack: str, what: str, *, hint: bool = True) -> str:
-    """kubectl's stdout for ``args``; a FabricError of one line that says what to do when it cannot run (``what``
-    names the call; ``hint``: say how to point kubectl at the stack's cluster)."""
-    advice = f": {_cluster_hint(stack)}" if hint else ""
-    try:
-        done = subprocess.run(
-            [KUBECTL, *args], capture_output=True, text=True, timeout=KUBECTL_TIMEOUT_SECONDS, check=False
-        )
-    except FileNotFoundError as error:
-        raise FabricError(
-            f"kubectl is not installed (or not on PATH): install it, then {_cluster_hint(stack)}"
-        ) from error
-    except subprocess.TimeoutExpired as error:
-        raise FabricError(f"kubectl {what} gave no answer in {KUBECTL_TIMEOUT_SECONDS} s{advice}") from error
-    if done.returncode != 0:
-        said = next((line.strip() for line in done.stderr.splitlines() if line.strip()), f"exit {done.returncode}")
-        raise FabricError(f"kubectl {what} failed ({said}){advice}")
-    return done.stdout
 
 
 def _pod_index(pod: Mapping[str, Any]) -> Optional[str]:
@@ -110,7 +79,7 @@ def results_from_cluster(namespace: str, stack: str) -> List[Tuple[str, Optional
     if not jobs:
         raise FabricError(
             f"no fabric check pods (label {FABRIC_CHECK_LABEL}) in namespace {namespace} of context {context}: none "
-            f"has run there, they were deleted, or this is not the cluster of stack {stack} ({_cluster_hint(stack)})"
+            f"has run there, they were deleted, or this is not the cluster of stack {stack} ({cluster_hint(stack)})"
         )
     found: List[Tuple[str, Optional[FabricResult], str]] = []
     for job, pods in jobs.items():
@@ -123,7 +92,7 @@ def results_from_cluster(namespace: str, stack: str) -> List[Tuple[str, Optional
                 result = result_from_log(text, FABRIC_RESULT_MARKER)
                 read = f"pod/{name}"
                 break
-            except FabricError as error:
+            except KubectlError as error:
                 read = f"pod/{name} ({phase}): {error}"
             except ValueError:
                 read = f"pod/{name} ({phase}) has printed no result yet"
@@ -231,7 +200,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             write_chart(job, result, path)
             print(f"  chart: {path}")
             status = status if result.passed else 1
-    except FabricError as error:
+    except KubectlError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return status
