@@ -15,6 +15,7 @@ COMMANDS = {
     "cost": "trainium_eks.commands.cost",
     "preflight": "trainium_eks.commands.preflight",
     "fabric": "trainium_eks.commands.fabric",
+    "release": "trainium_eks.commands.release",
 }
 """Command name -> module with ``main(argv)``."""
 
@@ -25,7 +26,8 @@ commands:
   run          start a run of the hybrid workflow (--runtime sagemaker|kubernetes) and follow it to the end
   cost         what each stack costs per hour by component, over --hours, and what a finished run cost
   preflight    the checks a deploy makes first (quotas, offerings, capacity, addresses), now, from your credentials
-  fabric       what each fabric acceptance run measured across the nodes (bus bandwidth, floor, verdict) and a chart"""
+  fabric       what each fabric acceptance run measured across the nodes (bus bandwidth, floor, verdict) and a chart
+  release      a gang or a waiting job of your own manifest, created by a release that holds its nodes first"""
 
 
 def main(argv: Optional[List[str]] = None) -> int:
