@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from trainium_eks.commands.kubectl import KubectlError, kubectl
+from trainium_eks.commands.kubectl import KubectlError, kubectl, reason
 
 
 def fake(tmp_path, status, out="", err=""):
@@ -24,12 +24,18 @@ def test_its_output_with_the_input_given(tmp_path, monkeypatch):
     assert kubectl(["create", "-f", "-"], "TrainiumEks", "create", stdin="{}") == "job.batch/x {}"
 
 
-def test_an_exit_status_the_caller_accepts_is_an_answer_and_any_other_one_line(tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", str(fake(tmp_path, 1, out="no", err="\nError from server (Forbidden): nope\n")))
-    assert kubectl(["auth", "can-i"], "TrainiumEks", "auth can-i", ok_codes=(0, 1)) == "no"
+def test_a_failure_is_one_line_the_last_that_is_not_a_log_line_or_a_warning(tmp_path, monkeypatch):
+    stderr = (
+        'E1205 12:00:00.1 memcache.go:265] "Unhandled Error" err="couldn\'t get current server API group list"\n'
+        "Warning: deprecated\n"
+        "The connection to the server 127.0.0.1:6443 was refused - did you specify the right host or port?\n"
+    )
+    monkeypatch.setenv("PATH", str(fake(tmp_path, 1, err=stderr)))
     with pytest.raises(KubectlError) as raised:
         kubectl(["get", "pods"], "TrainiumEks", "get pods")
-    assert str(raised.value).startswith("kubectl get pods failed (Error from server (Forbidden): nope): point kubectl")
+    assert str(raised.value).startswith("kubectl get pods failed (The connection to the server 127.0.0.1:6443 was")
+    assert "point kubectl at the cluster of stack TrainiumEks" in str(raised.value)
+    assert reason("", 3) == "exit 3"
 
 
 def test_without_kubectl_it_says_to_install_it(tmp_path, monkeypatch):

@@ -1,6 +1,7 @@
 """python -m trainium_eks release: a gang or a waiting job of the user's own manifest, wrapped in a release Job
 (printed, or created through a fake kubectl on PATH after checking what the release needs)."""
 
+import io
 import json
 import sys
 import textwrap
@@ -27,12 +28,25 @@ GANG = {
                 "template": {
                     "spec": {
                         "restartPolicy": "Never",
-                        "containers": [{"name": "c", "image": "busybox", "command": ["sh", "-c", "echo $(HOME) $$x"]}],
+                        "containers": [
+                            {
+                                "name": "c",
+                                "image": "busybox",
+                                "command": ["sh", "-c", "echo $(HOME) $$x"],
+                                "resources": {"requests": {"cpu": "1"}},
+                            }
+                        ],
                     }
                 },
             }
         ],
     },
+}
+TRAINJOB = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "TrainJob",
+    "metadata": {"name": "cifar"},
+    "spec": {"trainer": {}},
 }
 ONE_POD = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "eval"}, "spec": {"template": {"spec": {}}}}
 
@@ -71,6 +85,11 @@ def test_the_release_creates_the_manifest_held_as_the_library_holds_its_own(tmp_
         ((GANG,), ["--wait-for", "deployment/x"], "wait_for="),
         ((GANG,), ["--timeout-seconds", "60"], "timeout_seconds=60"),
         ((GANG, ONE_POD), [], "2 objects; give one job per release"),
+        (({**GANG, "metadata": {"name": "my.gang"}},), [], "a DNS-1035 label"),
+        ((GANG,), ["--wait-for", "vcjob/my-gang"], "it would wait for itself"),
+        ((TRAINJOB,), [], "spec.trainer.numNodes=None"),
+        (({**TRAINJOB, "spec": {"trainer": {"numNodes": 2}}},), [], "spec.trainer.resourcesPerNode='none'"),
+        (({**TRAINJOB, "metadata": {"name": "t" * 49}},), [], "at most 48 characters"),
     ],
 )
 def test_what_cannot_be_released_is_refused_saying_what_to_change(tmp_path, capsys, documents, args, problem):
@@ -78,8 +97,9 @@ def test_what_cannot_be_released_is_refused_saying_what_to_change(tmp_path, caps
     assert problem in capsys.readouterr().err
 
 
-def fake_kubectl(tmp_path: Path, *, configmap: bool = True, allowed: str = "yes") -> Path:
-    """A kubectl on PATH that answers get configmap (found or not), auth can-i (``allowed``) and create (recording
+def fake_kubectl(tmp_path: Path, *, missing: str = "", can_i: str = "yes", create_error: str = "") -> Path:
+    """A kubectl on PATH: get configmap and serviceaccount (``missing`` names one that is NotFound, or ``down``: the
+    server refuses), auth can-i (``can_i``: yes, no, or ``unserved``), create (``create_error`` on stderr, else records
     its input)."""
     data = tmp_path / "kubectl-data"
     data.mkdir()
@@ -95,15 +115,26 @@ def fake_kubectl(tmp_path: Path, *, configmap: bool = True, allowed: str = "yes"
             args = sys.argv[1:]
             with open(data / "calls", "a") as calls:
                 calls.write(" ".join(args) + "\\n")
-            if "configmap" in args:
-                if not {configmap!r}:
-                    sys.stderr.write('Error from server (NotFound): configmaps "x" not found\\n')
+            if "get" in args:
+                what = args[args.index("get") + 1]
+                if {missing!r} == "down":
+                    sys.stderr.write("The connection to the server 127.0.0.1:6443 was refused\\n")
                     sys.exit(1)
-                print("configmap/" + args[args.index("configmap") + 1])
+                if what == {missing!r}:
+                    sys.stderr.write('Error from server (NotFound): ' + what + 's "x" not found\\n')
+                    sys.exit(1)
+                print(what + "/" + args[args.index("get") + 2])
             elif args[:2] == ["auth", "can-i"]:
-                print({allowed!r})
-                sys.exit(0 if {allowed!r} == "yes" else 1)
+                if {can_i!r} == "unserved":
+                    sys.stderr.write("Warning: the server doesn't have a resource type 'jobs'\\n")
+                    print("no")
+                    sys.exit(1)
+                print({can_i!r})
+                sys.exit(0 if {can_i!r} == "yes" else 1)
             elif args[0] == "create":
+                if {create_error!r}:
+                    sys.stderr.write({create_error!r} + "\\n")
+                    sys.exit(1)
                 (data / "created.json").write_text(sys.stdin.read())
                 print("job.batch/my-gang-release")
             """
@@ -122,6 +153,7 @@ def test_apply_checks_the_namespace_then_creates_the_release(tmp_path, capsys, m
     calls = (tmp_path / "kubectl-data" / "calls").read_text().splitlines()
     assert calls == [
         f"-n training get configmap {RELEASE_PROGRAM_CONFIG_MAP} -o name",
+        "-n training get serviceaccount job-release -o name",
         "auth can-i create jobs.batch.volcano.sh -n training --as=system:serviceaccount:training:job-release",
         "create -f - -o name",
     ]
@@ -130,16 +162,67 @@ def test_apply_checks_the_namespace_then_creates_the_release(tmp_path, capsys, m
 
 
 @pytest.mark.parametrize(
-    "configmap, allowed, problem",
+    "fake, problem",
     [
-        (False, "yes", "has no release program of this library version"),
-        (True, "no", "JobReleaseCreatorChart(namespace='training', kind='vcjob')"),
+        ({"missing": "configmap"}, "has no release program of this library version"),
+        ({"missing": "serviceaccount"}, "JobReleaseAccessChart(namespace='training')"),
+        ({"missing": "down"}, "kubectl get configmap failed (The connection to the server 127.0.0.1:6443 was refused)"),
+        ({"can_i": "no"}, "JobReleaseCreatorChart(namespace='training', kind='vcjob')"),
+        ({"can_i": "unserved"}, "the cluster does not serve jobs.batch.volcano.sh: install its controller"),
+        (
+            {"create_error": 'Error from server (AlreadyExists): jobs.batch "my-gang-release" already exists'},
+            "job/my-gang-release exists in training: delete it",
+        ),
     ],
 )
-def test_apply_says_what_the_namespace_lacks_and_creates_nothing(
-    tmp_path, capsys, monkeypatch, configmap, allowed, problem
+def test_apply_says_what_the_namespace_lacks_or_what_failed_and_creates_nothing(
+    tmp_path, capsys, monkeypatch, fake, problem
 ):
-    monkeypatch.setenv("PATH", f"{fake_kubectl(tmp_path, configmap=configmap, allowed=allowed)}:/usr/bin:/bin")
+    monkeypatch.setenv("PATH", f"{fake_kubectl(tmp_path, **fake)}:/usr/bin:/bin")
     assert release.main(["-f", str(write(tmp_path, GANG)), "--apply"]) == 2
     assert problem in capsys.readouterr().err
     assert not (tmp_path / "kubectl-data" / "created.json").exists()
+
+
+def test_a_manifest_exported_from_a_cluster_is_released_as_a_create_takes_it(tmp_path, capsys):
+    exported = json.loads(json.dumps(GANG))
+    exported["metadata"].update(
+        resourceVersion="123",
+        uid="u-1",
+        creationTimestamp="2026-12-05T10:00:00Z",
+        managedFields=[{"manager": "kubectl"}],
+        ownerReferences=[{"kind": "Job", "name": "old"}],
+        annotations={**GANG["metadata"]["annotations"], "kubectl.kubernetes.io/last-applied-configuration": "{}"},
+    )
+    exported["status"] = {"state": {"phase": "Running"}}
+    batch = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "stage", "uid": "u-2"},
+        "spec": {
+            "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "u-2"}},
+            "template": {
+                "metadata": {"labels": {"batch.kubernetes.io/controller-uid": "u-2", "job-name": "stage", "app": "x"}}
+            },
+        },
+    }
+    assert release.main(["-f", str(write(tmp_path, exported))]) == 0
+    held = held_job(yaml.safe_load(capsys.readouterr().out))
+    assert set(held["metadata"]) == {"name", "namespace", "annotations"} and "status" not in held
+    assert "kubectl.kubernetes.io/last-applied-configuration" not in held["metadata"]["annotations"]
+    assert release.main(["-f", str(write(tmp_path, batch)), "--wait-for", "vcjob/my-gang"]) == 0
+    held = held_job(yaml.safe_load(capsys.readouterr().out))
+    assert "selector" not in held["spec"] and held["spec"]["template"]["metadata"]["labels"] == {"app": "x"}
+
+
+def test_dates_stay_strings_and_json_and_standard_input_are_read(tmp_path, capsys, monkeypatch):
+    dated = json.loads(json.dumps(GANG))
+    dated["metadata"]["annotations"]["since"] = "2024-01-01"
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(dated).replace("'2024-01-01'", "2024-01-01"))
+    assert "since: 2024-01-01\n" in path.read_text()
+    assert release.main(["-f", str(path)]) == 0
+    assert held_job(yaml.safe_load(capsys.readouterr().out))["metadata"]["annotations"]["since"] == "2024-01-01"
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(GANG, indent="\t")))
+    assert release.main(["-f", "-"]) == 0
+    assert held_job(yaml.safe_load(capsys.readouterr().out))["metadata"]["name"] == "my-gang"

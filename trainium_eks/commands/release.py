@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 import yaml
 
-from trainium_eks.commands.kubectl import KubectlError, kubectl
+from trainium_eks.commands.kubectl import KubectlError, cluster_hint, reason, run_kubectl
 from trainium_eks.core.conventions import DEFAULT_NAMESPACE
 from trainium_eks.core.validation import (
     ConfigurationError,
@@ -51,17 +52,76 @@ from trainium_eks.manifests.jobs.job_release import (
     RELEASE_SERVICE_ACCOUNT,
     check_references,
     held_annotations,
-    is_held,
+    kubelet_literal,
     release_job,
 )
-from trainium_eks.manifests.jobs.job_release_program import API, DEADLINE_MARGIN_SECONDS, NODE_POOL_ANNOTATION, ref_of
+from trainium_eks.manifests.jobs.job_release_program import (
+    API,
+    DEADLINE_MARGIN_SECONDS,
+    NODE_POOL_ANNOTATION,
+    gang_pods,
+    pod_requests,
+    ref_of,
+)
 
 MAX_NAME = 63 - len("-release")
 """The longest job name whose release Job's name fits a label value (the Job controller labels its pods with it)."""
+MAX_TRAINJOB_NAME = 48
+"""The longest TrainJob name whose JobSet the Trainer's webhook admits (its pod names must fit 63 characters)."""
+DNS_1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+"""Names of the gang kinds: their pods' host names and Services (Volcano's ``svc`` plugin, JobSet's headless Service)
+must be DNS-1035 labels."""
+MAX_HELD_BYTES = 120_000
+"""The largest held manifest: it travels as one environment string, which Linux caps at 128 KiB (``MAX_ARG_STRLEN``);
+above, the release's container cannot start."""
+SERVER_FIELDS = (
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "ownerReferences",
+)
+"""Metadata the API server sets, which a manifest exported with ``kubectl get -o yaml`` carries and a create refuses
+(``resourceVersion``) or ignores; the release sets the owner."""
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+JOB_CONTROLLER_LABELS = (
+    "controller-uid",
+    "batch.kubernetes.io/controller-uid",
+    "job-name",
+    "batch.kubernetes.io/job-name",
+)
+"""The labels the Job controller puts on a batch/v1 Job's pod template and selector (an exported Job carries them,
+and a new Job with them is refused unless ``manualSelector``)."""
 
 
 class ReleaseError(ValueError):
     """The manifest or a setting cannot be released."""
+
+
+def as_created(manifest: Dict[str, Any]) -> Dict[str, Any]:
+    """``manifest`` as a create takes it: without what the API server set (:data:`SERVER_FIELDS`, ``status``, the
+    last-applied annotation) and, for a batch/v1 Job without ``manualSelector``, without the Job controller's selector
+    and template labels."""
+    clean = json.loads(json.dumps(manifest))
+    clean.pop("status", None)
+    metadata = clean.setdefault("metadata", {})
+    for key in SERVER_FIELDS:
+        metadata.pop(key, None)
+    annotations = metadata.get("annotations") or {}
+    annotations.pop(LAST_APPLIED, None)
+    if not annotations:
+        metadata.pop("annotations", None)
+    spec = clean.get("spec") or {}
+    if clean.get("apiVersion") == "batch/v1" and not spec.get("manualSelector"):
+        spec.pop("selector", None)
+        labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        for label in JOB_CONTROLLER_LABELS:
+            labels.pop(label, None)
+    return clean
 
 
 def held_release(
@@ -72,40 +132,47 @@ def held_release(
     node_pool: Optional[str] = None,
     timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS,
 ) -> Dict[str, Any]:
-    """The release Job of ``manifest`` (a job of :data:`API`'s kinds), held until ``wait_for`` have completed and, for a
-    gang, until its nodes are held; ``namespace`` defaults to the manifest's, else ``training``. ConfigurationError
-    listing every problem."""
+    """The release Job of ``manifest`` (a job of :data:`API`'s kinds; :func:`as_created`), held until ``wait_for``
+    have completed and, for a gang, until its nodes are held; ``namespace`` defaults to the manifest's, else
+    ``training``. ConfigurationError listing every problem."""
     problems = Problems("release")
     ref = ref_of(manifest) if isinstance(manifest, dict) else None
     if ref is None:
         problems.add("manifest", _kind(manifest), "one batch/v1 Job, Volcano Job, TrainJob or PyTorchJob")
         problems.raise_if_any()
+    manifest = as_created(manifest)
+    kind = ref.split("/")[0]
     metadata = manifest.get("metadata") or {}
     name, own_namespace = metadata.get("name"), metadata.get("namespace")
     namespace = namespace or own_namespace or DEFAULT_NAMESPACE
-    if check_dns_subdomain(problems, "metadata.name", name) and len(name) > MAX_NAME:
-        problems.add("metadata.name", name, f"at most {MAX_NAME} characters (its release Job is <name>-release)")
-    if metadata.get("generateName") and not name:
+    if not name and metadata.get("generateName"):
         problems.add("metadata.generateName", metadata["generateName"], "a fixed metadata.name (the release names it)")
+    elif check_dns_subdomain(problems, "metadata.name", name):
+        if len(name) > MAX_NAME:
+            problems.add("metadata.name", name, f"at most {MAX_NAME} characters (its release Job is <name>-release)")
+        if kind != "job" and not DNS_1035_LABEL.fullmatch(name):
+            problems.add(
+                "metadata.name",
+                name,
+                "a DNS-1035 label (a letter, then letters, digits and '-'): its pods' host names and Services carry it",
+            )
+        if kind == "trainjob" and len(name) > MAX_TRAINJOB_NAME:
+            problems.add(
+                "metadata.name", name, f"at most {MAX_TRAINJOB_NAME} characters (the Trainer's JobSet webhook)"
+            )
     check_dns_label(problems, "namespace", namespace)
     if own_namespace and own_namespace != namespace:
         problems.add("namespace", namespace, f"the manifest's own namespace, {own_namespace}")
     waits = list(wait_for)
-    check_references(problems, "wait_for", waits)
+    if check_references(problems, "wait_for", waits) and f"{kind}/{name}" in waits:
+        problems.add("wait_for", f"{kind}/{name}", "other jobs than this one (it would wait for itself)")
     if node_pool is not None:
         check_dns_label(problems, "node_pool", node_pool)
     check_integer(
         problems, "timeout_seconds", timeout_seconds, minimum=DEADLINE_MARGIN_SECONDS + 60, maximum=MAX_TIMEOUT_SECONDS
     )
     problems.raise_if_any()
-    if not is_held(manifest, waits):
-        problems.add(
-            "manifest",
-            ref,
-            "a gang of two pods or more, or a job that waits for others (--wait-for): a job of one pod that waits for "
-            "nothing needs no release, apply it with kubectl",
-        )
-        problems.raise_if_any()
+    _check_gang(problems, kind, manifest, waits)
     held = json.loads(json.dumps(manifest))
     held_metadata = held.setdefault("metadata", {})
     held_metadata["namespace"] = namespace
@@ -114,13 +181,50 @@ def held_release(
         **held_annotations(waits),
         **({NODE_POOL_ANNOTATION: node_pool} if node_pool else {}),
     }
-    return release_job(
-        namespace,
-        held_name=name,
-        held_text=json.dumps(held, sort_keys=True),
-        wait_for=waits,
-        timeout_seconds=timeout_seconds,
-    )
+    held_text = json.dumps(held, sort_keys=True)
+    if len(kubelet_literal(held_text).encode()) > MAX_HELD_BYTES:
+        problems.add(
+            "manifest",
+            f"{len(held_text)} bytes",
+            f"at most {MAX_HELD_BYTES} bytes as JSON (one environment "
+            "string of the release's container): move large scripts or data into a ConfigMap",
+        )
+        problems.raise_if_any()
+    return release_job(namespace, held_name=name, held_text=held_text, wait_for=waits, timeout_seconds=timeout_seconds)
+
+
+def _check_gang(problems: Problems, kind: str, manifest: Dict[str, Any], waits: Sequence[str]) -> None:
+    """The job is one a release can hold: a TrainJob says its size; a gang's pods request what its nodes hold; a job
+    of one pod waits for something."""
+    trainer = (manifest.get("spec") or {}).get("trainer") or {}
+    if kind == "trainjob" and not isinstance(trainer.get("numNodes"), int):
+        problems.add(
+            "spec.trainer.numNodes",
+            trainer.get("numNodes"),
+            "the TrainJob's node count (its release holds that many nodes; the runtime's count is not in the manifest)",
+        )
+        problems.raise_if_any()
+    try:
+        shapes = gang_pods(manifest)
+    except (TypeError, ValueError) as error:
+        problems.add("manifest", ref_of(manifest), f"replicas that are whole numbers ({error})")
+        problems.raise_if_any()
+    if any(not pod_requests(pod) for _, pod in shapes):
+        where = "spec.trainer.resourcesPerNode" if kind == "trainjob" else "each task's container resources"
+        problems.add(
+            where,
+            "none",
+            "what each pod needs of its node (its capacity pods request the same, so that they "
+            "hold nodes the gang fits)",
+        )
+    if not shapes and not waits:
+        problems.add(
+            "manifest",
+            ref_of(manifest),
+            "a gang of two pods or more, or a job that waits for others (--wait-for): a job of one pod that waits for "
+            "nothing needs no release, apply it with kubectl",
+        )
+    problems.raise_if_any()
 
 
 def _kind(manifest: Any) -> str:
@@ -129,46 +233,92 @@ def _kind(manifest: Any) -> str:
     return type(manifest).__name__
 
 
+class _NoTimestamps(yaml.SafeLoader):
+    """YAML as kubectl reads it into JSON: a date stays a string (``value: 2024-01-01``)."""
+
+
+_NoTimestamps.yaml_implicit_resolvers = {
+    first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def read_manifest(path: Path) -> Any:
-    """The one object of ``path`` (YAML or JSON)."""
+    """The one object of ``path`` (JSON or YAML; ``-``: standard input)."""
+    text = sys.stdin.read() if str(path) == "-" else path.read_text()
     try:
-        documents = [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        documents = [doc for doc in yaml.load_all(text, Loader=_NoTimestamps) if doc is not None]
     except yaml.YAMLError as error:
-        raise ReleaseError(f"{path}: not YAML or JSON ({error})") from error
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ReleaseError(f"{path}: not YAML or JSON{where} ({getattr(error, 'problem', None) or error})") from error
     if len(documents) != 1:
         raise ReleaseError(f"{path}: {len(documents)} objects; give one job per release")
     return documents[0]
 
 
 def apply(release: Dict[str, Any], held_ref: str, stack: str) -> List[str]:
-    """Check what the release of ``held_ref`` (``<kind>/<name>``) needs in its namespace through kubectl, then create
-    it; the lines to print."""
+    """Check what the release of ``held_ref`` (``<kind>/<name>``) needs in its namespace through kubectl (the release
+    program of this version, the release account, the right to create the kind, which the cluster serves), then
+    create it; the lines to print."""
     namespace = release["metadata"]["namespace"]
     kind = held_ref.split("/")[0]
     api_version, _, collection = API[kind]
     group = api_version.rpartition("/")[0]
     resource = collection.rsplit("/", 1)[1] + (f".{group}" if group else "")
-    try:
-        kubectl(["-n", namespace, "get", "configmap", RELEASE_PROGRAM_CONFIG_MAP, "-o", "name"], stack, "get configmap")
-    except KubectlError as error:
-        raise ReleaseError(
-            f"namespace {namespace} has no release program of this library version ({RELEASE_PROGRAM_CONFIG_MAP}): "
-            "deploy a stack of this version whose JobSequence has a job there, or apply "
-            f"ReleaseProgramChart(namespace={namespace!r}) ({error})"
-        ) from error
+    needs = (
+        (
+            "configmap",
+            RELEASE_PROGRAM_CONFIG_MAP,
+            f"ReleaseProgramChart(namespace={namespace!r})",
+            "release program of this library version",
+        ),
+        (
+            "serviceaccount",
+            RELEASE_SERVICE_ACCOUNT,
+            f"JobReleaseAccessChart(namespace={namespace!r})",
+            "release service account",
+        ),
+    )
+    for what, name, chart, meaning in needs:
+        done = run_kubectl(["-n", namespace, "get", what, name, "-o", "name"], stack, f"get {what}")
+        if done.returncode != 0 and "NotFound" in done.stderr:
+            raise ReleaseError(
+                f"namespace {namespace} has no {meaning} ({what}/{name}): deploy a stack of this version whose "
+                f"JobSequence has a job there, or apply {chart}"
+            )
+        if done.returncode != 0:
+            raise KubectlError(
+                f"kubectl get {what} failed ({reason(done.stderr, done.returncode)}): {cluster_hint(stack)}"
+            )
     account = f"system:serviceaccount:{namespace}:{RELEASE_SERVICE_ACCOUNT}"
-    allowed = kubectl(
-        ["auth", "can-i", "create", resource, "-n", namespace, f"--as={account}"], stack, "auth can-i", ok_codes=(0, 1)
-    ).strip()
-    if allowed != "yes":
+    done = run_kubectl(["auth", "can-i", "create", resource, "-n", namespace, f"--as={account}"], stack, "auth can-i")
+    answer = done.stdout.strip()
+    if "doesn't have a resource type" in done.stderr:
+        raise ReleaseError(f"the cluster does not serve {resource}: install its controller and CRDs first")
+    if done.returncode == 1 and answer.startswith("no"):
         raise ReleaseError(
-            f"releases in {namespace} may not create {resource} ({account}: {allowed or 'no answer'}): apply "
+            f"releases in {namespace} may not create {resource} ({account}): apply "
             f"JobReleaseCreatorChart(namespace={namespace!r}, kind={kind!r}), or JobSequence.release_prerequisites"
         )
-    created = kubectl(["create", "-f", "-", "-o", "name"], stack, "create", stdin=json.dumps(release)).strip()
+    if done.returncode != 0 or answer != "yes":
+        raise KubectlError(f"kubectl auth can-i failed ({reason(done.stderr, done.returncode)}): {cluster_hint(stack)}")
     name = release["metadata"]["name"]
+    done = run_kubectl(["create", "-f", "-", "-o", "name"], stack, "create", stdin=json.dumps(release))
+    if done.returncode != 0 and "AlreadyExists" in done.stderr:
+        raise ReleaseError(
+            f"job/{name} exists in {namespace}: delete it (kubectl -n {namespace} delete job/{name}, which deletes "
+            f"{held_ref} too) or rename the job"
+        )
+    if done.returncode != 0:
+        raise KubectlError(f"kubectl create failed ({reason(done.stderr, done.returncode)})")
     return [
-        f"created {created} in {namespace}: it creates {held_ref} once its waits have completed and its nodes are held",
+        f"created {done.stdout.strip()} in {namespace}: it creates {held_ref} once its waits have completed and its "
+        "nodes are held",
         f"follow it: kubectl -n {namespace} logs -f job/{name}; its events: kubectl -n {namespace} get events "
         f"--field-selector involvedObject.name={name}",
     ]
@@ -176,7 +326,9 @@ def apply(release: Dict[str, Any], held_ref: str, stack: str) -> List[str]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m trainium_eks release", description=__doc__.split("\n\n")[0])
-    parser.add_argument("-f", "--filename", type=Path, required=True, help="the job's manifest (YAML or JSON)")
+    parser.add_argument(
+        "-f", "--filename", type=Path, required=True, help="the job's manifest (YAML or JSON; -: stdin)"
+    )
     parser.add_argument("--namespace", help="default: the manifest's, else training")
     parser.add_argument("--wait-for", action="append", default=[], metavar="KIND/NAME", help="a job it waits for")
     parser.add_argument("--node-pool", help="the Karpenter NodePool of a gang's nodes")
