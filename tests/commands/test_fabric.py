@@ -3,14 +3,13 @@ kubectl on PATH), and one line saying what to do when kubectl is missing or cann
 
 import json
 import os
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 import trainium_eks.__main__ as cli
 from tests.support.fabric_logs import NCCL_HEALTHY, NCCL_SOCKET, NCCOM_HEALTHY, NCCOM_SLOW, verdict
+from tests.support.fake_kubectl import fake_kubectl
 from trainium_eks.commands import fabric
 from trainium_eks.core.conventions import FABRIC_CHECK_LABEL, FABRIC_RESULT_MARKER
 from trainium_eks.manifests.jobs.fabric_program import render, result_line
@@ -74,7 +73,7 @@ def test_without_kubectl_one_line_says_what_to_do(tmp_path, capsys, monkeypatch)
     assert "cluster of stack TrainiumEks" in err and "UpdateKubeconfigCommand" in err
 
 
-def fake_kubectl(tmp_path: Path, pods, logs, fail: str = "") -> Path:
+def fabric_kubectl(tmp_path: Path, pods, logs, fail: str = "") -> Path:
     """A kubectl on PATH that answers current-context, get pods (``pods``) and logs (``logs``: pod -> text), or fails
     with ``fail`` on stderr."""
     data = tmp_path / "kubectl-data"
@@ -83,36 +82,24 @@ def fake_kubectl(tmp_path: Path, pods, logs, fail: str = "") -> Path:
     for pod, text in logs.items():
         (data / f"{pod}.log").write_text(text)
     (data / "calls").write_text("")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    kubectl = bin_dir / "kubectl"
-    kubectl.write_text(
-        f"#!{sys.executable}\n"
-        + textwrap.dedent(
-            f"""
-            import sys, pathlib
-            data = pathlib.Path({str(data)!r})
-            args = sys.argv[1:]
-            with open(data / "calls", "a") as calls:
-                calls.write(" ".join(args) + "\\n")
-            if {fail!r}:
-                sys.stderr.write({fail!r} + "\\n")
+    return fake_kubectl(
+        tmp_path,
+        f"""
+        if {fail!r}:
+            sys.stderr.write({fail!r} + "\\n")
+            sys.exit(1)
+        if args[:2] == ["config", "current-context"]:
+            print("arn:aws:eks:us-west-2:111122223333:cluster/trainium-eks")
+        elif "get" in args:
+            print((data / "pods.json").read_text())
+        elif "logs" in args:
+            log = data / (args[args.index("logs") + 1] + ".log")
+            if not log.exists():
+                sys.stderr.write("Error from server (BadRequest): container is waiting to start\\n")
                 sys.exit(1)
-            if args[:2] == ["config", "current-context"]:
-                print("arn:aws:eks:us-west-2:111122223333:cluster/trainium-eks")
-            elif "get" in args:
-                print((data / "pods.json").read_text())
-            elif "logs" in args:
-                log = data / (args[args.index("logs") + 1] + ".log")
-                if not log.exists():
-                    sys.stderr.write("Error from server (BadRequest): container is waiting to start\\n")
-                    sys.exit(1)
-                sys.stdout.write(log.read_text())
-            """
-        )
+            sys.stdout.write(log.read_text())
+        """,
     )
-    kubectl.chmod(0o755)
-    return bin_dir
 
 
 def pod(name, job, created, index=None, phase="Succeeded"):
@@ -136,7 +123,7 @@ def test_the_cluster_results_come_from_the_newest_node_0_pod_of_each_check(tmp_p
         "fabric-train-1-1-new": "not node 0\n",
         "fabric-gpu-1-0": log_of(NCCL_HEALTHY, benchmark="nccl", floor=100, link=400),
     }
-    bin_dir = fake_kubectl(tmp_path, pods, logs)
+    bin_dir = fabric_kubectl(tmp_path, pods, logs)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin:/bin")
     monkeypatch.chdir(tmp_path)
     assert fabric.main(["--stack", "TrainiumEks"]) == 1  # late-1 has no result yet
@@ -155,7 +142,7 @@ def test_the_cluster_results_come_from_the_newest_node_0_pod_of_each_check(tmp_p
 
 def test_several_checks_with_one_chart_path_get_one_chart_each(tmp_path, capsys, monkeypatch):
     pods = [pod("a-0", "a", "2026-12-01T10:00:00Z"), pod("b-0", "b", "2026-12-01T10:00:00Z")]
-    bin_dir = fake_kubectl(tmp_path, pods, {"a-0": log_of(NCCOM_HEALTHY), "b-0": log_of(NCCOM_HEALTHY)})
+    bin_dir = fabric_kubectl(tmp_path, pods, {"a-0": log_of(NCCOM_HEALTHY), "b-0": log_of(NCCOM_HEALTHY)})
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin:/bin")
     assert fabric.main(["--stack", "TrainiumEks", "--chart", str(tmp_path / "fabric.png"), "--namespace", "ml"]) == 0
     assert (tmp_path / "fabric-a.png").exists() and (tmp_path / "fabric-b.png").exists()
@@ -164,7 +151,7 @@ def test_several_checks_with_one_chart_path_get_one_chart_each(tmp_path, capsys,
 
 def test_a_cluster_kubectl_cannot_reach_is_one_line(tmp_path, capsys, monkeypatch):
     fail = "Unable to connect to the server: dial tcp: lookup ABC.gr7.us-west-2.eks.amazonaws.com: no such host"
-    bin_dir = fake_kubectl(tmp_path, [], {}, fail=fail)
+    bin_dir = fabric_kubectl(tmp_path, [], {}, fail=fail)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin:/bin")
     assert fabric.main(["--stack", "TrainiumEks"]) == 2
     err = capsys.readouterr().err
@@ -175,7 +162,7 @@ def test_a_cluster_kubectl_cannot_reach_is_one_line(tmp_path, capsys, monkeypatc
 
 
 def test_no_fabric_check_in_the_cluster_is_one_line(tmp_path, capsys, monkeypatch):
-    bin_dir = fake_kubectl(tmp_path, [], {})
+    bin_dir = fabric_kubectl(tmp_path, [], {})
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin:/bin")
     assert fabric.main(["--stack", "TrainiumEks"]) == 2
     assert "no fabric check pods (label trainium-eks/fabric-check-for) in namespace training" in capsys.readouterr().err

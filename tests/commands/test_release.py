@@ -4,12 +4,12 @@
 import io
 import json
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.support.fake_kubectl import fake_kubectl
 from tests.support.manifests import held_job
 from trainium_eks.commands import release
 from trainium_eks.manifests.jobs.job_release import RELEASE_ANNOTATION, RELEASE_PROGRAM_CONFIG_MAP, WAIT_FOR_ANNOTATION
@@ -97,55 +97,41 @@ def test_what_cannot_be_released_is_refused_saying_what_to_change(tmp_path, caps
     assert problem in capsys.readouterr().err
 
 
-def fake_kubectl(tmp_path: Path, *, missing: str = "", can_i: str = "yes", create_error: str = "") -> Path:
+def release_kubectl(tmp_path: Path, *, missing: str = "", can_i: str = "yes", create_error: str = "") -> Path:
     """A kubectl on PATH: get configmap and serviceaccount (``missing`` names one that is NotFound, or ``down``: the
     server refuses), auth can-i (``can_i``: yes, no, or ``unserved``), create (``create_error`` on stderr, else records
     its input)."""
-    data = tmp_path / "kubectl-data"
-    data.mkdir()
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    kubectl = bin_dir / "kubectl"
-    kubectl.write_text(
-        f"#!{sys.executable}\n"
-        + textwrap.dedent(
-            f"""
-            import sys, pathlib
-            data = pathlib.Path({str(data)!r})
-            args = sys.argv[1:]
-            with open(data / "calls", "a") as calls:
-                calls.write(" ".join(args) + "\\n")
-            if "get" in args:
-                what = args[args.index("get") + 1]
-                if {missing!r} == "down":
-                    sys.stderr.write("The connection to the server 127.0.0.1:6443 was refused\\n")
-                    sys.exit(1)
-                if what == {missing!r}:
-                    sys.stderr.write('Error from server (NotFound): ' + what + 's "x" not found\\n')
-                    sys.exit(1)
-                print(what + "/" + args[args.index("get") + 2])
-            elif args[:2] == ["auth", "can-i"]:
-                if {can_i!r} == "unserved":
-                    sys.stderr.write("Warning: the server doesn't have a resource type 'jobs'\\n")
-                    print("no")
-                    sys.exit(1)
-                print({can_i!r})
-                sys.exit(0 if {can_i!r} == "yes" else 1)
-            elif args[0] == "create":
-                if {create_error!r}:
-                    sys.stderr.write({create_error!r} + "\\n")
-                    sys.exit(1)
-                (data / "created.json").write_text(sys.stdin.read())
-                print("job.batch/my-gang-release")
-            """
-        )
+    return fake_kubectl(
+        tmp_path,
+        f"""
+        if "get" in args:
+            what = args[args.index("get") + 1]
+            if {missing!r} == "down":
+                sys.stderr.write("The connection to the server 127.0.0.1:6443 was refused\\n")
+                sys.exit(1)
+            if what == {missing!r}:
+                sys.stderr.write('Error from server (NotFound): ' + what + 's "x" not found\\n')
+                sys.exit(1)
+            print(what + "/" + args[args.index("get") + 2])
+        elif args[:2] == ["auth", "can-i"]:
+            if {can_i!r} == "unserved":
+                sys.stderr.write("Warning: the server doesn't have a resource type 'jobs'\\n")
+                print("no")
+                sys.exit(1)
+            print({can_i!r})
+            sys.exit(0 if {can_i!r} == "yes" else 1)
+        elif args[0] == "create":
+            if {create_error!r}:
+                sys.stderr.write({create_error!r} + "\\n")
+                sys.exit(1)
+            (data / "created.json").write_text(sys.stdin.read())
+            print("job.batch/my-gang-release")
+        """,
     )
-    kubectl.chmod(0o755)
-    return bin_dir
 
 
 def test_apply_checks_the_namespace_then_creates_the_release(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("PATH", f"{fake_kubectl(tmp_path)}:/usr/bin:/bin")
+    monkeypatch.setenv("PATH", f"{release_kubectl(tmp_path)}:/usr/bin:/bin")
     assert release.main(["-f", str(write(tmp_path, GANG)), "--apply"]) == 0
     out = capsys.readouterr().out
     assert "created job.batch/my-gang-release in training: it creates vcjob/my-gang" in out
@@ -178,7 +164,7 @@ def test_apply_checks_the_namespace_then_creates_the_release(tmp_path, capsys, m
 def test_apply_says_what_the_namespace_lacks_or_what_failed_and_creates_nothing(
     tmp_path, capsys, monkeypatch, fake, problem
 ):
-    monkeypatch.setenv("PATH", f"{fake_kubectl(tmp_path, **fake)}:/usr/bin:/bin")
+    monkeypatch.setenv("PATH", f"{release_kubectl(tmp_path, **fake)}:/usr/bin:/bin")
     assert release.main(["-f", str(write(tmp_path, GANG)), "--apply"]) == 2
     assert problem in capsys.readouterr().err
     assert not (tmp_path / "kubectl-data" / "created.json").exists()
