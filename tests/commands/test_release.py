@@ -5,6 +5,7 @@ import io
 import json
 import sys
 from pathlib import Path
+from typing import Sequence
 
 import pytest
 import yaml
@@ -97,14 +98,31 @@ def test_what_cannot_be_released_is_refused_saying_what_to_change(tmp_path, caps
     assert problem in capsys.readouterr().err
 
 
-def release_kubectl(tmp_path: Path, *, missing: str = "", can_i: str = "yes", create_error: str = "") -> Path:
+def release_kubectl(
+    tmp_path: Path,
+    *,
+    missing: str = "",
+    can_i: str = "yes",
+    create_error: str = "",
+    absent: Sequence[str] = (),
+    unserved: str = "",
+) -> Path:
     """A kubectl on PATH: get configmap and serviceaccount (``missing`` names one that is NotFound, or ``down``: the
-    server refuses), auth can-i (``can_i``: yes, no, or ``unserved``), create (``create_error`` on stderr, else records
-    its input)."""
+    server refuses), get of objects with ``--ignore-not-found`` (prints those whose name is not in ``absent``; a
+    resource starting with ``unserved`` is not served), auth can-i (``can_i``: yes, no, or ``unserved``), create
+    (``create_error`` on stderr, else records its input)."""
     return fake_kubectl(
         tmp_path,
         f"""
-        if "get" in args:
+        if "--ignore-not-found" in args:
+            names = args[args.index("get") + 1 : args.index("--ignore-not-found")]
+            if {unserved!r} and any(name.startswith({unserved!r}) for name in names):
+                sys.stderr.write('error: the server doesn\\'t have a resource type "' + {unserved!r} + '"\\n')
+                sys.exit(1)
+            for name in names:
+                if name.split("/", 1)[1] not in {list(absent)!r}:
+                    print(name)
+        elif "get" in args:
             what = args[args.index("get") + 1]
             if {missing!r} == "down":
                 sys.stderr.write("The connection to the server 127.0.0.1:6443 was refused\\n")
@@ -212,3 +230,43 @@ def test_dates_stay_strings_and_json_and_standard_input_are_read(tmp_path, capsy
     monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(GANG, indent="\t")))
     assert release.main(["-f", "-"]) == 0
     assert held_job(yaml.safe_load(capsys.readouterr().out))["metadata"]["name"] == "my-gang"
+
+
+def test_apply_checks_each_job_waited_for_and_the_node_pool(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", f"{release_kubectl(tmp_path, absent=['staging'])}:/usr/bin:/bin")
+    args = ["--wait-for", "job/staging", "--wait-for", "vcjob/warmup", "--node-pool", "trainium", "--apply"]
+    assert release.main(["-f", str(write(tmp_path, GANG)), *args]) == 0
+    calls = (tmp_path / "kubectl-data" / "calls").read_text().splitlines()
+    assert calls[3:] == [
+        "-n training get jobs.batch/staging jobs.batch/staging-release --ignore-not-found -o name",
+        "-n training get jobs.batch.volcano.sh/warmup jobs.batch/warmup-release --ignore-not-found -o name",
+        "get nodepools.karpenter.sh/trainium --ignore-not-found -o name",
+        "create -f - -o name",
+    ]
+
+
+@pytest.mark.parametrize(
+    "fake, args, problem",
+    [
+        (
+            {"absent": ["staging", "staging-release"]},
+            ["--wait-for", "job/staging"],
+            "job/staging is not in training, and no release there creates it (job/staging-release): the release "
+            "would wait for it for 1209600 s",
+        ),
+        ({"absent": ["trainium"]}, ["--node-pool", "trainium"], "the cluster has no NodePool trainium"),
+        (
+            {"unserved": "nodepools"},
+            ["--node-pool", "trainium"],
+            "--node-pool trainium needs a kind the cluster does not serve (error: the server doesn't have a "
+            'resource type "nodepools")',
+        ),
+    ],
+)
+def test_apply_refuses_a_wait_for_nothing_and_a_pool_that_is_not_there(
+    tmp_path, capsys, monkeypatch, fake, args, problem
+):
+    monkeypatch.setenv("PATH", f"{release_kubectl(tmp_path, **fake)}:/usr/bin:/bin")
+    assert release.main(["-f", str(write(tmp_path, GANG)), *args, "--apply"]) == 2
+    assert problem in capsys.readouterr().err
+    assert not (tmp_path / "kubectl-data" / "created.json").exists()

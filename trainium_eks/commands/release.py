@@ -11,8 +11,9 @@ same release:
 It reads one job (YAML or JSON), marks it held (the annotations a release reads, which also make the namespace's
 admission policy refuse it to anyone but its release: :mod:`~trainium_eks.manifests.access.held_job_admission`),
 and prints the release Job that creates it, for ``kubectl create -f -``. With ``--apply`` it first checks, through
-kubectl, what the release needs in the namespace (the release program of this library version, the permission to
-create the job's kind), then creates it and prints how to follow it.
+kubectl, what the release needs (the namespace's release program of this library version, the permission to
+create the job's kind, each job it waits for or that job's release, the NodePool), then creates it and prints how to
+follow it.
 
 - ``--wait-for``: jobs it waits for (``job/<name>``, ``vcjob/<name>``, ``trainjob/<name>``, ``pytorchjob/<name>``).
 - ``--node-pool``: the Karpenter NodePool of a gang's nodes (``TrainingNodePool.pool_name``), so that its release waits
@@ -261,15 +262,68 @@ def read_manifest(path: Path) -> Any:
     return documents[0]
 
 
-def apply(release: Dict[str, Any], held_ref: str, stack: str) -> List[str]:
-    """Check what the release of ``held_ref`` (``<kind>/<name>``) needs in its namespace through kubectl (the release
-    program of this version, the release account, the right to create the kind, which the cluster serves), then
-    create it; the lines to print."""
-    namespace = release["metadata"]["namespace"]
-    kind = held_ref.split("/")[0]
+NODE_POOL_RESOURCE = "nodepools.karpenter.sh"
+
+
+def resource_of(kind: str) -> str:
+    """kubectl's fully qualified resource of a job kind of :data:`API` (``vcjob`` -> ``jobs.batch.volcano.sh``)."""
     api_version, _, collection = API[kind]
     group = api_version.rpartition("/")[0]
-    resource = collection.rsplit("/", 1)[1] + (f".{group}" if group else "")
+    return collection.rsplit("/", 1)[1] + (f".{group}" if group else "")
+
+
+def existing(namespace: Optional[str], names: Sequence[str], stack: str, what: str) -> List[str]:
+    """Which of ``names`` (``<resource>/<name>``) exist, in ``namespace`` (None: cluster-scoped), through one
+    ``kubectl get --ignore-not-found``; a resource the cluster does not serve is a :class:`ReleaseError` naming
+    ``what`` needs it."""
+    where = ["-n", namespace] if namespace else []
+    done = run_kubectl([*where, "get", *names, "--ignore-not-found", "-o", "name"], stack, "get")
+    if "doesn't have a resource type" in done.stderr:
+        raise ReleaseError(f"{what} needs a kind the cluster does not serve ({reason(done.stderr, done.returncode)})")
+    if done.returncode != 0:
+        raise KubectlError(f"kubectl get failed ({reason(done.stderr, done.returncode)}): {cluster_hint(stack)}")
+    return [line.split("/", 1)[1] for line in done.stdout.split()]
+
+
+def check_waits(namespace: str, waits: Sequence[str], timeout_seconds: int, stack: str) -> None:
+    """Refuse a job waited for that neither exists in ``namespace`` nor has a release Job to create it: the release
+    would wait for it until its deadline (a job's release that has failed fails the wait:
+    ``job_release_program.wait_states``)."""
+    for ref in waits:
+        kind, name = ref.split("/", 1)
+        found = existing(namespace, [f"{resource_of(kind)}/{name}", f"jobs.batch/{name}-release"], stack, ref)
+        if not found:
+            raise ReleaseError(
+                f"{ref} is not in {namespace}, and no release there creates it (job/{name}-release): the release "
+                f"would wait for it for {timeout_seconds} s; create it or its release first, or drop --wait-for {ref}"
+            )
+
+
+def check_node_pool(node_pool: str, stack: str) -> None:
+    """Refuse a NodePool the cluster does not have: the gang's capacity pods would wait for a pool that cannot
+    launch their nodes."""
+    if not existing(None, [f"{NODE_POOL_RESOURCE}/{node_pool}"], stack, f"--node-pool {node_pool}"):
+        raise ReleaseError(
+            f"the cluster has no NodePool {node_pool} (kubectl get {NODE_POOL_RESOURCE}): name the pool of the "
+            "gang's nodes (TrainingNodePool.pool_name)"
+        )
+
+
+def apply(
+    release: Dict[str, Any],
+    held_ref: str,
+    stack: str,
+    *,
+    waits: Sequence[str] = (),
+    node_pool: Optional[str] = None,
+    timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS,
+) -> List[str]:
+    """Check what the release of ``held_ref`` (``<kind>/<name>``) needs through kubectl (the namespace's release
+    program of this version and release account, the right to create the kind, which the cluster serves, the jobs it
+    waits for, its NodePool), then create it; the lines to print."""
+    namespace = release["metadata"]["namespace"]
+    kind = held_ref.split("/")[0]
+    resource = resource_of(kind)
     needs = (
         (
             "configmap",
@@ -307,6 +361,9 @@ def apply(release: Dict[str, Any], held_ref: str, stack: str) -> List[str]:
         )
     if done.returncode != 0 or answer != "yes":
         raise KubectlError(f"kubectl auth can-i failed ({reason(done.stderr, done.returncode)}): {cluster_hint(stack)}")
+    check_waits(namespace, waits, timeout_seconds, stack)
+    if node_pool:
+        check_node_pool(node_pool, stack)
     name = release["metadata"]["name"]
     done = run_kubectl(["create", "-f", "-", "-o", "name"], stack, "create", stdin=json.dumps(release))
     if done.returncode != 0 and "AlreadyExists" in done.stderr:
@@ -348,7 +405,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if not options.apply:
             print(yaml.safe_dump(release, sort_keys=False), end="")
             return 0
-        for line in apply(release, ref_of(manifest), options.stack):
+        applied = apply(
+            release,
+            ref_of(manifest),
+            options.stack,
+            waits=options.wait_for,
+            node_pool=options.node_pool,
+            timeout_seconds=options.timeout_seconds,
+        )
+        for line in applied:
             print(line)
     except (ConfigurationError, ReleaseError, KubectlError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
