@@ -103,18 +103,27 @@ def release_kubectl(
     *,
     missing: str = "",
     can_i: str = "yes",
+    can_read: str = "yes",
     create_error: str = "",
     absent: Sequence[str] = (),
     unserved: str = "",
 ) -> Path:
-    """A kubectl on PATH: get configmap and serviceaccount (``missing`` names one that is NotFound, or ``down``: the
-    server refuses), get of objects with ``--ignore-not-found`` (prints those whose name is not in ``absent``; a
-    resource starting with ``unserved`` is not served), auth can-i (``can_i``: yes, no, or ``unserved``), create
-    (``create_error`` on stderr, else records its input)."""
+    """A kubectl on PATH: auth can-i (``can_i`` for create: yes, no, or ``unserved``; ``can_read`` for get), get
+    configmap and serviceaccount (``missing`` names one that is NotFound, or ``down``: the server refuses), get of
+    objects with ``--ignore-not-found`` (prints those whose name is not in ``absent``; a resource starting with
+    ``unserved`` is not served), create (``create_error`` on stderr, else records its input)."""
     return fake_kubectl(
         tmp_path,
         f"""
-        if "--ignore-not-found" in args:
+        if args[:2] == ["auth", "can-i"]:
+            answer = {can_i!r} if args[2] == "create" else {can_read!r}
+            if answer == "unserved":
+                sys.stderr.write("Warning: the server doesn't have a resource type 'jobs'\\n")
+                print("no")
+                sys.exit(1)
+            print(answer)
+            sys.exit(0 if answer == "yes" else 1)
+        elif "--ignore-not-found" in args:
             names = args[args.index("get") + 1 : args.index("--ignore-not-found")]
             if {unserved!r} and any(name.startswith({unserved!r}) for name in names):
                 sys.stderr.write('error: the server doesn\\'t have a resource type "' + {unserved!r} + '"\\n')
@@ -131,13 +140,6 @@ def release_kubectl(
                 sys.stderr.write('Error from server (NotFound): ' + what + 's "x" not found\\n')
                 sys.exit(1)
             print(what + "/" + args[args.index("get") + 2])
-        elif args[:2] == ["auth", "can-i"]:
-            if {can_i!r} == "unserved":
-                sys.stderr.write("Warning: the server doesn't have a resource type 'jobs'\\n")
-                print("no")
-                sys.exit(1)
-            print({can_i!r})
-            sys.exit(0 if {can_i!r} == "yes" else 1)
         elif args[0] == "create":
             if {create_error!r}:
                 sys.stderr.write({create_error!r} + "\\n")
@@ -237,7 +239,10 @@ def test_apply_checks_each_job_waited_for_and_the_node_pool(tmp_path, capsys, mo
     args = ["--wait-for", "job/staging", "--wait-for", "vcjob/warmup", "--node-pool", "trainium", "--apply"]
     assert release.main(["-f", str(write(tmp_path, GANG)), *args]) == 0
     calls = (tmp_path / "kubectl-data" / "calls").read_text().splitlines()
+    account = "--as=system:serviceaccount:training:job-release"
     assert calls[3:] == [
+        f"auth can-i get jobs.batch -n training {account}",
+        f"auth can-i get jobs.batch.volcano.sh -n training {account}",
         "-n training get jobs.batch/staging jobs.batch/staging-release --ignore-not-found -o name",
         "-n training get jobs.batch.volcano.sh/warmup jobs.batch/warmup-release --ignore-not-found -o name",
         "get nodepools.karpenter.sh/trainium --ignore-not-found -o name",
@@ -255,6 +260,12 @@ def test_apply_checks_each_job_waited_for_and_the_node_pool(tmp_path, capsys, mo
             "would wait for it for 1209600 s",
         ),
         ({"absent": ["trainium"]}, ["--node-pool", "trainium"], "the cluster has no NodePool trainium"),
+        (
+            {"can_read": "no"},
+            ["--wait-for", "job/staging"],
+            "releases in training may not read jobs.batch (system:serviceaccount:training:job-release), so cannot "
+            "wait for job/staging: apply JobReleaseAccessChart(namespace='training')",
+        ),
         (
             {"unserved": "nodepools"},
             ["--node-pool", "trainium"],

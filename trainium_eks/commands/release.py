@@ -12,8 +12,8 @@ It reads one job (YAML or JSON), marks it held (the annotations a release reads,
 admission policy refuse it to anyone but its release: :mod:`~trainium_eks.manifests.access.held_job_admission`),
 and prints the release Job that creates it, for ``kubectl create -f -``. With ``--apply`` it first checks, through
 kubectl, what the release needs (the namespace's release program of this library version, the permission to
-create the job's kind, each job it waits for or that job's release, the NodePool), then creates it and prints how to
-follow it.
+create the job's kind and to read the kinds it waits for, each job it waits for or that job's release, the NodePool),
+then creates it and prints how to follow it.
 
 - ``--wait-for``: jobs it waits for (``job/<name>``, ``vcjob/<name>``, ``trainjob/<name>``, ``pytorchjob/<name>``).
 - ``--node-pool``: the Karpenter NodePool of a gang's nodes (``TrainingNodePool.pool_name``), so that its release waits
@@ -285,6 +285,21 @@ def existing(namespace: Optional[str], names: Sequence[str], stack: str, what: s
     return [line.split("/", 1)[1] for line in done.stdout.split()]
 
 
+def release_may(verb: str, resource: str, namespace: str, stack: str) -> bool:
+    """Whether the namespace's release account may ``verb`` the ``resource`` there (``kubectl auth can-i --as``); a
+    resource the cluster does not serve is a :class:`ReleaseError`."""
+    account = f"system:serviceaccount:{namespace}:{RELEASE_SERVICE_ACCOUNT}"
+    done = run_kubectl(["auth", "can-i", verb, resource, "-n", namespace, f"--as={account}"], stack, "auth can-i")
+    answer = done.stdout.strip()
+    if "doesn't have a resource type" in done.stderr:
+        raise ReleaseError(f"the cluster does not serve {resource}: install its controller and CRDs first")
+    if done.returncode == 1 and answer.startswith("no"):
+        return False
+    if done.returncode != 0 or answer != "yes":
+        raise KubectlError(f"kubectl auth can-i failed ({reason(done.stderr, done.returncode)}): {cluster_hint(stack)}")
+    return True
+
+
 def check_waits(namespace: str, waits: Sequence[str], timeout_seconds: int, stack: str) -> None:
     """Refuse a job waited for that neither exists in ``namespace`` nor has a release Job to create it: the release
     would wait for it until its deadline (a job's release that has failed fails the wait:
@@ -350,17 +365,17 @@ def apply(
                 f"kubectl get {what} failed ({reason(done.stderr, done.returncode)}): {cluster_hint(stack)}"
             )
     account = f"system:serviceaccount:{namespace}:{RELEASE_SERVICE_ACCOUNT}"
-    done = run_kubectl(["auth", "can-i", "create", resource, "-n", namespace, f"--as={account}"], stack, "auth can-i")
-    answer = done.stdout.strip()
-    if "doesn't have a resource type" in done.stderr:
-        raise ReleaseError(f"the cluster does not serve {resource}: install its controller and CRDs first")
-    if done.returncode == 1 and answer.startswith("no"):
+    if not release_may("create", resource, namespace, stack):
         raise ReleaseError(
             f"releases in {namespace} may not create {resource} ({account}): apply "
             f"JobReleaseCreatorChart(namespace={namespace!r}, kind={kind!r}), or JobSequence.release_prerequisites"
         )
-    if done.returncode != 0 or answer != "yes":
-        raise KubectlError(f"kubectl auth can-i failed ({reason(done.stderr, done.returncode)}): {cluster_hint(stack)}")
+    for ref in waits:
+        if not release_may("get", resource_of(ref.split("/")[0]), namespace, stack):
+            raise ReleaseError(
+                f"releases in {namespace} may not read {resource_of(ref.split('/')[0])} ({account}), so cannot wait "
+                f"for {ref}: apply JobReleaseAccessChart(namespace={namespace!r}) of this library version"
+            )
     check_waits(namespace, waits, timeout_seconds, stack)
     if node_pool:
         check_node_pool(node_pool, stack)
