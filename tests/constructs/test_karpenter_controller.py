@@ -18,6 +18,7 @@ from trainium_eks.constructs.karpenter_controller import (
 )
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.core.conventions import SYSTEM_NODE_LABELS
+from trainium_eks.core.validation import ConfigurationError
 from trainium_eks.facts import versions
 from trainium_eks.stacks.app_context import STACKS
 
@@ -178,3 +179,29 @@ def test_the_controller_gets_its_region_from_the_chart_not_from_imds(name):
     assert '\\"env\\":[{\\"name\\":\\"AWS_REGION\\",\\"value\\":\\"us-west-2\\"}]' in values
     assert controller_env("us-west-2") == [{"name": "AWS_REGION", "value": "us-west-2"}]
     assert '\\"hostNetwork\\"' not in values
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_karpenter_replaces_the_nodes_that_report_themselves_unhealthy(name):
+    """Node repair is Karpenter's alpha gate NodeRepair, off in the chart's values (settings.featureGates); each stack's
+    controller turns it on and leaves the chart's other gates as they are (Helm merges the values into the chart's)."""
+    _, release = releases(stack_template(name))["karpenter"]
+    values = json.dumps(release["Properties"]["Values"])
+    assert '\\"featureGates\\":{\\"nodeRepair\\":true}' in values
+
+
+def test_node_repair_can_be_left_off():
+    app = new_app()
+    stack = cdk.Stack(app, "Standalone", env=cdk.Environment(region="us-west-2"))
+    cluster = TrainingCluster(stack, "Cluster", vpc=TrainingNetwork(stack, "Network", node_az_id="usw2-az4").vpc)
+    KarpenterController(stack, "Karpenter", cluster=cluster.cluster, node_repair=False)
+    _, release = releases(assertions.Template.from_stack(stack))["karpenter"]
+    assert '\\"featureGates\\":{\\"nodeRepair\\":false}' in json.dumps(release["Properties"]["Values"])
+
+
+def test_node_repair_is_true_or_false():
+    app = new_app()
+    stack = cdk.Stack(app, "Standalone", env=cdk.Environment(region="us-west-2"))
+    cluster = TrainingCluster(stack, "Cluster", vpc=TrainingNetwork(stack, "Network", node_az_id="usw2-az4").vpc)
+    with pytest.raises(ConfigurationError, match="node_repair"):
+        KarpenterController(stack, "Karpenter", cluster=cluster.cluster, node_repair="yes")

@@ -1,7 +1,20 @@
-"""A node lost in the middle of a run, on the real components: Karpenter deletes a NodeClaim when EC2 says its
-instance is going (a Spot interruption, a scheduled stop or retirement: its interruption controller), or when a user
-deletes it; it drains the node (evicting its pods) and terminates the instance. The gang that ran there restarts as
-a whole and finishes on a replacement node.
+"""A node that fails in the middle of a run, on the real components: its kubelet stops being ready, and
+Karpenter's node repair (on in the library's ``KarpenterController``: the chart's ``settings.featureGates.nodeRepair``)
+deletes its NodeClaim once the condition has lasted the cloud provider's toleration, and the node goes with its
+instance, as when its interruption controller deletes a NodeClaim because EC2 says an instance is going (a Spot
+interruption, a scheduled stop or retirement) or a user does. The gang that ran there restarts as a whole and
+finishes on a replacement node.
+
+The node says it has been failing for the toleration already (kwok reports ``Ready`` False from the time
+:data:`~e2e.kwok_stages.NOT_READY_SINCE` gives): the kwok provider's toleration is 10 minutes, the AWS provider's
+30 (10 for ``AcceleratedHardwareReady``), and what is tested is what the real controller does once it has passed.
+Its pods stop too (kwok moves none of them on, as a stopped kubelet reports nothing). The kwok provider finds the
+instance of a node being deleted gone at once, and Karpenter removes a node that is not ready and whose instance is
+gone without draining it (kubernetes-sigs/karpenter v1.14.1 ``pkg/controllers/node/termination/controller.go``); the
+pod garbage collector fails and deletes its pods 40 to 80 s later (kubernetes v1.36.3 ``pkg/controller/podgc/``
+``gc_controller.go``: orphaned pods after a 40 s quarantine, every 20 s), and Volcano restarts the gang. On AWS that
+is the path when the instance is already gone; while it runs, Karpenter first deletes the pods (the repair's
+termination deadline is the moment it acts: a second's grace) and terminates it, which this test does not cover.
 
 Without its release's watch it would wait for ever: Volcano 1.15.1 places the pod that fits the surviving (now
 empty) node, discards the placement because the gang is not whole, and marks that pod ``Schedulable``
@@ -15,11 +28,14 @@ create the gang anew, which then completes."""
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 
 import app as default_app
 from e2e.components import ComponentRunner
 from e2e.deploy import LiveStack, applied_objects
+from e2e.kwok_stages import NOT_READY_SINCE
 from e2e.processes import wait_for
 from e2e.seed_runs import SEED_RUN_MINUTES, seed_jobs, wait_for_jobs
 from rehearsal.scenarios import DEFAULT, TRAINIUM_EKS, default_app_source
@@ -31,6 +47,12 @@ RUN_SECONDS = 40
 
 STALL_SECONDS = CAPACITY_SETTINGS["stall"][1]
 """The library's default stall time, which the seed jobs keep: the scenario is the user's."""
+
+KWOK_READY_TOLERATION = datetime.timedelta(minutes=10)
+"""How long Karpenter's kwok provider tolerates ``Ready`` False before its node repair acts (kubernetes-sigs/karpenter
+v1.14.1 ``kwok/cloudprovider/cloudprovider.go`` ``RepairPolicies``)."""
+
+NODE_CLAIM = ("karpenter.sh/v1", "NodeClaim")
 
 RECOVERY_MINUTES = STALL_SECONDS // 60 + 5
 """How long the restarted gang may take to finish: the stall time, then a replacement that launches in seconds here,
@@ -66,16 +88,34 @@ def test_a_training_gang_that_loses_a_node_mid_run_gets_a_new_node_and_completes
         )
         first_uid = cluster.api.get("batch.volcano.sh/v1alpha1", "Job", name, "training")["metadata"]["uid"]
         lost = running[0]["spec"]["nodeName"]
-        claims = [c for c in cluster.api.list("karpenter.sh/v1", "NodeClaim") if c["status"].get("nodeName") == lost]
+        claims = [c for c in cluster.api.list(*NODE_CLAIM) if c["status"].get("nodeName") == lost]
         assert len(claims) == 1, lost
-        cluster.api.delete("karpenter.sh/v1", "NodeClaim", claims[0]["metadata"]["name"])
+        since = datetime.datetime.now(datetime.timezone.utc) - KWOK_READY_TOLERATION - datetime.timedelta(minutes=1)
+        failed = {"metadata": {"annotations": {NOT_READY_SINCE: since.strftime("%Y-%m-%dT%H:%M:%SZ")}}}
+        for pod in [pod for pod in cluster.api.list("v1", "Pod") if pod["spec"].get("nodeName") == lost]:
+            cluster.api.patch("v1", "Pod", pod["metadata"]["name"], failed, pod["metadata"]["namespace"])
+        cluster.api.patch("v1", "Node", lost, failed)
 
         def restarted_without_the_node() -> bool:
             job = cluster.api.get("batch.volcano.sh/v1alpha1", "Job", name, "training") or {}
             nodes = [node["metadata"]["name"] for node in cluster.api.list("v1", "Node")]
             return (job.get("status") or {}).get("retryCount") == 1 and lost not in nodes
 
-        wait_for("the node gone and the gang restarted", restarted_without_the_node, timeout=RECOVERY_MINUTES * 60)
+        def describe_repair() -> str:
+            node = cluster.api.get("v1", "Node", lost) or {}
+            conditions = (node.get("status") or {}).get("conditions") or []
+            ready = [c for c in conditions if c.get("type") == "Ready"]
+            claims = [(c["metadata"]["name"], c["status"].get("nodeName")) for c in cluster.api.list(*NODE_CLAIM)]
+            job = cluster.api.get("batch.volcano.sh/v1alpha1", "Job", name, "training") or {}
+            return f"{lost} Ready: {ready}\nNodeClaims: {claims}\njob status: {job.get('status')}\n{describe()}"
+
+        wait_for(
+            "the node gone and the gang restarted",
+            restarted_without_the_node,
+            timeout=RECOVERY_MINUTES * 60,
+            check=runner.check,
+            describe=describe_repair,
+        )
 
         states = wait_for_jobs(cluster.api, jobs, timeout=RECOVERY_MINUTES * 60, check=runner.check, describe=describe)
         assert set(states.values()) == {"done"}, states

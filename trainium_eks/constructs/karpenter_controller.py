@@ -79,14 +79,40 @@ class KarpenterController(Construct):
     :param cluster: The cluster (``aws_eks_v2``), with its kubectl provider. Required.
     :param after: What the controller is installed after (the system node group it runs on, the Pod Identity agent).
         Default: nothing.
+    :param node_repair: Whether Karpenter replaces its nodes that report themselves unhealthy (Karpenter's node
+        repair, the alpha feature gate ``NodeRepair``, which the chart leaves off: ``settings.featureGates``). With it,
+        the controller deletes the NodeClaim of a node whose condition has been unhealthy for the AWS provider's
+        toleration (aws/karpenter-provider-aws v1.14.1 ``pkg/cloudprovider/cloudprovider.go`` ``RepairPolicies``:
+        ``AcceleratedHardwareReady`` False for 10 minutes; ``Ready`` False or Unknown, ``StorageReady``,
+        ``NetworkingReady``, ``KernelReady``, ``ContainerRuntimeReady`` False for 30 minutes; the EKS node
+        monitoring agent, a cluster add-on, sets all but ``Ready`` from the node's logs, Neuron errors included: EKS
+        user guide, node-health.html), unless more than 20 % of its NodePool's nodes (rounded
+        up: one of a pool of up to five) are unhealthy at once (kubernetes-sigs/karpenter v1.14.1
+        ``pkg/controllers/node/health/controller.go``). The repair sets the NodeClaim's termination deadline to the
+        moment it acts, so the node's pods get no grace period: Karpenter deletes them with a second's grace
+        (``pkg/controllers/node/termination/terminator/terminator.go``) and terminates the instance, or, when the
+        provider no longer finds the instance of a node that is not ready, removes the node without draining it
+        (``termination/controller.go``), and the pod garbage collector fails its pods 40 to 80 s later; the gang that
+        ran there restarts on a new node. The conditions and their durations are the provider's code, not settings.
+        Default: ``True``.
     """
 
-    def __init__(self, scope: Construct, id_: str, *, cluster: eks.ICluster, after: Sequence[IConstruct] = ()) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        cluster: eks.ICluster,
+        after: Sequence[IConstruct] = (),
+        node_repair: bool = True,
+    ) -> None:
         super().__init__(scope, id_)
         problems = Problems(self.node.path)
         check_cluster(problems, "cluster", cluster, "kubectl_provider", "cluster_name", "cluster_arn")
         if not isinstance(after, (list, tuple)) or not all(implements(a, IConstruct) for a in after):
             problems.add("after", after, "a list of constructs (the system node group)")
+        if not isinstance(node_repair, bool):
+            problems.add("node_repair", node_repair, "True or False")
         problems.raise_if_any()
         self.cluster = cluster
 
@@ -211,6 +237,7 @@ class KarpenterController(Construct):
                 "settings": {
                     "clusterName": cluster.cluster_name,
                     "interruptionQueue": self.interruption_queue.queue_name,
+                    "featureGates": {"nodeRepair": node_repair},
                 },
                 "serviceAccount": {"name": KARPENTER_SERVICE_ACCOUNT},
                 "nodeSelector": {"kubernetes.io/os": "linux", **SYSTEM_NODE_LABELS},
