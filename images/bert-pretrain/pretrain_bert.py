@@ -59,11 +59,25 @@ SHARD_SUFFIXES = (".hdf5", ".h5")
 CHECKPOINT_RE = re.compile(r"^ckpt_(\d+)\.pt$")
 CHECKPOINT_FORMAT = 1
 SCRIPT_DIR = os.path.dirname(os.path.abspath(__file__))
+PROGRESS_FILE_ENV = "TRAINIUM_EKS_PROGRESS_FILE"
+"""Where a training step is reported, when set (:func:`report_progress`)."""
 
 
 def log(message: str) -> None:
     """Prints one log line, flushed at once so that ``kubectl logs`` shows it immediately."""
     print(f"{LOG_PREFIX} {message}", flush=True)
+
+
+def report_progress(step: int) -> None:
+    """Writes ``<step> <unix time>`` to the file ``$TRAINIUM_EKS_PROGRESS_FILE`` names, from the local rank 0 of each
+    container, replacing it whole: the trainium-eks liveness probe reads it, and stops a container whose steps stop
+    (trainium_eks.manifests.jobs.progress_watch). Nothing when the variable is unset."""
+    path = os.environ.get(PROGRESS_FILE_ENV)
+    if not path or os.environ.get("LOCAL_RANK", "0") != "0":
+        return
+    with open(path + ".tmp", "w") as file:
+        file.write(f"{step} {int(time.time())}\n")
+    os.replace(path + ".tmp", path)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -734,6 +748,7 @@ def train(args: argparse.Namespace, runtime: Runtime) -> int:
         step += 1
 
         mean_loss = float(runtime.mean_over_ranks(loss_sum).item())
+        report_progress(step)
         now = time.perf_counter()
         throughput = seqs_per_step / max(now - last_time, 1e-9)
         last_time = now

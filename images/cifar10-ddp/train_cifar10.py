@@ -70,6 +70,8 @@ MODEL_NAME = "model.pt"
 METRICS_NAME = "metrics.json"
 CHECKPOINT_FORMAT = 1
 RUN_ID_ENV = "TRAINING_RUN_ID"
+PROGRESS_FILE_ENV = "TRAINIUM_EKS_PROGRESS_FILE"
+"""Where a training step is reported, when set (:func:`report_progress`)."""
 
 
 class DataError(Exception):
@@ -337,6 +339,18 @@ def resume_state(path: str, runtime: Runtime) -> dict[str, Any] | None:
     return value
 
 
+def report_progress(step: int) -> None:
+    """Writes ``<step> <unix time>`` to the file ``$TRAINIUM_EKS_PROGRESS_FILE`` names, from the local rank 0 of each
+    container, replacing it whole: the trainium-eks liveness probe reads it, and stops a container whose steps stop
+    (trainium_eks.manifests.jobs.progress_watch). Nothing when the variable is unset."""
+    path = os.environ.get(PROGRESS_FILE_ENV)
+    if not path or os.environ.get("LOCAL_RANK", "0") != "0":
+        return
+    with open(path + ".tmp", "w") as file:
+        file.write(f"{step} {int(time.time())}\n")
+    os.replace(path + ".tmp", path)
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # Training
 # --------------------------------------------------------------------------------------------------------------------
@@ -348,8 +362,10 @@ def train_one_epoch(
     optimizer: torch.optim.Optimizer,
     runtime: Runtime,
     max_steps: int | None,
+    steps_before: int = 0,
 ) -> tuple[float, int]:
-    """One pass over this rank's share of the training set; returns the mean loss over all ranks and the steps."""
+    """One pass over this rank's share of the training set; returns the mean loss over all ranks and the steps. Each
+    step is reported (:func:`report_progress`) counting from ``steps_before``, the steps of this process so far."""
     model.train()
     loss_sum, count, steps = 0.0, 0, 0
     for images, labels in loader:
@@ -364,6 +380,7 @@ def train_one_epoch(
         loss_sum += loss.item() * labels.shape[0]
         count += labels.shape[0]
         steps += 1
+        report_progress(steps_before + steps)
     total_loss, total_count = runtime.all_sum([loss_sum, float(count)])
     return total_loss / max(total_count, 1.0), steps
 
@@ -471,10 +488,12 @@ def train(
         if start_epoch >= args.epochs:
             log(f"nothing to do: the checkpoint is at epoch {start_epoch} and --epochs is {args.epochs}")
 
+    steps_done = 0
     for epoch in range(start_epoch, args.epochs):
         sampler.set_epoch(epoch)
         started = time.monotonic()
-        train_loss, steps = train_one_epoch(model, loader, optimizer, runtime, args.max_steps_per_epoch)
+        train_loss, steps = train_one_epoch(model, loader, optimizer, runtime, args.max_steps_per_epoch, steps_done)
+        steps_done += steps
         accuracy = evaluate(net, test_set, runtime, args.batch_size)
         seconds = time.monotonic() - started
         history.append({"epoch": epoch + 1, "train_loss": train_loss, "test_accuracy": accuracy, "steps": steps})

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import Counter
@@ -35,6 +36,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 SUMMARY_FILE = "run-summary.json"
+PROGRESS_FILE_ENV = "TRAINIUM_EKS_PROGRESS_FILE"
+"""Where a training step is reported, when set (:func:`report_progress`)."""
 # Composer's settings for ResNet-56 on CIFAR-10 (composer/yamls/models/resnet56_cifar10.yaml, Composer <= 0.11):
 # global batch 1024, decoupled SGDW with lr 1.2 and momentum 0.9, 160 epochs, 5 of warm-up, the learning rate divided
 # by 10 at half and three quarters of the run. Weight decay 5e-4 as in the Mosaic ResNet recipes: that file's 2e-3
@@ -218,7 +221,7 @@ def train(args: argparse.Namespace, recipe: List[Dict[str, Any]]) -> Dict[str, A
         schedulers=MultiStepWithWarmupScheduler(t_warmup=args.warmup, milestones=["0.5dur", "0.75dur"], gamma=0.1),
         step_schedulers_every_batch=True,
         scale_schedule_ratio=args.scale_schedule_ratio,
-        callbacks=[evidence, history],
+        callbacks=[evidence, history, _progress_reporter()],
         device=device,
         precision=args.precision,
         train_subset_num_batches=args.max_train_batches or -1,
@@ -380,6 +383,31 @@ def _accuracy_history() -> Any:
             self.earlier_attempts = int(state.get("attempts", 0))
 
     return AccuracyHistory()
+
+
+def report_progress(step: int) -> None:
+    """Writes ``<step> <unix time>`` to the file ``$TRAINIUM_EKS_PROGRESS_FILE`` names, from the local rank 0 of each
+    container, replacing it whole: the trainium-eks liveness probe reads it, and stops a container whose steps stop
+    (trainium_eks.manifests.jobs.progress_watch). Nothing when the variable is unset."""
+    path = os.environ.get(PROGRESS_FILE_ENV)
+    if not path or os.environ.get("LOCAL_RANK", "0") != "0":
+        return
+    with open(path + ".tmp", "w") as file:
+        file.write(f"{step} {int(time.time())}\n")
+    os.replace(path + ".tmp", path)
+
+
+def _progress_reporter() -> Any:
+    """A Composer callback that reports each finished training batch (:func:`report_progress`), counted as Composer
+    counts them (``state.timestamp.batch``: every batch of the run, resumed ones included)."""
+    from composer.core import Callback, State
+    from composer.loggers import Logger
+
+    class ProgressReporter(Callback):
+        def batch_end(self, state: State, logger: Logger) -> None:
+            report_progress(int(state.timestamp.batch.value))
+
+    return ProgressReporter()
 
 
 def _batch_evidence() -> Any:

@@ -411,7 +411,7 @@ PROPS = {
         "controller",
         "placement_group",
     ],
-    "KarpenterController": ["cluster", "after"],
+    "KarpenterController": ["cluster", "after", "node_repair"],
     "LustreStorage": [
         "storage_capacity_gib",
         "throughput_per_tib",
@@ -484,6 +484,7 @@ PROPS = {
         "max_retries",
         "resource_fraction",
         "internet_egress",
+        "progress",
         "deadline_seconds",
     ],
     "DatasetStagingChart": [

@@ -34,6 +34,12 @@ import lamb  # noqa: E402
 import make_synthetic_shard  # noqa: E402
 import pretrain_bert  # noqa: E402
 
+from trainium_eks.manifests.jobs.progress_watch import (  # noqa: E402
+    LIVENESS_SCRIPT,
+    PROGRESS_FILE_ENV,
+    ProgressWatch,
+)
+
 STEP_LINE = re.compile(r"\[pretrain_bert\] step (\d+)/(\d+) loss (\S+) lr (\S+) throughput (\S+) seq/s")
 RUN_TIMEOUT_S = 300
 
@@ -362,8 +368,11 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def run_training(data: Path, output: Path, *extra: str, nproc: int = 0) -> tuple[str, list[tuple[int, float, float]]]:
-    """Runs the script (under torchrun when ``nproc`` > 0); returns stdout and the (step, loss, lr) logged."""
+def run_training(
+    data: Path, output: Path, *extra: str, nproc: int = 0, **environment: str
+) -> tuple[str, list[tuple[int, float, float]]]:
+    """Runs the script (under torchrun when ``nproc`` > 0, with the variables ``environment``); returns stdout and the
+    (step, loss, lr) logged."""
     launcher = [sys.executable]
     if nproc:
         launcher += ["-m", "torch.distributed.run", "--standalone", "--nnodes", "1", "--nproc_per_node", str(nproc)]
@@ -388,7 +397,7 @@ def run_training(data: Path, output: Path, *extra: str, nproc: int = 0) -> tuple
         "1e-3",
         *extra,
     ]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", **environment}
     done = subprocess.run(
         command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=env, cwd=str(output.parent)
     )
@@ -435,10 +444,15 @@ def test_cpu_smoke_two_workers_then_resume(data_dir: Path, tmp_path: Path) -> No
     assert {"model", "optimizer", "scheduler", "rng"} <= set(ckpt)
     assert ckpt["scheduler"]["last_epoch"] == 4
 
+    progress = tmp_path / "progress"
+    watch = {**ProgressWatch().env(), PROGRESS_FILE_ENV: str(progress)}
     stdout, steps = run_training(
-        data_dir, output, "--max_steps", "6", "--checkpoint_every", "2", "--keep_checkpoints", "2", nproc=2
+        data_dir, output, "--max_steps", "6", "--checkpoint_every", "2", "--keep_checkpoints", "2", nproc=2, **watch
     )
     assert "resumed from step 4" in stdout
+    assert progress.read_text().split()[0] == "6", "the resumed run reports the run's own step count"
+    probe = subprocess.run(["sh", "-c", LIVENESS_SCRIPT], env={**watch, "PATH": "/usr/bin:/bin"}, timeout=30)
+    assert probe.returncode == 0, "the liveness probe reads what the script wrote"
     assert [s for s, _, _ in steps] == [5, 6]
     assert all(math.isfinite(loss) for _, loss, _ in steps)
     assert [lr for _, _, lr in steps] == pytest.approx(

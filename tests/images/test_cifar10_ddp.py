@@ -13,6 +13,7 @@ import pickle
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,11 @@ torch = pytest.importorskip("torch")
 import numpy as np  # noqa: E402
 
 from tests.support.apps import REPO  # noqa: E402
+from trainium_eks.manifests.jobs.progress_watch import (  # noqa: E402
+    LIVENESS_SCRIPT,
+    PROGRESS_FILE_ENV,
+    ProgressWatch,
+)
 
 IMAGE_DIR = REPO / "images" / "cifar10-ddp"
 SCRIPT = IMAGE_DIR / "train_cifar10.py"
@@ -279,11 +285,14 @@ def test_a_run_resumes_its_own_checkpoint_and_refuses_another_runs(
 # ------------------------------------------------------------------------------------------------ two processes
 
 
-def run_torchrun(*args: str, nproc: int = 2, timeout: float = RUN_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
-    """Runs the script under ``python -m torch.distributed.run --standalone`` with ``nproc`` CPU workers."""
+def run_torchrun(
+    *args: str, nproc: int = 2, timeout: float = RUN_TIMEOUT_S, **environment: str
+) -> subprocess.CompletedProcess[str]:
+    """Runs the script under ``python -m torch.distributed.run --standalone`` with ``nproc`` CPU workers (and the
+    variables ``environment``)."""
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc)]
     env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARIABLES and not k.startswith("PET_")}
-    env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **environment)
     return subprocess.run([*command, str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -298,8 +307,14 @@ def checked(done: subprocess.CompletedProcess[str]) -> str:
 def test_ddp_two_workers_train_checkpoint_and_resume(data_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     common = ["--data-dir", str(data_dir), "--output-dir", str(out), "--batch-size", "16", "--backend", "gloo"]
-    stdout = checked(run_torchrun(*common, "--epochs", "2"))
+    progress = tmp_path / "progress"
+    watch = {**ProgressWatch().env(), PROGRESS_FILE_ENV: str(progress)}
+    stdout = checked(run_torchrun(*common, "--epochs", "2", **watch))
     assert "rank 0 of 2 on cpu" in stdout
+    step, at = progress.read_text().split()
+    assert step == "16" and abs(int(at) - time.time()) < 600, "local rank 0 reported every step of both epochs"
+    probe = subprocess.run(["sh", "-c", LIVENESS_SCRIPT], env={**watch, "PATH": "/usr/bin:/bin"}, timeout=30)
+    assert probe.returncode == 0, "the liveness probe reads what the script wrote"
     first = epochs_logged(stdout)
     assert [e for e, *_ in first] == [1, 2]
     assert all(steps == 8 for *_, steps in first)  # 256 images / 2 ranks / 16 per step

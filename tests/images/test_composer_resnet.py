@@ -18,11 +18,12 @@ import pickle
 import socket
 import subprocess
 from pathlib import Path
-from typing import Any, Dict, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 import pytest
 
+from trainium_eks.manifests.jobs.progress_watch import LIVENESS_SCRIPT, PROGRESS_FILE_ENV, ProgressWatch
 from trainium_eks.workloads.composer_recipe import ALGORITHMS, PRESETS, Algorithm, ComposerRecipe, allowed_algorithms
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,9 +71,10 @@ def train(
     epochs: int,
     launcher: Sequence[str] = (),
     extra: Sequence[str] = (),
+    variables: Optional[Dict[str, str]] = None,
 ) -> Any:
-    """Run the script (under ``launcher`` when given, with ``extra`` arguments); its summary, after checking the file
-    matches the output."""
+    """Run the script (under ``launcher`` when given, with ``extra`` arguments and the environment ``variables``); its
+    summary, after checking the file matches the output."""
     command = [
         *(launcher or [str(ENV_BIN / "python")]),
         str(SCRIPT),
@@ -89,7 +91,8 @@ def train(
         "--workers=0",
         *extra,
     ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=environment())
+    env = {**environment(), **(variables or {})}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=env)
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     assert lines, done.stdout[-3000:]
@@ -99,7 +102,12 @@ def train(
 
 
 def test_baseline_trains_and_reports(data_dir: Path, tmp_path: Path) -> None:
-    summary = train(data_dir, tmp_path / "baseline", ComposerRecipe.preset("baseline"), epochs=1)
+    progress = tmp_path / "progress"
+    watch = {**ProgressWatch().env(), PROGRESS_FILE_ENV: str(progress)}
+    summary = train(data_dir, tmp_path / "baseline", ComposerRecipe.preset("baseline"), epochs=1, variables=watch)
+    assert progress.read_text().split()[0] == "2", "each training batch reported, as Composer counts them"
+    probe = subprocess.run(["sh", "-c", LIVENESS_SCRIPT], env={**watch, "PATH": "/usr/bin:/bin"}, timeout=30)
+    assert probe.returncode == 0, "the liveness probe reads what the script wrote"
 
     assert summary["algorithms"] == [] and summary["recipe"] == []
     assert summary["model_changes"] == {} and summary["channels_last"] is False

@@ -29,3 +29,4 @@ def test_only_the_stacks_own_image_and_unread_pins_have_their_image_findings_acc
     assert image_skips(versions.JOB_RELEASE_IMAGE.image) == {}, "pinned by digest: nothing to accept"
     assert image_skips("example.com/mine:v1") == {}, "your image by tag is a true finding"
     assert "CKV_K8S_43" not in worker_skips("example.com/mine:v1") and "CKV_K8S_23" in worker_skips("x")
+    assert "CKV_K8S_8" in worker_skips("x") and "CKV_K8S_8" not in worker_skips("x", liveness_probe=True)

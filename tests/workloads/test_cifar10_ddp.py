@@ -7,6 +7,7 @@ from tests.support.sequences import RecordingSequence
 from trainium_eks.constructs.private.trainjob_template import check_train_job
 from trainium_eks.core.validation import Problems
 from trainium_eks.manifests.jobs.distributed_workload import Launcher
+from trainium_eks.manifests.jobs.progress_watch import ProgressWatch
 from trainium_eks.workloads import cifar10_ddp
 from trainium_eks.workloads.cifar10_dataset import cifar10_staging
 
@@ -14,11 +15,14 @@ IMAGE = "example.com/cifar10:1"
 
 
 def launched(chart):
-    """The words the TrainJob's trainer runs (the image's launcher, started once per pod)."""
+    """The words the TrainJob's trainer runs (the image's launcher, started once per pod), after the line that
+    records the container's start for the progress watch."""
     (manifest,) = chart.manifests()
     command = manifest["spec"]["trainer"]["command"]
     assert command[:2] == ["bash", "-c"]
-    return shlex.split(command[2])
+    start, launch = command[2].splitlines()
+    assert start == ProgressWatch().launch_lines()[0]
+    return shlex.split(launch)
 
 
 def test_the_staging_job_then_the_trainjob_held_until_it_completed():

@@ -8,6 +8,7 @@ from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
 from trainium_eks.manifests.jobs.distributed_workload import Launcher
 from trainium_eks.manifests.jobs.gang_capacity import GangCapacity
 from trainium_eks.manifests.jobs.job_chart import JobChart
+from trainium_eks.manifests.jobs.progress_watch import ProgressWatch
 from trainium_eks.manifests.jobs.pytorch_job import PyTorchJobChart
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.manifests.jobs.train_job import TrainJobChart
@@ -24,6 +25,7 @@ __all__ = [
     "LibraryChart",
     "LustreVolumeChart",
     "NodeGroupTopology",
+    "ProgressWatch",
     "PyTorchJobChart",
     "TrainJobChart",
     "TrainingNamespaceChart",

@@ -70,11 +70,12 @@ def image_skips(image: str) -> Dict[str, str]:
     return {}
 
 
-def worker_skips(image: str) -> Dict[str, str]:
+def worker_skips(image: str, *, liveness_probe: bool = False) -> Dict[str, str]:
     """The findings accepted for a pod of a training job (or of its fabric check) running ``image``, with their
-    reasons."""
+    reasons; a pod with a ``liveness_probe`` (the progress watch's) accepts none about liveness."""
+    liveness = {} if liveness_probe else {"CKV_K8S_8": WORKER_PROBES}
     return {
-        "CKV_K8S_8": WORKER_PROBES,
+        **liveness,
         "CKV_K8S_9": WORKER_PROBES,
         "CKV_K8S_11": WORKER_LIMITS,
         "CKV_K8S_13": WORKER_LIMITS,

@@ -14,6 +14,7 @@ from trainium_eks.core.conventions import OUTPUT_ROOT, SHARED_MOUNT
 from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
 from trainium_eks.manifests.jobs.job_deadline import HOUR
 from trainium_eks.manifests.jobs.job_naming import JOB_NAME
+from trainium_eks.manifests.jobs.progress_watch import ProgressWatch
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.manifests.jobs.volcano_job import VolcanoJobChart
 
@@ -56,6 +57,13 @@ throughput the Neuron SDK publishes for trn1.32xlarge (autocast bf16 with stocha
 https://awsdocs-neuron.readthedocs-hosted.com/en/latest/general/benchmarks/trn1/trn1-training-performance.html, last
 updated 2025-05-20), two nodes take about 38 hours: 72 leave room for a slower script and the checkpoints. An attempt
 cut by its deadline restarts (Volcano's ``PodFailed -> RestartJob``) and resumes from its newest checkpoint."""
+TRAINING_PROGRESS = ProgressWatch(startup_seconds=2 * HOUR, stall_seconds=HOUR)
+"""How long the training's containers may go without an optimizer step before each is stopped and the job restarts
+(:mod:`~trainium_eks.manifests.jobs.progress_watch`): two hours to the first step (loading the shards, the rendezvous
+of both nodes, and the graphs from the compile cache that the pre-compilation filled, or compiled anew where it
+missed one), then an hour between steps (a graph first seen later, such as the last step's, compiles in minutes to
+tens of minutes; a checkpoint of the model and its LAMB state is a few GB on the shared volume). The
+pre-compilation job has no watch: ``neuron_parallel_compile`` compiles every graph after the script's steps."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +145,7 @@ def add_bert_phase1_jobs(
         wait_for=[precompile],
         args=script_args(OUTPUT),
         deadline_seconds=training_deadline_seconds,
+        progress=TRAINING_PROGRESS,
         **common,
     )
     sequence.add("Staging", staging)

@@ -16,6 +16,7 @@ from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
 from trainium_eks.manifests.jobs.distributed_workload import Launcher
 from trainium_eks.manifests.jobs.job_deadline import HOUR
 from trainium_eks.manifests.jobs.job_naming import JOB_NAME
+from trainium_eks.manifests.jobs.progress_watch import ProgressWatch
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.manifests.jobs.train_job import TrainJobChart
 from trainium_eks.moved import moved_names
@@ -35,6 +36,12 @@ from its creation by its release. The run is small: :data:`EPOCHS` epochs of the
 parameters), each of the 6 processes training on a sixth of the 50,000 images an epoch; most of the two hours is room
 for pulling the multi-GB PyTorch CUDA image onto six new nodes and for restarts, each of which resumes from the last
 epoch's checkpoint."""
+
+PROGRESS = ProgressWatch(startup_seconds=1800, stall_seconds=600)
+"""How long a TrainJob's container may go without a training step before it is stopped and the TrainJob restarts
+(:mod:`~trainium_eks.manifests.jobs.progress_watch`): 30 minutes to the first step (loading the data set from the
+shared volume and the rendezvous of every node), then 10 minutes between steps, far above an epoch's evaluation and
+checkpoint of this small network."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,7 @@ def run_template(*, image: str, node_group: NodeGroupTopology) -> TrainJobChart:
         script=LAUNCHER,
         launcher=Launcher.DIRECT,
         args=script_args(output_dir=f"{OUTPUT_ROOT}/${{TRAINING_JOB_NAME}}"),
+        progress=PROGRESS,
     )
 
 
@@ -100,6 +108,7 @@ def add_cifar10_jobs(
         args=script_args(),
         wait_for=[staging],
         deadline_seconds=deadline_seconds,
+        progress=PROGRESS,
         resolve=sequence.resolve,
     )
     sequence.add("Training", training)

@@ -20,6 +20,7 @@ from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
 from trainium_eks.manifests.jobs.distributed_workload import DEFAULT_RESOURCE_FRACTION, Launcher
 from trainium_eks.manifests.jobs.job_deadline import HOUR
 from trainium_eks.manifests.jobs.job_naming import JOB_NAME
+from trainium_eks.manifests.jobs.progress_watch import ProgressWatch
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.manifests.jobs.volcano_job import VolcanoJobChart
 from trainium_eks.workloads.cifar10_dataset import DATASET_DIRECTORY, cifar10_staging
@@ -37,6 +38,12 @@ RUN_DEADLINE_SECONDS = 4 * HOUR
 """``activeDeadlineSeconds`` of each pod of either run, so of each of its three attempts (at most 12 hours a run):
 both runs together fit in about an hour on the default g5.xlarge (:data:`EPOCHS`); 4 hours for one leave room for
 the image pull on a new node. On slower nodes (a CPU type) give ``deadline_seconds``."""
+
+PROGRESS = ProgressWatch(startup_seconds=1800, stall_seconds=900)
+"""How long a run's container may go without a training batch before it is stopped and the run restarts
+(:mod:`~trainium_eks.manifests.jobs.progress_watch`): 30 minutes to the first batch (loading the data set from the
+shared volume, the rendezvous of the nodes), then 15 minutes between batches: an epoch's evaluation of the 10,000 test
+images and a checkpoint take seconds on a GPU and a few minutes on a CPU node."""
 
 DEFAULT_RECIPE = ComposerRecipe.preset("mild")
 """The recipe of the second run: MosaicML's "mild" ResNet recipe (BlurPool, ChannelsLast, EMA, label smoothing,
@@ -103,6 +110,7 @@ def add_composer_jobs(
         script=SCRIPT,
         launcher=Launcher.COMPOSER,
         deadline_seconds=deadline_seconds,
+        progress=PROGRESS,
         resolve=sequence.resolve,
     )
     workers = data_loader_workers(node_group)

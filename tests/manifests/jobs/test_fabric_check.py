@@ -34,6 +34,7 @@ from trainium_eks.manifests.jobs.fabric_check import (
 )
 from trainium_eks.manifests.jobs.fabric_program import BELOW_FLOOR, result_from_log
 from trainium_eks.manifests.jobs.mounted_program import program_source
+from trainium_eks.manifests.jobs.progress_watch import PROGRESS_FILE_ENV, ProgressWatch
 from trainium_eks.manifests.jobs.pytorch_job import PyTorchJobChart
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.manifests.jobs.train_job import TrainJobChart
@@ -466,3 +467,12 @@ def test_each_attempt_of_a_check_ends_by_its_pods_deadline_and_the_check_by_two_
     assert task(manifest)["template"]["spec"]["activeDeadlineSeconds"] == 3 * 3600 and own.bound_seconds == 6 * 3600
     with pytest.raises(ConfigurationError, match="deadline_seconds=600: an integer from 3600 to 7776000"):
         FabricCheckChart(workload=job(fabric_check=False).workload, gated_job="my-job", deadline_seconds=600)
+
+
+def test_a_watched_jobs_check_has_no_progress_watch():
+    """The check runs a benchmark, not training steps: the job's progress variables are neither set nor forwarded."""
+    chart = job(progress=ProgressWatch())
+    names = {entry["name"] for entry in container(check_of(chart))["env"]}
+    assert PROGRESS_FILE_ENV not in names and PROGRESS_FILE_ENV not in chart.fabric_check.forwarded_variables()
+    assert "livenessProbe" not in container(check_of(chart))
+    assert PROGRESS_FILE_ENV in {entry["name"] for entry in chart.workload.environment()}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from trainium_eks.core.validation import Problems, check_bool, check_dns_label, check_integer
 from trainium_eks.manifests.addons.volcano_queue import DEFAULT_QUEUE
 from trainium_eks.manifests.chart import LibraryChart
+from trainium_eks.manifests.jobs.progress_watch import liveness_probe
 from trainium_eks.moved import removed_props
 
 DEFAULT_RUNTIME = "trainium-eks-torch"
@@ -27,6 +28,9 @@ class TrainingRuntimeChart(LibraryChart):
     - ``mlPolicy: {numNodes: 1, torch: {}}``: the Trainer injects ``PET_NNODES``, ``PET_NPROC_PER_NODE``,
       ``PET_NODE_RANK``, ``PET_MASTER_ADDR``, ``PET_MASTER_PORT`` into the container ``node`` of the replicated job
       ``node``; a TrainJob gives the image, command, nodes, processes per node and resources;
+    - the progress watch's liveness probe on the container ``node``
+      (:mod:`~trainium_eks.manifests.jobs.progress_watch`: a TrainJob's patches cannot add a probe); it acts only on
+      TrainJobs given ``progress`` (their environment names the progress file and the bounds) and passes on others;
     - a memory-backed ``/dev/shm``; no service-account token (a runtime patch cannot set
       ``automountServiceAccountToken``: the TrainJob CRD's patch schema allows only ``securityContext``,
       ``serviceAccountName``, placement and volumes), the runtime's default seccomp profile; pods that are never
@@ -81,7 +85,11 @@ class TrainingRuntimeChart(LibraryChart):
             "automountServiceAccountToken": False,
             "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
             "containers": [
-                {"name": NODE_JOB, "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}]},
+                {
+                    "name": NODE_JOB,
+                    "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+                    "livenessProbe": liveness_probe(),
+                },
             ],
             "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
         }

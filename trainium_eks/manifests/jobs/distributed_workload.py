@@ -13,7 +13,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from trainium_eks.core.conventions import (
     DEFAULT_SERVICE_ACCOUNT,
@@ -42,6 +42,7 @@ from trainium_eks.core.validation import (
 )
 from trainium_eks.facts.catalog import Accelerator
 from trainium_eks.manifests.jobs import job_naming
+from trainium_eks.manifests.jobs.progress_watch import ProgressWatch, check_progress, liveness_probe
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 
 LOCAL_CACHE_ROOT = "/var/cache/neuron-compile-cache"
@@ -138,6 +139,9 @@ class DistributedWorkload:
       ``eks-pod-identity-token`` whatever ``automountServiceAccountToken`` says), the runtime's default seccomp profile,
       no privilege escalation and no capabilities (:func:`worker_security`); with ``internet_egress``, the label that
       lets the pods open HTTPS connections outside the VPC through the training namespace's NetworkPolicies;
+    - with ``progress``, the progress watch (:mod:`~trainium_eks.manifests.jobs.progress_watch`): the progress file
+      and its bounds in the environment, the container's start written there first, and a liveness probe that stops
+      the container when its training script's steps stop (a TrainJob's probe is its runtime's);
     - when the pod requests EFA interfaces, an EFA self-check before anything else runs (:func:`efa_self_check`): the
       container sees as many ``/dev/infiniband/uverbs*`` devices as it requested and libfabric lists the ``efa``
       provider (``/opt/amazon/efa/bin/fi_info -p efa``), or it exits at once with :data:`EFA_SELF_CHECK_EXIT` (78) and a
@@ -175,6 +179,9 @@ class DistributedWorkload:
     :param resource_fraction: Share of the node's vCPUs and memory requested per pod, in [0, 1). Default: 0.5.
     :param internet_egress: Let the pods open HTTPS connections to the internet (a model or data set downloaded at run
         time). Default: false (the namespace, its DNS and the Pod Identity agent only).
+    :param progress: A :class:`~trainium_eks.manifests.jobs.progress_watch.ProgressWatch`: the container is stopped,
+        and its job restarted by its failure policy, when its training script reports no step within the bounds (the
+        script must write the progress file: the seed images' scripts do). Default: None (no watch).
     """
 
     def __init__(
@@ -201,6 +208,7 @@ class DistributedWorkload:
         max_retries: Any = 3,
         resource_fraction: Any = DEFAULT_RESOURCE_FRACTION,
         internet_egress: Any = False,
+        progress: Any = None,
         problems: Problems,
     ) -> None:
         if not isinstance(node_group, NodeGroupTopology):
@@ -220,6 +228,7 @@ class DistributedWorkload:
         check_strings(problems, "args", args)
         check_bool(problems, "precompile", precompile)
         check_bool(problems, "internet_egress", internet_egress)
+        check_progress(problems, "progress", progress)
         check_pattern(problems, "cache_set", cache_set, CACHE_SET, "letters, digits, '_' and '-' only ([A-Za-z0-9_-]+)")
         check_integer(problems, "max_retries", max_retries, minimum=0, maximum=100)
         check_number(problems, "resource_fraction", resource_fraction, minimum=0, below=1)
@@ -274,6 +283,7 @@ class DistributedWorkload:
         self.max_retries: int = max_retries
         self.resource_fraction: float = resource_fraction
         self.internet_egress: bool = internet_egress
+        self.progress: Optional[ProgressWatch] = progress
         self.cache_root = f"{SHARED_MOUNT}/neuron_cache" if SHARED_MOUNT in self.volumes.values() else LOCAL_CACHE_ROOT
 
     @classmethod
@@ -324,13 +334,16 @@ class DistributedWorkload:
         """Processes in the whole job."""
         return self.nodes * self.processes_per_node
 
-    def environment(self) -> List[Dict[str, str]]:
-        """The container's environment (plain manifest form); per-node values are set by :meth:`launch_script`."""
+    def environment(self, *, progress: bool = True) -> List[Dict[str, str]]:
+        """The container's environment (plain manifest form); per-node values are set by :meth:`launch_script`.
+        Without ``progress``, not the progress watch's variables (a fabric check runs no training steps)."""
         variables: Dict[str, str] = {}
         if self.node_group.efa_interfaces:
             variables.update(FI_PROVIDER="efa", FI_EFA_USE_DEVICE_RDMA="1", FI_EFA_FORK_SAFE="1")
         if self.accelerator is Accelerator.NEURON:
             variables.update(CCOM_SOCKET_IFNAME="eth0", NEURON_RT_RESET_CORES="1", XLA_TRANSFER_SEED_ASYNC="1")
+        if self.progress is not None and progress:
+            variables.update(self.progress.env())
         variables.update(self.env)
         return [{"name": key, "value": value} for key, value in variables.items()]
 
@@ -390,8 +403,9 @@ class DistributedWorkload:
         return pod
 
     def container(self, name: str, contract: NodeContract) -> Dict[str, Any]:
-        """The worker container: image, launch command, environment, ports, resources, mounts, security."""
-        return {
+        """The worker container: image, launch command, environment, ports, resources, mounts, security, and with
+        :attr:`progress` the liveness probe that stops it when its steps stop."""
+        container = {
             "name": name,
             "image": self.image,
             "command": ["bash", "-c", self.launch_script(contract)],
@@ -401,11 +415,15 @@ class DistributedWorkload:
             "securityContext": worker_security(),
             "volumeMounts": self.volume_mounts(),
         }
+        if self.progress is not None:
+            container["livenessProbe"] = liveness_probe()
+        return container
 
     def launch_script(self, contract: NodeContract) -> str:
         """The bash script a worker runs: the EFA self-check when the pod requests EFA interfaces
         (:func:`efa_self_check`), per-node environment, then ``exec`` of the launcher."""
-        lines = efa_self_check(self.efa_interfaces) if self.efa_interfaces else []
+        lines = self.progress.launch_lines() if self.progress is not None else []
+        lines += efa_self_check(self.efa_interfaces) if self.efa_interfaces else []
         lines += list(contract.setup)
         if self.accelerator is Accelerator.NEURON:
             flags = f"--cache_dir={self.cache_root}/{self.cache_set}_{contract.node_index}"

@@ -370,7 +370,7 @@ class FabricCheckChart(JobChart):
                     "name": CONTAINER,
                     "image": self.image,
                     "command": ["bash", "-c", kubelet_literal(self.script())],
-                    "env": workload.environment(),
+                    "env": workload.environment(progress=False),
                     "ports": [{"name": "ssh", "containerPort": 22}],
                     "resources": workload.resources(),
                     "securityContext": {
@@ -472,7 +472,7 @@ class FabricCheckChart(JobChart):
     def forwarded_variables(self) -> List[str]:
         """The variables mpirun passes to every rank (``-x``): the job's environment, ``NCCL_DEBUG`` (the transport
         lines) and the image's paths and preload."""
-        names = [entry["name"] for entry in self.workload.environment()]
+        names = [entry["name"] for entry in self.workload.environment(progress=False)]
         return names + ["NCCL_DEBUG", "PATH", "LD_LIBRARY_PATH", "LD_PRELOAD"]
 
     def program_words(self) -> List[str]:

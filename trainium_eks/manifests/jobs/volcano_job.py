@@ -107,6 +107,7 @@ class VolcanoJobChart(DistributedJobChart):
         self.deadline_seconds: int = deadline_seconds
         """``activeDeadlineSeconds`` of each pod (of each attempt)."""
 
+        watched = self.workload.progress is not None
         task = {
             "name": TASK,
             "replicas": self.nodes,
@@ -125,7 +126,7 @@ class VolcanoJobChart(DistributedJobChart):
                     },
                     "annotations": {
                         "sidecar.istio.io/inject": "false",
-                        **checkov_skips(worker_skips(self.workload.image)),
+                        **checkov_skips(worker_skips(self.workload.image, liveness_probe=watched)),
                     },
                 },
                 "spec": {
