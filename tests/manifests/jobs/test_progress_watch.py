@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.kubeflow_jobs import CPU
+from tests.support.kubeflow_jobs import CPU, TRN1
 from trainium_eks.core.validation import ConfigurationError, Problems
 from trainium_eks.manifests.addons.training_runtime import TrainingRuntimeChart
 from trainium_eks.manifests.jobs.progress_watch import (
@@ -134,3 +134,9 @@ def test_a_trainjob_carries_the_bounds_and_its_runtime_the_probe():
 def test_a_wrong_watch_is_refused_by_the_chart():
     with pytest.raises(ConfigurationError, match="progress"):
         VolcanoJobChart(name="train", image="img:1", node_group=CPU, script="/train.py", progress={"stall": 60})
+
+
+def test_a_precompilation_job_is_refused_a_watch():
+    """neuron_parallel_compile runs the script's steps, then compiles every graph with no step reported."""
+    with pytest.raises(ConfigurationError, match="None with precompile"):
+        VolcanoJobChart(name="compile", image="img:1", node_group=TRN1, script="/t.py", precompile=True, progress=WATCH)

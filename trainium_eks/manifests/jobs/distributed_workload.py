@@ -259,6 +259,13 @@ class DistributedWorkload:
                 problems.add("volumes", missing, f"claims the node group can reach (shared volumes: {have})")
         if precompile is True and self.accelerator is not Accelerator.NEURON:
             problems.add("precompile", precompile, f"only on Neuron nodes, not {group.instance_type}")
+        if precompile is True and progress is not None:
+            problems.add(
+                "progress",
+                progress,
+                "None with precompile: neuron_parallel_compile compiles every graph after the script's steps, so the "
+                "watch would stop each attempt during the compilation",
+            )
         if self.launcher is Launcher.COMPOSER and self.accelerator is Accelerator.NEURON:
             problems.add(
                 "launcher",
