@@ -3,6 +3,7 @@ kubectl on PATH), and one line saying what to do when kubectl is missing or cann
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from tests.support.fabric_logs import NCCL_HEALTHY, NCCL_SOCKET, NCCOM_HEALTHY, 
 from tests.support.fake_kubectl import fake_kubectl
 from trainium_eks.commands import fabric
 from trainium_eks.core.conventions import FABRIC_CHECK_LABEL, FABRIC_RESULT_MARKER
-from trainium_eks.manifests.jobs.fabric_program import render, result_line
+from trainium_eks.manifests.jobs.fabric_program import PairRun, render, result_line
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -178,3 +179,22 @@ def test_the_stack_is_required(argv):
 def test_the_command_is_registered():
     assert cli.COMMANDS["fabric"] == "trainium_eks.commands.fabric"
     assert "\n  fabric " in cli.USAGE
+
+
+def test_a_check_that_named_suspects_shows_its_pairs_and_the_node_each_suspect_ran_on(tmp_path, capsys, monkeypatch):
+    slow = verdict(NCCOM_SLOW)
+    pairs = (PairRun((0, 1), "pass", 380.0), PairRun((2, 3), "below-floor", 86.1), PairRun((2, 0), "below-floor", 86.0))
+    result = replace(slow, verdict="suspect-nodes", hosts=("10.0.0.1", "10.0.0.2", "10.0.0.3"), pairs=pairs)
+    result = replace(result, suspects=(2,))
+    log = f"{render(result)}\n{result_line(result, FABRIC_RESULT_MARKER)}\n"
+    pods = [pod(f"train-fabric-abc-node-{i}", "train-1", "2026-12-01T10:00:00Z", index=i) for i in range(4)]
+    for index, item in enumerate(pods):
+        item["metadata"]["labels"]["volcano.sh/task-index"] = str(index)
+        item["spec"] = {"nodeName": f"ip-10-0-1-{index}.ec2.internal"}
+    bin_dir = fabric_kubectl(tmp_path, pods, {"train-fabric-abc-node-0": log})
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin:/bin")
+    monkeypatch.chdir(tmp_path)
+    assert fabric.main(["--stack", "TrainiumEks"]) == 1
+    out = capsys.readouterr().out
+    assert "    2 + 3       86.1 Gbps  BELOW-FLOOR\n" in out and "suspects: node 2 (10.0.0.3)" in out
+    assert "  suspect node 2: pod/train-fabric-abc-node-2 on node ip-10-0-1-2.ec2.internal\n" in out

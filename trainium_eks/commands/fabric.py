@@ -12,9 +12,10 @@ that line and shows it without anyone reading the log:
   <ClusterName> --region <region>``);
 - with ``--log FILE``: a saved log (``kubectl logs <node 0's pod> > FILE``), the job named after the file.
 
-For each check it prints the bus bandwidth by message size, its share of the link rate, the floor and the verdict,
-and writes a chart (``--chart PATH``, default ``docs/fabric-<job>.png``): bus bandwidth against message size on a
-logarithmic axis, with the floor and the link rate as horizontal lines.
+For each check it prints the bus bandwidth by message size, its share of the link rate, the floor and the verdict
+(with the pairs a bisection measured, its suspects, and from the cluster the node each suspect ran on), and writes a
+chart (``--chart PATH``, default ``docs/fabric-<job>.png``): bus bandwidth against message size on a logarithmic
+axis, with the floor and the link rate as horizontal lines.
 
 Exit status: 0 when every check found passed; 1 when one failed or none has a result yet; 2 when the command cannot
 read the results (no kubectl, a cluster it cannot reach, a file it cannot read).
@@ -67,13 +68,31 @@ def checks_by_job(pods: Mapping[str, Any]) -> Dict[str, List[Mapping[str, Any]]]
     return dict(sorted(jobs.items()))
 
 
-def results_from_cluster(namespace: str, stack: str) -> List[Tuple[str, Optional[FabricResult], str]]:
-    """``(job, result or None, what was read)`` of every fabric check in ``namespace`` of kubectl's cluster."""
+Found = Tuple[str, Optional[FabricResult], str, List[str]]
+"""A check found: the job it gates, its result (None: none yet), what was read, and where its suspects ran."""
+
+
+def suspect_lines(result: FabricResult, node_zero: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> List[str]:
+    """Where each suspect of ``result`` ran: its pod (``<check>-node-<i>``, named as node 0's ``node_zero``) and the
+    pod's node, from ``pods`` (``kubectl get pods`` items)."""
+    prefix = str(node_zero["metadata"]["name"]).rsplit("-", 1)[0]
+    nodes = {(p.get("metadata") or {}).get("name"): (p.get("spec") or {}).get("nodeName") for p in pods}
+    lines = []
+    for index in result.suspects:
+        name = f"{prefix}-{index}"
+        lines.append(f"  suspect node {index}: pod/{name} on node {nodes.get(name) or '(not found: the pod is gone)'}")
+    return lines
+
+
+def results_from_cluster(namespace: str, stack: str) -> List[Found]:
+    """``(job, result or None, what was read, where its suspects ran)`` of every fabric check in ``namespace`` of
+    kubectl's cluster."""
     context = kubectl(["config", "current-context"], stack, "config current-context").strip()
     print(f"kubectl context {context} (the cluster of stack {stack}?), namespace {namespace}")
     listing = kubectl(["-n", namespace, "get", "pods", "-l", FABRIC_CHECK_LABEL, "-o", "json"], stack, "get pods")
     try:
-        jobs = checks_by_job(json.loads(listing))
+        items = json.loads(listing)
+        jobs = checks_by_job(items)
     except (json.JSONDecodeError, AttributeError) as error:
         raise FabricError(f"kubectl get pods did not answer JSON: {error}") from error
     if not jobs:
@@ -81,9 +100,9 @@ def results_from_cluster(namespace: str, stack: str) -> List[Tuple[str, Optional
             f"no fabric check pods (label {FABRIC_CHECK_LABEL}) in namespace {namespace} of context {context}: none "
             f"has run there, they were deleted, or this is not the cluster of stack {stack} ({cluster_hint(stack)})"
         )
-    found: List[Tuple[str, Optional[FabricResult], str]] = []
+    found: List[Found] = []
     for job, pods in jobs.items():
-        result, read = None, "no pod has printed a result yet"
+        result, read, suspects = None, "no pod has printed a result yet", []
         for pod in pods:
             name = pod["metadata"]["name"]
             phase = (pod.get("status") or {}).get("phase", "?")
@@ -91,25 +110,26 @@ def results_from_cluster(namespace: str, stack: str) -> List[Tuple[str, Optional
                 text = kubectl(["-n", namespace, "logs", name, "--all-containers=true"], stack, "logs", hint=False)
                 result = result_from_log(text, FABRIC_RESULT_MARKER)
                 read = f"pod/{name}"
+                suspects = suspect_lines(result, pod, items.get("items") or [])
                 break
             except KubectlError as error:
                 read = f"pod/{name} ({phase}): {error}"
             except ValueError:
                 read = f"pod/{name} ({phase}) has printed no result yet"
-        found.append((job, result, read))
+        found.append((job, result, read, suspects))
     return found
 
 
-def result_from_file(path: Path) -> Tuple[str, Optional[FabricResult], str]:
-    """``(job, result, what was read)`` of a saved log; the job is named after the file."""
+def result_from_file(path: Path) -> Found:
+    """``(job, result, what was read, [])`` of a saved log; the job is named after the file."""
     try:
         text = path.read_text(errors="replace")
     except OSError as error:
         raise FabricError(f"{path}: {error.strerror or error}") from error
     try:
-        return path.stem, result_from_log(text, FABRIC_RESULT_MARKER), str(path)
+        return path.stem, result_from_log(text, FABRIC_RESULT_MARKER), str(path), []
     except ValueError as error:
-        return path.stem, None, f"{path}: {error}"
+        return path.stem, None, f"{path}: {error}", []
 
 
 def chart_path(option: Optional[Path], job: str, several: bool) -> Path:
@@ -190,12 +210,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             [result_from_file(options.log)] if options.log else results_from_cluster(options.namespace, options.stack)
         )
         status = 0
-        for job, result, read in found:
+        for job, result, read, suspects in found:
             if result is None:
                 print(f"\n{job}: no result: {read}")
                 status = 1
                 continue
             print(f"\n{render(result, title=f'{job} (from {read})')}")
+            for line in suspects:
+                print(line)
             path = chart_path(options.chart, job, len(found) > 1)
             write_chart(job, result, path)
             print(f"  chart: {path}")

@@ -22,17 +22,22 @@ from trainium_eks.manifests.jobs.fabric_check import (
     FABRIC_PROGRAM_SOURCE,
     MAX_RETRY,
     NCCOM_REPORT,
+    NODE_FILE,
+    NODE_NAME_ENV,
+    PEER_EXIT_DELAY_SECONDS,
     PROGRAM_CONFIG_MAP,
     PROGRAM_MOUNT,
     PROGRAM_PATH,
     SSHD,
     SSHD_RUN_DIR,
+    SUSPECT_ROUNDS_ANNOTATION,
+    TERMINATION_LOG,
     WORK_DIR,
     FabricCheckChart,
     FabricProgramChart,
     fabric_base_name,
 )
-from trainium_eks.manifests.jobs.fabric_program import BELOW_FLOOR, result_from_log
+from trainium_eks.manifests.jobs.fabric_program import BELOW_FLOOR, SUSPECT_NODES, result_from_log
 from trainium_eks.manifests.jobs.mounted_program import program_source
 from trainium_eks.manifests.jobs.progress_watch import PROGRESS_FILE_ENV, ProgressWatch
 from trainium_eks.manifests.jobs.pytorch_job import PyTorchJobChart
@@ -81,6 +86,7 @@ def test_the_check_is_a_gang_of_the_jobs_nodes_with_ssh_svc_and_env_and_a_policy
     assert only["policies"] == [
         {"exitCode": 3, "action": "TerminateJob"},
         {"exitCode": 4, "action": "TerminateJob"},
+        {"exitCode": 6, "action": "TerminateJob"},
         {"exitCode": 78, "action": "TerminateJob"},
         {"event": "PodEvicted", "action": "RestartJob"},
         {"event": "PodFailed", "action": "RestartJob"},
@@ -97,8 +103,9 @@ def test_the_checks_pods_have_the_jobs_devices_environment_and_placement():
     assert fabric["image"] == gated["image"], "Trainium: the job's own image (the DLC has nccom-test, MPI, sshd)"
     assert fabric["resources"] == gated["resources"], "every Neuron device and EFA interface the job requests"
     assert fabric["resources"]["limits"] == {"aws.amazon.com/neuron": 16, EFA_RESOURCE: 8}
-    assert fabric["env"] == gated["env"], "the job's environment contract and env, nothing else"
-    assert {"FI_PROVIDER": "efa", "EXTRA": "1"}.items() <= {e["name"]: e["value"] for e in fabric["env"]}.items()
+    node_name = {"name": "TRAINIUM_EKS_NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
+    assert fabric["env"] == [*gated["env"], node_name], "the job's environment contract and env, and its node's name"
+    assert {"FI_PROVIDER": "efa", "EXTRA": "1"}.items() <= {e["name"]: e.get("value") for e in fabric["env"]}.items()
     assert (pod["nodeSelector"], pod["tolerations"]) == (gated_pod["nodeSelector"], gated_pod["tolerations"])
     assert pod["restartPolicy"] == "Never" and pod["automountServiceAccountToken"] is False
     assert pod["activeDeadlineSeconds"] == fabric_check.POD_DEADLINE_SECONDS
@@ -157,16 +164,28 @@ def test_the_trainium_benchmark_is_nccom_test_as_aws_k8s_tester_runs_it_on_every
         "8",
         "--marker",
         FABRIC_RESULT_MARKER,
+        "--ranks-per-node",
+        "32",
+        "--timeout-seconds",
+        "1800",
+        "--pair-timeout-seconds",
+        "240",
+        "--root-comm-port",
+        "63182",
+        "--collector-port",
+        "60006",
+        "--result-file",
+        "/dev/termination-log",
     ]
     assert words[split + 1 :] == [
         "timeout",
         "--kill-after=60",
-        "1800",
+        "{timeout}",
         "nccom-test",
         "-r",
-        "64",
+        "{ranks}",
         "-N",
-        "2",
+        "{nodes}",
         "-b",
         "8",
         "-e",
@@ -184,11 +203,16 @@ def test_the_trainium_benchmark_is_nccom_test_as_aws_k8s_tester_runs_it_on_every
         NCCOM_REPORT,
         "allr",
         "--hosts",
+        "{hosts}",
+        "--data-collector-host",
+        "{launcher}",
+        "--data-collector-port",
+        "{collector_port}",
     ]
     half = job(efa_interfaces=4).fabric_check
     assert (half.link_gbps, half.floor_gbps) == (400, 100), "half the interfaces, half the link"
     trn2 = job(node_group=TRN2).fabric_check.program_words()
-    assert trn2[trn2.index("-r") + 1] == "256" and trn2[trn2.index("-N") + 1] == "4", "64 cores x 4 nodes"
+    assert trn2[trn2.index("--ranks-per-node") + 1] == "64", "64 cores a node (-r: ranks a node x nodes, in the pod)"
 
 
 def test_the_nvidia_benchmark_is_nccl_tests_all_reduce_over_mpirun_in_the_pinned_image():
@@ -198,10 +222,19 @@ def test_the_nvidia_benchmark_is_nccl_tests_all_reduce_over_mpirun_in_the_pinned
     assert container(check_of(chart))["image"] == versions.NCCL_TESTS.image
     words = check.program_words()
     benchmark = words[words.index("--") + 1 :]
-    assert benchmark[benchmark.index("mpirun") :][:5] == ["mpirun", "--allow-run-as-root", "--tag-output", "-np", "16"]
+    assert benchmark[benchmark.index("mpirun") :][:5] == [
+        "mpirun",
+        "--allow-run-as-root",
+        "--tag-output",
+        "-np",
+        "{ranks}",
+    ]
+    assert words[words.index("--ranks-per-node") + 1] == "8" and "--root-comm-port" not in words, "8 GPUs a node"
     forwarded = [benchmark[i + 1] for i, word in enumerate(benchmark) if word == "-x"]
     assert {"FI_PROVIDER", "FI_EFA_USE_DEVICE_RDMA", "NCCL_DEBUG", "LD_LIBRARY_PATH"} <= set(forwarded)
-    assert benchmark[-1] == "--host" and check.nccl_tail()[0] == "/opt/nccl-tests/build/all_reduce_perf"
+    host = benchmark.index("--host")
+    assert benchmark[host + 1 :] == ["{slots}", *check.nccl_tail()]
+    assert check.nccl_tail()[0] == "/opt/nccl-tests/build/all_reduce_perf"
     assert check.floor_gbps == 100 and check.link_gbps == 400
 
 
@@ -216,7 +249,7 @@ def test_the_program_reaches_the_pods_as_its_source_without_the_docstring_from_o
     digest = hashlib.sha256(FABRIC_PROGRAM_SOURCE.encode()).hexdigest()[:10]
     assert PROGRAM_CONFIG_MAP.endswith(digest), "another program, another ConfigMap, and so other check names"
     script = container(check_of(job()))["command"][2]
-    assert f"python3 {PROGRAM_PATH} --benchmark nccom" in script
+    assert f'python3 {PROGRAM_PATH} --hosts "${{addresses}}" --node-names "${{nodes}}" --benchmark nccom' in script
 
 
 def test_train_jobs_and_pytorch_jobs_are_checked_by_the_same_volcano_job():
@@ -308,8 +341,11 @@ echo "10.0.0.$index   $2"
 """,
     "ssh-keygen": "#!/bin/sh\nexit 0\n",
     "nccom-test": """#!/bin/bash
+# the output of nccom-test.out, or of nccom-test.slow.out when FAKE_SLOW is one of its hosts; each run logged
 echo "$*" > "$FAKE_HOSTS/nccom-test.argv"
+echo "$*" >> "$FAKE_HOSTS/nccom-test.runs"
 env > "$FAKE_HOSTS/nccom-test.env"
+if [ -n "$FAKE_SLOW" ] && [[ " $* " == *" $FAKE_SLOW "* ]]; then cat "$FAKE_HOSTS/nccom-test.slow.out"; exit 0; fi
 cat "$FAKE_HOSTS/nccom-test.out"
 """,
     "mpirun": """#!/bin/bash
@@ -335,47 +371,60 @@ def pod_script(manifest, tmp_path, host, hosts):
     script = script.replace(f"mkdir -p {SSHD_RUN_DIR} {WORK_DIR}", f"mkdir -p {root}/run-sshd {root}/work")
     script = script.replace(SSHD, f"touch {root}/up")
     script = script.replace(f"> {DONE_FILE}", "> @ROOT@/done").replace(DONE_FILE, str(root / "done"))
-    script = script.replace(WORK_DIR, str(root / "work"))
+    script = script.replace(f'"${{host}}" cat {NODE_FILE}', '"${host}" cat @ROOT@/work/node')
+    script = script.replace(WORK_DIR, str(root / "work")).replace(TERMINATION_LOG, str(root / "termination-log"))
+    script = script.replace(f"sleep {PEER_EXIT_DELAY_SECONDS}", "sleep 0.5")
     return script.replace("sleep 5", "sleep 0.05")
 
 
-def run_check(manifest, tmp_path, *, benchmark_output, peer_up=True):
-    """Node 0 and one peer of a two-node check: (node 0's result, the peer's result)."""
+def run_check(manifest, tmp_path, *, benchmark_output, peer_up=True, slow=None):
+    """Node 0 and its peers (the job's nodes) of a check: (node 0's result, the first peer's result). ``slow``: the
+    output of the benchmark when node 2 (10.0.0.3) is among its hosts."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for name, text in FAKES.items():
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
     job_name = manifest["metadata"]["name"]
-    hosts = [f"{job_name}-node-{i}.{job_name}" for i in range(2)]
+    nodes = manifest["spec"]["minAvailable"]
+    hosts = [f"{job_name}-node-{i}.{job_name}" for i in range(nodes)]
     (tmp_path / "nccom-test.out").write_text(benchmark_output)
+    (tmp_path / "nccom-test.slow.out").write_text(slow or benchmark_output)
     (tmp_path / "mpirun.out").write_text(benchmark_output)
-    variables = {e["name"]: expand(e["value"], {}) for e in container(manifest)["env"]}
+    variables = {e["name"]: expand(e["value"], {}) for e in container(manifest)["env"] if "value" in e}
     base = {
         **variables,
         "PATH": f"{bin_dir}:{os.environ['PATH']}",
         "FAKE_HOSTS": str(tmp_path),
         "VC_NODE_HOSTS": ",".join(hosts),
-        "VC_NODE_NUM": "2",
+        "VC_NODE_NUM": str(nodes),
+        "FAKE_SLOW": "10.0.0.3" if slow else "",
     }
     scripts = [pod_script(manifest, tmp_path, host, hosts) for host in hosts]
-    peer = None
+    peers = []
     if peer_up:
-        peer = subprocess.Popen(
-            ["bash", "-c", scripts[1]],
-            env={**base, "VC_TASK_INDEX": "1"},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        peers = [
+            subprocess.Popen(
+                ["bash", "-c", scripts[index]],
+                env={**base, "VC_TASK_INDEX": str(index), NODE_NAME_ENV: f"ip-10-0-1-{index}.ec2.internal"},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for index in range(1, nodes)
+        ]
     node_zero = subprocess.run(
-        ["bash", "-c", scripts[0]], env={**base, "VC_TASK_INDEX": "0"}, capture_output=True, text=True, timeout=120
+        ["bash", "-c", scripts[0]],
+        env={**base, "VC_TASK_INDEX": "0", NODE_NAME_ENV: "ip-10-0-1-0.ec2.internal"},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
-    peer_result = None
-    if peer is not None:
+    results = []
+    for peer in peers:
         out, err = peer.communicate(timeout=60)
-        peer_result = (peer.returncode, out, err)
-    return node_zero, peer_result
+        results.append((peer.returncode, out, err))
+    return node_zero, results[0] if results else None
 
 
 def nccom_output(busbw_gibs):
@@ -412,6 +461,33 @@ def test_a_fabric_below_the_floor_fails_node_zero_with_3_and_the_peer_with_it(tm
     result = result_from_log(node_zero.stdout)
     assert result.verdict == "below-floor" and "< floor 200" in result.reason
     assert peer_code == BELOW_FLOOR and "exit status 3" in peer_out, "so Volcano terminates, whichever pod it sees"
+
+
+def test_below_the_floor_node_zero_measures_pairs_names_the_slow_node_and_tells_its_release(tmp_path):
+    manifest = check_of(job(nodes=4))
+    node_zero, (peer_code, peer_out, _) = run_check(
+        manifest, tmp_path, benchmark_output=nccom_output(47.09), slow=nccom_output(10.0)
+    )
+    assert node_zero.returncode == SUSPECT_NODES == 6, node_zero.stdout + node_zero.stderr
+    assert peer_code == 6 and "exit status 6" in peer_out, "Volcano's policy for 6 terminates, whichever pod it sees"
+    runs = [line.split() for line in (tmp_path / "nccom-test.runs").read_text().splitlines()]
+    hosts = [run[run.index("--hosts") + 1 : run.index("--data-collector-host")] for run in runs]
+    assert hosts == [
+        ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"],
+        ["10.0.0.1", "10.0.0.2"],
+        ["10.0.0.3", "10.0.0.4"],
+        ["10.0.0.3", "10.0.0.1"],
+        ["10.0.0.4", "10.0.0.1"],
+    ]
+    assert [run[:4] for run in runs] == [["-r", "128", "-N", "4"]] + [["-r", "64", "-N", "2"]] * 4
+    assert {run[run.index("--data-collector-host") + 1] for run in runs} == {"10.0.0.1"}, "node 0 invokes every run"
+    ports = [run[run.index("--data-collector-port") + 1] for run in runs]
+    assert ports == ["60006", "60007", "60008", "60009", "60010"], "each run on ports of its own"
+    name = manifest["metadata"]["name"]
+    message = json.loads((tmp_path / f"{name}-node-0.{name}" / "termination-log").read_text())
+    assert message["verdict"] == "suspect-nodes" and message["suspects"] == [2], "node 2 is pod <check>-node-2"
+    assert message["suspect_nodes"] == ["ip-10-0-1-2.ec2.internal"], "named by node 0: Volcano deletes running peers"
+    assert "suspects: node 2 (10.0.0.3, ip-10-0-1-2.ec2.internal)" in node_zero.stdout
 
 
 def test_node_zero_waits_for_its_peers_sshd_and_gives_up_naming_it(tmp_path, monkeypatch):
@@ -465,7 +541,7 @@ def test_each_attempt_of_a_check_ends_by_its_pods_deadline_and_the_check_by_two_
     own = FabricCheckChart(workload=job(fabric_check=False).workload, gated_job="my-job", deadline_seconds=3 * 3600)
     (manifest,) = own.manifests()
     assert task(manifest)["template"]["spec"]["activeDeadlineSeconds"] == 3 * 3600 and own.bound_seconds == 6 * 3600
-    with pytest.raises(ConfigurationError, match="deadline_seconds=600: an integer from 3600 to 7776000"):
+    with pytest.raises(ConfigurationError, match="deadline_seconds=600: an integer from 6660 to 7776000"):
         FabricCheckChart(workload=job(fabric_check=False).workload, gated_job="my-job", deadline_seconds=600)
 
 
@@ -476,3 +552,14 @@ def test_a_watched_jobs_check_has_no_progress_watch():
     assert PROGRESS_FILE_ENV not in names and PROGRESS_FILE_ENV not in chart.fabric_check.forwarded_variables()
     assert "livenessProbe" not in container(check_of(chart))
     assert PROGRESS_FILE_ENV in {entry["name"] for entry in chart.workload.environment()}
+
+
+def test_the_rounds_given_to_suspect_nodes_reach_the_release_only_when_not_the_default():
+    default = check_of(job())["metadata"]["annotations"]
+    assert SUSPECT_ROUNDS_ANNOTATION not in default, "the release's default: 2, no annotation, the same name"
+    one = check_of(job(fabric_suspect_rounds=0))["metadata"]["annotations"]
+    assert one[SUSPECT_ROUNDS_ANNOTATION] == "0"
+    with pytest.raises(ConfigurationError, match="fabric_suspect_rounds=6: an integer from 0 to 5"):
+        job(fabric_suspect_rounds=6)
+    with pytest.raises(ConfigurationError, match="suspect_rounds=-1: an integer from 0 to 5"):
+        FabricCheckChart(workload=job(fabric_check=False).workload, suspect_rounds=-1)

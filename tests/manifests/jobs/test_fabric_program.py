@@ -38,8 +38,11 @@ from trainium_eks.manifests.jobs.fabric_program import (
     PASS,
     USAGE,
     FabricResult,
+    PairRun,
     Row,
+    benchmark_command,
     benchmark_errors,
+    bisect,
     parse_all_reduce_perf,
     parse_arguments,
     parse_nccom_json,
@@ -48,6 +51,7 @@ from trainium_eks.manifests.jobs.fabric_program import (
     render,
     result_from_log,
     result_line,
+    summary,
     transport_evidence,
 )
 
@@ -451,3 +455,178 @@ def test_a_usage_error_exits_2_without_a_result_line(tmp_path):
     done = run_program(["--benchmark", "nccom", "--floor-gbps", "1"])
     assert done.returncode == USAGE and FABRIC_RESULT_MARKER not in done.stdout
     assert "usage: fabric_program.py" in done.stderr
+
+
+# --- bisection: which node pulls the figure down --------------------------------------------------------------------
+
+
+def measured_with(slow):
+    """A measure of pairs: below the floor when the pair holds a node of ``slow``; the pairs asked, in order."""
+    asked = []
+
+    def measure(pair):
+        asked.append(pair)
+        below = bool(set(pair) & set(slow))
+        return PairRun(pair, "below-floor" if below else "pass", 90.0 if below else 380.0)
+
+    return measure, asked
+
+
+@pytest.mark.parametrize(
+    "count,slow,asked,suspects",
+    [
+        (4, {2}, [(0, 1), (2, 3), (2, 0), (3, 0)], (2,)),
+        (6, {4}, [(0, 1), (2, 3), (4, 5), (4, 0), (5, 0)], (4,)),
+        (5, {4}, [(0, 1), (2, 3), (4, 0)], (4,)),
+        (3, {0}, [(0, 1), (2, 0)], ()),
+        (6, {1, 4}, [(0, 1), (2, 3), (4, 5), (0, 2), (4, 2), (5, 2)], (1, 4)),
+    ],
+    ids=["one-of-four", "one-of-six-the-readme", "odd-last-pair-reused", "no-reference", "two-of-six"],
+)
+def test_a_bisection_names_each_node_below_the_floor_with_a_node_that_cleared_it(count, slow, asked, suspects):
+    measure, seen = measured_with(slow)
+    runs, found, sentence = bisect(count, measure)
+    assert seen == asked and found == suspects
+    assert [run.nodes for run in runs] == asked
+    if suspects:
+        named = ", ".join(f"node {index}" for index in suspects)
+        assert sentence == f"{named} did not clear the floor with a node that cleared it with another"
+    else:
+        assert sentence == "no pair measured cleared the floor: the fabric, not a node"
+
+
+def test_a_bisection_names_no_node_when_every_pair_clears_the_floor_and_stops_at_its_runs():
+    measure, seen = measured_with(set())
+    runs, found, sentence = bisect(4, measure)
+    assert (seen, found) == ([(0, 1), (2, 3)], ())
+    assert sentence == "every pair measured cleared the floor: no single node pulls the figure down"
+    measure, seen = measured_with({23})
+    runs, found, sentence = bisect(24, measure, max_runs=10)
+    assert len(seen) == 10 and found == ()
+    assert sentence == (
+        "every pair measured cleared the floor (stopped after 10 runs; nodes [20, 21, 22, 23] not measured): "
+        "no single node pulls the figure down"
+    ), "a gang of more than 20 nodes is not measured whole: it says which nodes were not"
+    measure, seen = measured_with({1, 19})
+    runs, found, sentence = bisect(20, measure, max_runs=11)
+    assert len(seen) == 11 and found == (1,)
+    assert sentence.endswith("(stopped after 11 runs; node 18 and any after it not measured with a reference)")
+
+
+def test_the_benchmark_command_for_any_hosts_fills_the_placeholders():
+    template = [
+        "timeout",
+        "{timeout}",
+        "bench",
+        "-r",
+        "{ranks}",
+        "-N",
+        "{nodes}",
+        "--hosts",
+        "{hosts}",
+        "-c",
+        "{first}",
+    ]
+    template += ["--host", "{slots}", "--port", "{collector_port}"]
+    assert benchmark_command(template, ["a", "b", "c"], 8, 240, 60007) == [
+        "timeout",
+        "240",
+        "bench",
+        "-r",
+        "24",
+        "-N",
+        "3",
+        "--hosts",
+        "a",
+        "b",
+        "c",
+        "-c",
+        "a",
+        "--host",
+        "a:8,b:8,c:8",
+        "--port",
+        "60007",
+    ]
+
+
+def test_placeholders_without_hosts_and_counts_below_one_are_usage_errors():
+    base = ["--benchmark", "nccom", "--floor-gbps", "1", "--link-gbps", "2", "--efa-devices", "8", "--marker", "m"]
+    with pytest.raises(SystemExit):
+        parse_arguments(base + ["--", "bench", "--hosts", "{hosts}"])
+    with pytest.raises(SystemExit):
+        parse_arguments(base + ["--hosts", "a,b", "--ranks-per-node", "0", "--", "bench"])
+    with pytest.raises(SystemExit):
+        parse_arguments(base + ["--hosts", "a,b", "--", "bench", "--port", "{collector_port}"])
+    options, _ = parse_arguments(base + ["--hosts", "a,b,", "--", "bench", "{hosts}"])
+    assert options.hosts == ["a", "b"]
+
+
+def test_the_summary_fits_a_termination_message_and_carries_pairs_and_suspects():
+    pairs = tuple(PairRun((index, 0), "below-floor", 90.123456) for index in range(1, 11))
+    result = FabricResult("nccom", (), 200, 800, "suspect-nodes", "x" * 10_000, pairs=pairs, suspects=(3,))
+    text = summary(result)
+    assert len(text.encode()) <= 4096
+    data = json.loads(text)
+    assert data["suspects"] == [3] and data["pairs"][0] == {
+        "nodes": [1, 0],
+        "verdict": "below-floor",
+        "busbw_gbps": 90.123,
+        "passed": False,
+    }
+    assert data["reason"].endswith("...") and data["floor_gbps"] == 200
+    back = FabricResult.from_json(json.loads(json.dumps(result.as_json())))
+    assert back.pairs == tuple(PairRun(p.nodes, p.verdict, 90.123) for p in pairs) and back.suspects == (3,)
+
+
+PAIR_BENCHMARK = """
+import json, os, sys, pathlib
+here = pathlib.Path({here!r})
+argv = sys.argv[1:]
+hosts = argv[argv.index("--hosts") + 1 : argv.index("--data-collector-host")]
+with open(here / "runs.jsonl", "a") as log:
+    log.write(json.dumps({{"argv": argv, "root": os.environ.get("NEURON_RT_ROOT_COMM_ID")}}) + "\\n")
+output = here / ("slow.txt" if {slow!r} in hosts else "healthy.txt")
+print(output.read_text(), flush=True)
+"""
+
+
+def pair_benchmark(tmp_path: Path, slow: str) -> list:
+    """A fake nccom-test whose figure is below the floor when ``slow`` is among its ``--hosts``; it logs each run."""
+    (tmp_path / "healthy.txt").write_text(NCCOM_HEALTHY)
+    (tmp_path / "slow.txt").write_text(NCCOM_SLOW)
+    script = tmp_path / "nccom-test.py"
+    script.write_text(PAIR_BENCHMARK.format(here=str(tmp_path), slow=slow))
+    return [sys.executable, str(script), "-r", "{ranks}", "-N", "{nodes}", "--hosts", "{hosts}"]
+
+
+def test_below_the_floor_on_four_nodes_the_program_names_the_slow_one_and_writes_its_summary(tmp_path):
+    devices = uverbs(tmp_path, 8)
+    hosts = ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"]
+    args = base_args(devices)[:-1] + ["--hosts", ",".join(hosts), "--ranks-per-node", "32"]
+    args += ["--root-comm-port", "63182", "--result-file", str(tmp_path / "termination-log"), "--"]
+    bench = pair_benchmark(tmp_path, slow="10.0.0.3") + ["--data-collector-host", "{first}"]
+    done = run_program(args + bench, env={"PATH": "/usr/bin:/bin", "FI_PROVIDER": "efa"})
+    assert done.returncode == 6, done.stdout + done.stderr
+    runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    ran = [run["argv"][run["argv"].index("--hosts") + 1 : run["argv"].index("--data-collector-host")] for run in runs]
+    assert ran == [hosts, hosts[:2], hosts[2:], [hosts[2], hosts[0]], [hosts[3], hosts[0]]]
+    assert [run["argv"][1] for run in runs] == ["128", "64", "64", "64", "64"], "-r: 32 ranks a node"
+    roots = [f"{ran[i][0]}:{63182 + i}" for i in range(5)]
+    assert [run["root"] for run in runs] == roots, "node 0 of each run is the root, on a port of the run's own"
+    summary_data = json.loads((tmp_path / "termination-log").read_text())
+    assert summary_data["verdict"] == "suspect-nodes" and summary_data["suspects"] == [2]
+    assert [pair["passed"] for pair in summary_data["pairs"]] == [True, False, False, True]
+    result = marker_result(done.stdout)
+    assert result.suspects == (2,) and result.hosts == tuple(hosts)
+    assert "node 2 did not clear the floor with a node that cleared it with another" in result.reason
+    assert "suspects: node 2 (10.0.0.3)" in render(result)
+
+
+def test_below_the_floor_on_two_nodes_no_pair_can_tell_them_apart(tmp_path):
+    devices = uverbs(tmp_path, 8)
+    args = base_args(devices)[:-1] + ["--hosts", "10.0.0.1,10.0.0.3", "--result-file", str(tmp_path / "t"), "--"]
+    bench = pair_benchmark(tmp_path, slow="10.0.0.3") + ["--data-collector-host", "{first}"]
+    done = run_program(args + bench, env={"PATH": "/usr/bin:/bin", "FI_PROVIDER": "efa"})
+    assert done.returncode == BELOW_FLOOR
+    assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 1, "two nodes: the whole check is the one pair"
+    assert json.loads((tmp_path / "t").read_text())["suspects"] == []

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, Mapping, Optional
 
-from trainium_eks.core.validation import Problems, check_bool
+from trainium_eks.core.validation import Problems, check_bool, check_integer
 from trainium_eks.manifests.jobs.distributed_workload import DistributedWorkload, NodeContract
-from trainium_eks.manifests.jobs.fabric_check import FabricCheckChart, fabric_check_applies
+from trainium_eks.manifests.jobs.fabric_check import (
+    DEFAULT_SUSPECT_ROUNDS,
+    MAX_SUSPECT_ROUNDS,
+    FabricCheckChart,
+    fabric_check_applies,
+)
 from trainium_eks.manifests.jobs.fabric_floor import DEFAULT_FABRIC_FLOOR_FRACTION, check_fabric_floor
 from trainium_eks.manifests.jobs.gang_capacity import GangCapacity, check_capacity
 from trainium_eks.manifests.jobs.job_chart import JobChart, check_wait_for
@@ -59,6 +64,9 @@ class DistributedJobChart(JobChart):
         - ``fabric_check``: whether the job gets its fabric check (when it applies). Default: true.
         - ``fabric_floor_fraction``: the share of the node's EFA link rate the check's all-reduce bus bandwidth must
           reach, above 0 and at most 1 (:mod:`~trainium_eks.manifests.jobs.fabric_floor`). Default: 0.25.
+        - ``fabric_suspect_rounds``: how many times the check's release replaces the nodes the check names as
+          suspects (below the floor with a node that cleared it) and runs it again, from 0 to 5; only on a Karpenter
+          NodePool (:class:`~trainium_eks.manifests.jobs.fabric_check.FabricCheckChart`). Default: 2.
         - ``capacity``: how the release of the job (a gang of two pods or more) and of its fabric check holds all
           their nodes (:class:`~trainium_eks.manifests.jobs.gang_capacity.GangCapacity`). Default:
           ``GangCapacity()`` (3 attempts of 30 minutes, 10 minutes apart; a stall of 5 minutes restarts the gang, at
@@ -78,11 +86,13 @@ class DistributedJobChart(JobChart):
         wait_for = workload.pop("wait_for", ())
         fabric_check = workload.pop("fabric_check", True)
         fabric_floor = workload.pop("fabric_floor_fraction", DEFAULT_FABRIC_FLOOR_FRACTION)
+        suspect_rounds = workload.pop("fabric_suspect_rounds", DEFAULT_SUSPECT_ROUNDS)
         capacity = workload.pop("capacity", GangCapacity())
         check_wait_for(problems, wait_for)
         check_capacity(problems, "capacity", capacity)
         check_bool(problems, "fabric_check", fabric_check)
         check_fabric_floor(problems, "fabric_floor_fraction", fabric_floor)
+        check_integer(problems, "fabric_suspect_rounds", suspect_rounds, minimum=0, maximum=MAX_SUSPECT_ROUNDS)
         self.workload = DistributedWorkload.from_props(problems, name=name, namespace=namespace, **workload)
         super().__init__(name, namespace=namespace, wait_for=wait_for)
         self.capacity = capacity
@@ -93,6 +103,7 @@ class DistributedJobChart(JobChart):
         """The job's fabric check, applied before it by ``JobSequence.add`` (None: the job gets none)."""
         self._fabric = fabric_check is True and fabric_check_applies(self.workload)
         self._fabric_floor = fabric_floor
+        self._suspect_rounds = suspect_rounds
         self._fabric_queue = queue
 
     def add_job(self, manifest: Mapping[str, Any], resolve: Optional[Callable[[Any], Any]]) -> None:
@@ -106,6 +117,7 @@ class DistributedJobChart(JobChart):
             workload=self.workload,
             queue=self._fabric_queue,
             floor_fraction=self._fabric_floor,
+            suspect_rounds=self._suspect_rounds,
             capacity=self.capacity,
             wait_for=self.wait_for,
             gated_spec=manifest,

@@ -71,11 +71,23 @@ runs at most :data:`MAX_RETRY` attempts of :data:`POD_DEADLINE_SECONDS`, 4 hours
 nodes stay), so it helps only with what passes: a peer slow to start, a benchmark that could not bootstrap. Hence
 ``maxRetry`` :data:`MAX_RETRY` (two attempts) with ``PodFailed``/``PodEvicted`` -> ``RestartJob``, and a verdict that
 another run on the same nodes would repeat ends the job at once: exit 3 (below the floor), 4 (the transport is not
-EFA) and 78 (a pod's EFA self-check) -> ``TerminateJob``. The job then ends ``Terminated`` (or ``Failed`` after its
-attempts), the release of the job it guards fails, and so does every release after it; the guarded job is never
-created and holds nothing. To try again, replace the nodes (or fix what the message says) and deploy a change that
-renames the job or its check: CloudFormation then creates the new ones and deletes the failed ones (a deploy without a
-change applies nothing again).
+EFA), 6 (suspect nodes named) and 78 (a pod's EFA self-check) -> ``TerminateJob``. The job then ends ``Terminated``
+(or ``Failed`` after its attempts), the release of the job it guards fails, and so does every release after it; the
+guarded job is never created and holds nothing. To try again, replace the nodes (or fix what the message says) and
+deploy a change that renames the job or its check: CloudFormation then creates the new ones and deletes the failed
+ones (a deploy without a change applies nothing again).
+
+**Suspect nodes.** Below the floor on three nodes or more, node 0 measures pairs of the nodes
+(:func:`~trainium_eks.manifests.jobs.fabric_program.bisect`, each pair run under :data:`PAIR_TIMEOUT_SECONDS`, at
+most :data:`~trainium_eks.manifests.jobs.fabric_program.MAX_PAIR_RUNS` runs, :data:`BISECTION_SECONDS` in all, which
+the peers' wait for the verdict includes) and, when it finds nodes below the floor with a node that cleared it, exits
+6 with the pairs and the suspects (their task indices: pod ``<check>-node-<i>``) in its container's termination
+message (:data:`TERMINATION_LOG`; Volcano keeps a terminated job's failed pods, ``PodRetainPhaseSoft`` in
+volcano-sh/volcano v1.15.1 ``pkg/controllers/job/state/running.go``; the kubelet copies at most 4 KiB of the file into
+the pod's status, kubernetes v1.36.3 ``pkg/kubelet/kuberuntime/kuberuntime_container.go``). The check's release reads
+it: on a Karpenter NodePool it taints each suspect's node ``trainium-eks/fabric-suspect`` (``NoSchedule``), holds new
+nodes and runs the check again, up to ``suspect_rounds`` times
+(:mod:`~trainium_eks.manifests.jobs.job_release_program`); on node groups it names them and fails.
 
 The job and its pods carry :data:`~trainium_eks.core.conventions.FABRIC_CHECK_LABEL` with the guarded job's name, so
 ``python -m trainium_eks fabric`` finds them. The job's name is ``<base>-fabric-<hash>``: ``<base>`` is the
@@ -147,19 +159,36 @@ the check's, through its wait)."""
 
 MAX_RETRY = 2
 """Attempts of a check: one restart after a failure another attempt may not repeat."""
-TERMINAL_EXIT_CODES: Tuple[int, ...] = (fabric_program.BELOW_FLOOR, fabric_program.NOT_EFA, EFA_SELF_CHECK_EXIT)
-"""Exit statuses that end the check at once (``TerminateJob``): below the floor (3), not EFA (4), a pod's EFA
-self-check (78). Another attempt on the same nodes would say the same."""
+TERMINAL_EXIT_CODES: Tuple[int, ...] = (
+    fabric_program.BELOW_FLOOR,
+    fabric_program.NOT_EFA,
+    fabric_program.SUSPECT_NODES,
+    EFA_SELF_CHECK_EXIT,
+)
+"""Exit statuses that end the check at once (``TerminateJob``): below the floor (3), not EFA (4), suspect nodes named
+(6), a pod's EFA self-check (78). Another attempt on the same nodes would say the same."""
+DEFAULT_SUSPECT_ROUNDS = 2
+"""How many times a check's release replaces the nodes the check names as suspects and runs it again."""
+SUSPECT_ROUNDS_ANNOTATION = "trainium-eks/fabric-suspect-rounds"
+"""The held check's annotation that sets its rounds (written only when not :data:`DEFAULT_SUSPECT_ROUNDS`)."""
+MAX_SUSPECT_ROUNDS = 5
 
 PEER_WAIT_SECONDS = 900
 """How long node 0 waits to reach every peer's sshd (their image pulls, DNS of the headless Service)."""
 BENCHMARK_TIMEOUT_SECONDS = 1800
-"""How long the benchmark may run (``timeout``; exit 124, a benchmark failure)."""
-REPORT_WAIT_SECONDS = PEER_WAIT_SECONDS + BENCHMARK_TIMEOUT_SECONDS + 300
+"""How long the benchmark may run on every node (``timeout``; exit 124, a benchmark failure)."""
+PAIR_TIMEOUT_SECONDS = 240
+"""How long the benchmark may run on a pair of nodes while the check bisects (the same sweep on two nodes)."""
+KILL_AFTER_SECONDS = 60
+"""``timeout --kill-after``: how long a benchmark past its time has to stop before it is killed."""
+BISECTION_SECONDS = fabric_program.MAX_PAIR_RUNS * (PAIR_TIMEOUT_SECONDS + KILL_AFTER_SECONDS)
+"""The longest a bisection takes (:func:`~trainium_eks.manifests.jobs.fabric_program.bisect`): its runs, each at most
+its timeout and the kill's grace."""
+REPORT_WAIT_SECONDS = PEER_WAIT_SECONDS + BENCHMARK_TIMEOUT_SECONDS + KILL_AFTER_SECONDS + BISECTION_SECONDS + 300
 """How long a peer waits for node 0's verdict before it fails."""
 POD_DEADLINE_SECONDS = 2 * 3600
 """``activeDeadlineSeconds`` of each pod by default: a bound on a hung pod, image pulls and all waits included (its
-waits, :data:`REPORT_WAIT_SECONDS`, take 50 minutes at most)."""
+waits, :data:`REPORT_WAIT_SECONDS`, take 101 minutes at most)."""
 MIN_POD_DEADLINE_SECONDS = REPORT_WAIT_SECONDS + 600
 """The shortest pod deadline a check takes: a peer's longest wait for the verdict, and ten minutes more (an image pull
 longer than that needs a longer deadline)."""
@@ -172,6 +201,16 @@ WORK_DIR = "/run/trainium-eks-fabric"
 """The check's own folder in each pod (made by its script, beside sshd's): the verdict and the benchmark's report."""
 DONE_FILE = f"{WORK_DIR}/done"
 """Where node 0 writes its exit status on each peer."""
+NODE_FILE = f"{WORK_DIR}/node"
+"""Where each pod writes the name of its node (:data:`NODE_NAME_ENV`), which node 0 reads over ssh and gives the
+program (``--node-names``): the summary names each suspect's node, whose pod Volcano may have deleted by the time
+the check's release reads it."""
+NODE_NAME_ENV = "TRAINIUM_EKS_NODE_NAME"
+"""The pod's node (the downward API's ``spec.nodeName``)."""
+PEER_EXIT_DELAY_SECONDS = 120
+"""How long a peer waits before it exits with node 0's failed verdict: node 0 exits first, so Volcano terminates the
+check on node 0's exit status and keeps node 0's pod, with its termination message (it deletes the pods still
+running: volcano-sh/volcano v1.15.1 ``pkg/controllers/job/job_controller_actions.go`` ``killJob``)."""
 SSHD_CAPABILITIES = (
     "AUDIT_WRITE",
     "CHOWN",
@@ -195,10 +234,15 @@ audit exits when it cannot write audit records (``audit-linux.c``: ``AUDIT_WRITE
 benchmark itself needs none, as a training container (``worker_security``)."""
 
 NEURON_ROOT_COMM_PORT = 63182
-"""Port of ``NEURON_RT_ROOT_COMM_ID`` on node 0 (aws-k8s-tester's)."""
+"""Port of ``NEURON_RT_ROOT_COMM_ID`` on node 0 (aws-k8s-tester's) for the run on every node; a bisection's pair runs
+take the next ports, one each (:func:`~trainium_eks.manifests.jobs.fabric_program.run_on`)."""
 NCCOM_DATA_COLLECTOR_PORT = 60006
-"""Port of nccom-test's data collector on node 0 (nccom-test.rst's default, which aws-k8s-tester passes explicitly)."""
+"""Port of nccom-test's data collector on node 0 (nccom-test.rst's default, which aws-k8s-tester passes explicitly), the
+same way."""
 NCCOM_REPORT = f"{WORK_DIR}/nccom-test-results.json"
+TERMINATION_LOG = "/dev/termination-log"
+"""Where the program writes its summary: the container's ``terminationMessagePath`` (Kubernetes' default), which the
+kubelet copies into the pod's status (at most 4 KiB), where the check's release reads the suspects."""
 NCCL_TESTS_BINARY = "/opt/nccl-tests/build/all_reduce_perf"
 MAX_BYTES = "2G"
 
@@ -254,8 +298,11 @@ class FabricCheckChart(JobChart):
         :meth:`label_for` once it is named.
     :param gated_spec: The guarded job's spec as hashed, less its wait for the check: what the check's name covers
         besides its own spec. Default: none.
-    :param deadline_seconds: ``activeDeadlineSeconds`` of each pod, from :data:`MIN_POD_DEADLINE_SECONDS` (1 hour
-        while its waits are those of the module) to 90 days. Default: :data:`POD_DEADLINE_SECONDS` (2 hours).
+    :param deadline_seconds: ``activeDeadlineSeconds`` of each pod, from :data:`MIN_POD_DEADLINE_SECONDS` (111
+        minutes while its waits are those of the module) to 90 days. Default: :data:`POD_DEADLINE_SECONDS` (2 hours).
+    :param suspect_rounds: How many times the release taints the nodes the check names as suspects, holds new ones and
+        runs the check again (only on a Karpenter NodePool; see the module docstring), from 0 to 5. Default:
+        :data:`DEFAULT_SUSPECT_ROUNDS` (2).
     :param resolve: Turns CDK tokens into their CloudFormation form before hashing. Default: none.
     """
 
@@ -274,6 +321,7 @@ class FabricCheckChart(JobChart):
         gated_job: Optional[str] = None,
         gated_spec: Any = None,
         deadline_seconds: int = POD_DEADLINE_SECONDS,
+        suspect_rounds: int = DEFAULT_SUSPECT_ROUNDS,
         resolve: Optional[Callable[[Any], Any]] = None,
     ) -> None:
         problems = Problems("fabric check")
@@ -292,6 +340,7 @@ class FabricCheckChart(JobChart):
             minimum=MIN_POD_DEADLINE_SECONDS,
             maximum=MAX_DEADLINE_SECONDS,
         )
+        check_integer(problems, "suspect_rounds", suspect_rounds, minimum=0, maximum=MAX_SUSPECT_ROUNDS)
         if gated_job is not None:
             check_label_value(problems, "gated_job", gated_job)
         if not fabric_check_applies(workload):
@@ -309,6 +358,8 @@ class FabricCheckChart(JobChart):
         self.floor_fraction = float(floor_fraction)
         self.deadline_seconds: int = deadline_seconds
         """``activeDeadlineSeconds`` of each pod (of each attempt)."""
+        self.suspect_rounds: int = suspect_rounds
+        """How many times the release replaces suspect nodes and runs the check again."""
         instance = workload.node_group.instance
         self.benchmark = "nccom" if workload.accelerator is Accelerator.NEURON else "nccl"
         """``nccom`` (nccom-test) on Neuron nodes, ``nccl`` (nccl-tests) on NVIDIA nodes."""
@@ -329,6 +380,7 @@ class FabricCheckChart(JobChart):
                 **(metadata.get("annotations") or {}),
                 **held_annotations(self.wait_for),
                 **self._gang_annotations(),
+                **self._suspect_annotations(),
             }
         self.job_name = job_naming.hashed_name(self.component, {"check": self._template, "job": gated_spec}, resolve)
         self.ref = f"{self.ref_kind}/{self.job_name}"
@@ -340,6 +392,12 @@ class FabricCheckChart(JobChart):
         """The longest the check may run on its nodes: :attr:`deadline_seconds` times its attempts
         (:func:`~trainium_eks.manifests.jobs.job_deadline.volcano_bound_seconds`)."""
         return volcano_bound_seconds(self.deadline_seconds, MAX_RETRY)
+
+    def _suspect_annotations(self) -> Dict[str, str]:
+        """The rounds the release gives suspects (:data:`SUSPECT_ROUNDS_ANNOTATION`), when not the default."""
+        if self.suspect_rounds == DEFAULT_SUSPECT_ROUNDS:
+            return {}
+        return {SUSPECT_ROUNDS_ANNOTATION: str(self.suspect_rounds)}
 
     def label_for(self, gated_job: str) -> None:
         """Add the job, labelled with the guarded job's name ``gated_job`` (once)."""
@@ -370,7 +428,10 @@ class FabricCheckChart(JobChart):
                     "name": CONTAINER,
                     "image": self.image,
                     "command": ["bash", "-c", kubelet_literal(self.script())],
-                    "env": workload.environment(progress=False),
+                    "env": [
+                        *workload.environment(progress=False),
+                        {"name": NODE_NAME_ENV, "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                    ],
                     "ports": [{"name": "ssh", "containerPort": 22}],
                     "resources": workload.resources(),
                     "securityContext": {
@@ -421,21 +482,29 @@ class FabricCheckChart(JobChart):
             },
         }
 
-    def benchmark_words(self) -> List[str]:
-        """The benchmark's command line up to where the hosts go (the script appends them): ``timeout``, then
-        nccom-test ending ``allr --hosts`` (the IP addresses follow) or mpirun ending ``--host`` then, after the
-        host list, the rest (:meth:`nccl_tail`)."""
+    @property
+    def ranks_per_node(self) -> int:
+        """The benchmark's ranks on each node: the NeuronCores of the job's Neuron devices, or the node's GPUs."""
         workload = self.workload
-        timeout = ["timeout", "--kill-after=60", str(BENCHMARK_TIMEOUT_SECONDS)]
+        if self.benchmark == "nccl":
+            return workload.node_group.gpus
+        instance = workload.node_group.instance
+        return workload.neuron_devices * (instance.neuron_cores // max(1, instance.neuron_devices))
+
+    def benchmark_words(self) -> List[str]:
+        """The benchmark's command with the program's placeholders for the hosts it runs on
+        (:func:`~trainium_eks.manifests.jobs.fabric_program.benchmark_command`): ``timeout``, then nccom-test (``-r
+        {ranks} -N {nodes} ... allr --hosts {hosts} --data-collector-host {launcher} --data-collector-port
+        {collector_port}``: node 0 invokes every run, so it collects every run's data, as aws-k8s-tester's launcher
+        does) or mpirun (``-np {ranks} ... --host {slots}`` and nccl-tests' all-reduce)."""
+        timeout = ["timeout", f"--kill-after={KILL_AFTER_SECONDS}", "{timeout}"]
         if self.benchmark == "nccom":
-            instance = workload.node_group.instance
-            ranks_per_node = workload.neuron_devices * (instance.neuron_cores // max(1, instance.neuron_devices))
             return timeout + [
                 "nccom-test",
                 "-r",
-                str(ranks_per_node * workload.nodes),
+                "{ranks}",
                 "-N",
-                str(workload.nodes),
+                "{nodes}",
                 "-b",
                 "8",
                 "-e",
@@ -453,15 +522,19 @@ class FabricCheckChart(JobChart):
                 NCCOM_REPORT,
                 "allr",
                 "--hosts",
+                "{hosts}",
+                "--data-collector-host",
+                "{launcher}",
+                "--data-collector-port",
+                "{collector_port}",
             ]
-        gpus = workload.node_group.gpus
-        words = timeout + ["mpirun", "--allow-run-as-root", "--tag-output", "-np", str(gpus * workload.nodes)]
+        words = timeout + ["mpirun", "--allow-run-as-root", "--tag-output", "-np", "{ranks}"]
         words += ["-bind-to", "none", "-map-by", "slot"]
         for name in self.forwarded_variables():
             words += ["-x", name]
         words += ["--mca", "pml", "^cm,ucx", "--mca", "btl", "tcp,self"]
-        words += ["--mca", "btl_tcp_if_exclude", "lo,docker0,veth_def_agent", "--host"]
-        return words
+        words += ["--mca", "btl_tcp_if_exclude", "lo,docker0,veth_def_agent", "--host", "{slots}"]
+        return words + self.nccl_tail()
 
     @staticmethod
     def nccl_tail() -> List[str]:
@@ -476,8 +549,8 @@ class FabricCheckChart(JobChart):
         return names + ["NCCL_DEBUG", "PATH", "LD_LIBRARY_PATH", "LD_PRELOAD"]
 
     def program_words(self) -> List[str]:
-        """The fabric program's arguments up to the hosts (:func:`~trainium_eks.manifests.jobs.fabric_program.
-        program_arguments` with the library's result marker)."""
+        """The fabric program's arguments but ``--hosts``, which the script adds in the pod
+        (:func:`~trainium_eks.manifests.jobs.fabric_program.program_arguments` with the library's result marker)."""
         return fabric_program.program_arguments(
             benchmark=self.benchmark,
             floor_gbps=self.floor_gbps,
@@ -485,6 +558,12 @@ class FabricCheckChart(JobChart):
             efa_devices=self.workload.efa_interfaces,
             benchmark_argv=self.benchmark_words(),
             marker=FABRIC_RESULT_MARKER,
+            ranks_per_node=self.ranks_per_node,
+            timeout_seconds=BENCHMARK_TIMEOUT_SECONDS,
+            pair_timeout_seconds=PAIR_TIMEOUT_SECONDS,
+            root_comm_port=NEURON_ROOT_COMM_PORT if self.benchmark == "nccom" else None,
+            collector_port=NCCOM_DATA_COLLECTOR_PORT if self.benchmark == "nccom" else None,
+            result_file=TERMINATION_LOG,
         )
 
     def script(self) -> str:
@@ -520,6 +599,7 @@ def fabric_script(chart: FabricCheckChart) -> str:
         '  if [ -n "${!name+set}" ]; then printf \'%s="%s"\\n\' "$name" "${!name}"; fi',
         f"done > {ENVIRONMENT_FILE}",
         f"mkdir -p {SSHD_RUN_DIR} {WORK_DIR} && ssh-keygen -A > /dev/null",
+        f'echo "${{{NODE_NAME_ENV}}}" > {NODE_FILE}',
         f'{SSHD} || {{ echo "fabric check: sshd did not start on $(hostname)" >&2; exit 1; }}',
         'IFS=, read -r -a hosts <<< "${VC_NODE_HOSTS}"',
         f'if [ "${{#hosts[@]}}" -ne {workload.nodes} ]; then',
@@ -535,6 +615,7 @@ def fabric_script(chart: FabricCheckChart) -> str:
         "  done",
         f"  read -r code < {DONE_FILE}",
         '  echo "fabric check: node 0 finished with exit status ${code}"',
+        f'  if [ "${{code}}" != 0 ]; then sleep {PEER_EXIT_DELAY_SECONDS}; fi',
         '  exit "${code}"',
         "fi",
         f"deadline=$((SECONDS + {PEER_WAIT_SECONDS}))",
@@ -548,29 +629,29 @@ def fabric_script(chart: FabricCheckChart) -> str:
         "    sleep 5",
         "  done",
         "done",
+        f'nodes="$(cat {NODE_FILE})"',
+        'nodes="${nodes:--}"',
+        'for host in "${hosts[@]:1}"; do',
+        f'  node="$({ssh} "${{host}}" cat {NODE_FILE})"',
+        '  nodes="${nodes},${node:--}"',
+        "done",
     ]
-    program = f"python3 {PROGRAM_PATH} {_quoted(chart.program_words())}"
+    program = (
+        f'python3 {PROGRAM_PATH} --hosts "${{addresses}}" --node-names "${{nodes}}" {_quoted(chart.program_words())}'
+    )
     if chart.benchmark == "nccom":
         lines += [
-            "ips=()",
+            'addresses=""',
             'for host in "${hosts[@]}"; do',
             '  ip="$(getent hosts "${host}" | awk \'{print $1; exit}\')"',
             '  if [ -z "${ip}" ]; then echo "fabric check: ${host} does not resolve" >&2; exit 1; fi',
-            '  ips+=("${ip}")',
+            '  addresses="${addresses:+${addresses},}${ip}"',
             "done",
-            f'export NEURON_RT_ROOT_COMM_ID="${{ips[0]}}:{NEURON_ROOT_COMM_PORT}"',
             "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
-            f'{program} "${{ips[@]}}" --data-collector-host "${{ips[0]}}" --data-collector-port '
-            f"{NCCOM_DATA_COLLECTOR_PORT}",
+            program,
         ]
     else:
-        gpus = workload.node_group.gpus
-        lines += [
-            'slots=""',
-            f'for host in "${{hosts[@]}}"; do slots="${{slots:+${{slots}},}}${{host}}:{gpus}"; done',
-            "export NCCL_DEBUG=INFO",
-            f'{program} "${{slots}}" {_quoted(chart.nccl_tail())}',
-        ]
+        lines += ['addresses="${VC_NODE_HOSTS}"', "export NCCL_DEBUG=INFO", program]
     lines += [
         "code=$?",
         'for host in "${hosts[@]:1}"; do',

@@ -5,7 +5,9 @@ fabric acceptance job (:mod:`~trainium_eks.manifests.jobs.fabric_check`), in the
 devices, EFA interfaces and environment, with Python's standard library only::
 
     python3 fabric_program.py --benchmark nccom|nccl --floor-gbps F --link-gbps L --efa-devices N
-        --marker TEXT [--min-size BYTES] [--device-dir DIR] -- <benchmark argv...>
+        --marker TEXT [--min-size BYTES] [--hosts A,B,...] [--ranks-per-node K] [--timeout-seconds T]
+        [--pair-timeout-seconds P] [--root-comm-port PORT] [--result-file PATH] [--device-dir DIR]
+        -- <benchmark argv...>
 
 It counts ``/dev/infiniband/uverbs*`` in its pod (the devices the EFA device plugin gave it; ``--device-dir`` moves
 the directory, for tests only) and stops at once unless there are ``N``; runs the benchmark, streaming its output as it
@@ -15,9 +17,24 @@ carried the traffic; prints a short table, then one line: ``--marker`` followed 
 :data:`trainium_eks.core.conventions.FABRIC_RESULT_MARKER`, which the chart passes (:func:`program_arguments`):
 one definition, in the library, and none to keep in step here; the program itself never imports the library.
 
+**Hosts and bisection.** With ``--hosts`` (the job's hosts, node 0 first), the benchmark's argv is a template whose
+placeholders (``{hosts}``, ``{ranks}``, ``{nodes}``, ``{slots}``, ``{first}``, ``{launcher}`` (node 0, where the
+program and the benchmark's launcher run: nccom-test collects its data there), ``{timeout}``, ``{collector_port}``:
+:func:`benchmark_command`) are filled for the hosts of each run, and ``--root-comm-port`` sets
+``NEURON_RT_ROOT_COMM_ID`` to the run's first host (nccom-test.rst: the first host's address and a free port). Each
+run listens on ports of its own (the root and collector ports plus the run's number): a run right after another on
+the same first host does not wait for the ports the last one held to be released. When
+the run on every host is below the floor and there are three hosts or more, the program measures pairs of them
+(:func:`bisect`, each run under ``--pair-timeout-seconds``, at most :data:`MAX_PAIR_RUNS` runs) to find the nodes
+that pull the figure down: a node below the floor with a node that cleared it with another is a *suspect*. Two
+nodes are one pair, the whole check, and cannot be told apart; with no pair clearing the floor the fabric, not a node,
+is below it. ``--result-file`` receives a summary (:func:`summary`: the verdict, the pairs and the suspects as
+indices into ``--hosts``) in at most 4 KiB: the check writes it to its container's termination message, which the
+kubelet copies into the pod's status for the check's release to read.
+
 Exit status (:data:`EXIT_CODES`): 0 pass; 3 below the floor; 4 the transport is not EFA, or not shown to be (too few
-uverbs devices, a log line of a fallback, no evidence); 5 the benchmark failed or its output cannot be read; 2 a usage
-error. Every outcome but a usage error ends with the result line.
+uverbs devices, a log line of a fallback, no evidence); 5 the benchmark failed or its output cannot be read; 6 below
+the floor, and suspects named; 2 a usage error. Every outcome but a usage error ends with the result line.
 
 **Units.** Rows carry decimal GB/s (10^9 bytes/s) and Gbps (GB/s x 8), whatever the benchmark prints: nccl-tests'
 GB/s are decimal (``src/all_reduce.cu`` ``AllReduceGetBw``: bytes / 1.0E9 / seconds; nccl-tests a0b82b2), nccom-test's
@@ -80,16 +97,30 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 PASS = 0
 USAGE = 2
 BELOW_FLOOR = 3
 NOT_EFA = 4
 BENCHMARK_FAILED = 5
-EXIT_CODES = {"pass": PASS, "below-floor": BELOW_FLOOR, "not-efa": NOT_EFA, "benchmark-failed": BENCHMARK_FAILED}
+SUSPECT_NODES = 6
+EXIT_CODES = {
+    "pass": PASS,
+    "below-floor": BELOW_FLOOR,
+    "not-efa": NOT_EFA,
+    "benchmark-failed": BENCHMARK_FAILED,
+    "suspect-nodes": SUSPECT_NODES,
+}
 """Exit status of each verdict; 2 is a usage error (no result line)."""
+
+PLACEHOLDERS = ("{ranks}", "{nodes}", "{hosts}", "{slots}", "{first}", "{launcher}", "{timeout}", "{collector_port}")
+"""What the benchmark's command may hold in place of the hosts it runs on (:func:`benchmark_command`)."""
+MAX_PAIR_RUNS = 10
+"""The most benchmark runs a bisection makes (:func:`bisect`)."""
+SUMMARY_BYTES = 4096
+"""The most a termination message holds (the kubelet cuts it there): the summary (:func:`summary`) fits in it."""
 
 BENCHMARKS = ("nccom", "nccl")
 UVERBS_DIR = "/dev/infiniband"
@@ -156,6 +187,10 @@ class FabricResult:
     reason: str
     transport: Mapping[str, Any] = field(default_factory=dict)
     min_size: Optional[int] = None
+    hosts: Tuple[str, ...] = ()
+    pairs: Tuple["PairRun", ...] = ()
+    suspects: Tuple[int, ...] = ()
+    node_names: Tuple[str, ...] = ()
 
     @property
     def checked_rows(self) -> Tuple[Row, ...]:
@@ -199,6 +234,10 @@ class FabricResult:
             "transport": dict(self.transport),
             "verdict": self.verdict,
             "reason": self.reason,
+            "hosts": list(self.hosts),
+            "pairs": [pair.as_json() for pair in self.pairs],
+            "suspects": list(self.suspects),
+            "node_names": list(self.node_names),
         }
 
     @classmethod
@@ -218,9 +257,37 @@ class FabricResult:
                 reason=str(data.get("reason", "")),
                 transport=dict(data.get("transport") or {}),
                 min_size=None if data.get("min_size") is None else int(data["min_size"]),
+                hosts=tuple(str(host) for host in data.get("hosts") or ()),
+                pairs=tuple(PairRun.from_json(pair) for pair in data.get("pairs") or ()),
+                suspects=tuple(int(index) for index in data.get("suspects") or ()),
+                node_names=tuple(str(node) for node in data.get("node_names") or ()),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise ValueError(f"not a fabric result: {error!r}") from error
+
+
+@dataclass(frozen=True)
+class PairRun:
+    """One run of the benchmark on two of the job's nodes (their indices among the hosts), its verdict (a key of
+    :data:`EXIT_CODES`) and the bus bandwidth the floor was compared with (None when it measured none)."""
+
+    nodes: Tuple[int, int]
+    verdict: str
+    busbw_gbps: Optional[float]
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+    def as_json(self) -> Dict[str, Any]:
+        busbw = None if self.busbw_gbps is None else round(self.busbw_gbps, 3)
+        return {"nodes": list(self.nodes), "verdict": self.verdict, "busbw_gbps": busbw, "passed": self.passed}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "PairRun":
+        first, second = (int(index) for index in data["nodes"])
+        busbw = data.get("busbw_gbps")
+        return cls((first, second), str(data["verdict"]), None if busbw is None else float(busbw))
 
 
 def clean_lines(text: str) -> List[str]:
@@ -494,8 +561,138 @@ def render(result: FabricResult, title: str = "") -> str:
         f"  floor {result.floor_gbps:g} Gbps ({result.floor_gbps / 8:.2f} GB/s), link {result.link_gbps:g} Gbps; "
         f"transport: {transport.get('verdict', 'n/a')}{how}"
     )
+    lines += _pair_lines(result)
     lines.append(f"  {result.verdict}: {result.reason}")
     return "\n".join(lines)
+
+
+def _pair_lines(result: FabricResult) -> List[str]:
+    """The pairs a bisection measured, and the suspects it named, as lines of :func:`render`."""
+    if not result.pairs:
+        return []
+
+    def node(index: int) -> str:
+        where = [*result.hosts[index : index + 1], *result.node_names[index : index + 1]]
+        return f"node {index}" + (f" ({', '.join(where)})" if where else "")
+
+    lines = ["  pairs measured (nodes, bus bandwidth the floor was compared with, verdict):"]
+    for pair in result.pairs:
+        figure = "n/a" if pair.busbw_gbps is None else f"{pair.busbw_gbps:.1f} Gbps"
+        mark = "ok" if pair.passed else pair.verdict.upper()
+        lines.append(f"    {f'{pair.nodes[0]} + {pair.nodes[1]}':<9} {figure:>11}  {mark}")
+    if result.suspects:
+        lines.append("  suspects: " + ", ".join(node(index) for index in result.suspects))
+    return lines
+
+
+def summary(result: FabricResult) -> str:
+    """The result in at most :data:`SUMMARY_BYTES` bytes of JSON, for the container's termination message, which its
+    release reads from the pod's status: verdict, reason, the checked bus bandwidth, floor, pairs, suspects and the
+    suspects' nodes (when ``--node-names`` gave them: Volcano deletes the pods still running when it ends the check,
+    so theirs are gone by then; the rows stay in the log)."""
+    checked = result.checked_busbw_gbps
+    data = {
+        "verdict": result.verdict,
+        "reason": result.reason,
+        "busbw_gbps": None if checked is None else round(checked, 3),
+        "floor_gbps": result.floor_gbps,
+        "suspects": list(result.suspects),
+        "pairs": [pair.as_json() for pair in result.pairs],
+    }
+    if result.node_names:
+        data["suspect_nodes"] = [result.node_names[index] for index in result.suspects]
+    text = json.dumps(data, sort_keys=True)
+    if len(text.encode()) > SUMMARY_BYTES:
+        data["reason"] = result.reason[: max(0, len(result.reason) - (len(text.encode()) - SUMMARY_BYTES) - 3)] + "..."
+        text = json.dumps(data, sort_keys=True)
+    return text
+
+
+def benchmark_command(
+    template: Sequence[str],
+    hosts: Sequence[str],
+    ranks_per_node: int,
+    timeout: int,
+    collector_port: Optional[int] = None,
+    launcher: Optional[str] = None,
+) -> List[str]:
+    """The benchmark's command for ``hosts``: in ``template``, a word ``{hosts}`` becomes one word per host and, in
+    every word, ``{ranks}`` the ranks of all hosts, ``{nodes}`` their number, ``{slots}`` ``host:ranks`` of each
+    joined by commas (mpirun's ``--host``), ``{first}`` the first host, ``{launcher}`` ``launcher`` (default: the
+    first host), ``{timeout}`` ``timeout`` seconds and ``{collector_port}`` ``collector_port``."""
+    values = {
+        "{collector_port}": str(collector_port),
+        "{launcher}": launcher or hosts[0],
+        "{ranks}": str(ranks_per_node * len(hosts)),
+        "{nodes}": str(len(hosts)),
+        "{slots}": ",".join(f"{host}:{ranks_per_node}" for host in hosts),
+        "{first}": hosts[0],
+        "{timeout}": str(timeout),
+    }
+    command: List[str] = []
+    for word in template:
+        if word == "{hosts}":
+            command += list(hosts)
+            continue
+        for placeholder, value in values.items():
+            word = word.replace(placeholder, value)
+        command.append(word)
+    return command
+
+
+def bisect(
+    count: int, measure: Callable[[Tuple[int, int]], PairRun], max_runs: int = MAX_PAIR_RUNS
+) -> Tuple[Tuple[PairRun, ...], Tuple[int, ...], str]:
+    """Find the nodes of a gang of ``count`` (3 or more) that pull its figure below the floor: measure disjoint pairs
+    (``0+1``, ``2+3``, ...; with an odd count the last node with node 0), then each node of a pair below the floor with
+    a node of a pair that passed (the reference): a node below the floor with the reference, or already with another
+    node that cleared it (an odd count's last pair), is a suspect. With no pair passing, no node can be told from the
+    fabric and none is named. At most ``max_runs`` runs. Returns the runs, the suspects (indices) and what the
+    bisection found, in a sentence."""
+    runs: List[PairRun] = []
+    pairs = [(index, index + 1) for index in range(0, count - 1, 2)]
+    if count % 2:
+        pairs.append((count - 1, 0))
+    good: List[int] = []
+    below: List[Tuple[int, int]] = []
+    for pair in pairs:
+        if len(runs) == max_runs:
+            break
+        runs.append(measure(pair))
+        if runs[-1].passed:
+            good += [index for index in pair if index not in good]
+        else:
+            below.append(pair)
+    unmeasured = sorted(
+        {index for pair in pairs[len(runs) :] for index in pair} - {i for run in runs for i in run.nodes}
+    )
+    capped = f" (stopped after {max_runs} runs; nodes {unmeasured} not measured)" if unmeasured else ""
+    if not below:
+        return tuple(runs), (), f"every pair measured cleared the floor{capped}: no single node pulls the figure down"
+    if not good:
+        return tuple(runs), (), f"no pair measured cleared the floor{capped}: the fabric, not a node"
+    reference = good[0]
+    suspects: List[int] = []
+    for index in (index for pair in below for index in pair):
+        if index in good or index in suspects:
+            continue
+        if any(index in run.nodes and set(run.nodes) & set(good) - {index} for run in runs):
+            suspects.append(index)  # already below the floor with a node that cleared it (an odd count's last pair)
+            continue
+        if len(runs) == max_runs:
+            capped = f" (stopped after {max_runs} runs; node {index} and any after it not measured with a reference)"
+            break
+        runs.append(measure((index, reference)))
+        if runs[-1].passed:
+            good.append(index)
+        else:
+            suspects.append(index)
+    if not suspects:
+        found = f"no node of the pairs that did not clear the floor failed it with node {reference}{capped}: no suspect"
+    else:
+        named = ", ".join(f"node {index}" for index in suspects)
+        found = f"{named} did not clear the floor with a node that cleared it with another{capped}"
+    return tuple(runs), tuple(suspects), found
 
 
 def result_line(result: FabricResult, marker: str) -> str:
@@ -529,16 +726,32 @@ def program_arguments(
     benchmark_argv: Sequence[str],
     min_size: Optional[int] = None,
     marker: Optional[str] = None,
+    ranks_per_node: Optional[int] = None,
+    timeout_seconds: Optional[int] = None,
+    pair_timeout_seconds: Optional[int] = None,
+    root_comm_port: Optional[int] = None,
+    collector_port: Optional[int] = None,
+    result_file: Optional[str] = None,
 ) -> List[str]:
-    """The program's arguments (what follows ``python3 -c <source>``), with the library's result marker."""
+    """The program's arguments (what follows ``python3 -c <source>``), with the library's result marker; ``--hosts``
+    is the caller's to add, as it is known only in the pod."""
     if marker is None:
         from trainium_eks.core.conventions import FABRIC_RESULT_MARKER
 
         marker = FABRIC_RESULT_MARKER
     argv = ["--benchmark", benchmark, "--floor-gbps", f"{floor_gbps:g}", "--link-gbps", f"{link_gbps:g}"]
     argv += ["--efa-devices", str(efa_devices), "--marker", marker]
-    if min_size is not None:
-        argv += ["--min-size", str(min_size)]
+    for option, value in (
+        ("--min-size", min_size),
+        ("--ranks-per-node", ranks_per_node),
+        ("--timeout-seconds", timeout_seconds),
+        ("--pair-timeout-seconds", pair_timeout_seconds),
+        ("--root-comm-port", root_comm_port),
+        ("--collector-port", collector_port),
+        ("--result-file", result_file),
+    ):
+        if value is not None:
+            argv += [option, str(value)]
     return argv + ["--", *benchmark_argv]
 
 
@@ -552,6 +765,14 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--efa-devices", type=int, required=True)
     parser.add_argument("--marker", required=True)
     parser.add_argument("--min-size", type=int)
+    parser.add_argument("--hosts", help="the job's hosts, node 0 first, joined by commas (for the placeholders)")
+    parser.add_argument("--ranks-per-node", type=int, default=1)
+    parser.add_argument("--timeout-seconds", type=int, default=1800, help="{timeout} of the run on every host")
+    parser.add_argument("--pair-timeout-seconds", type=int, default=240, help="{timeout} of a run on two hosts")
+    parser.add_argument("--root-comm-port", type=int, help="NEURON_RT_ROOT_COMM_ID=<first host>:<port + run>")
+    parser.add_argument("--collector-port", type=int, help="{collector_port} of the first run (then + 1 each run)")
+    parser.add_argument("--result-file", help="where to write the result's summary (a termination message)")
+    parser.add_argument("--node-names", help="the node of each host, in --hosts order, joined by commas (- unknown)")
     parser.add_argument("--device-dir", default=UVERBS_DIR, help="where the uverbs devices are (tests only)")
     return parser
 
@@ -574,16 +795,39 @@ def parse_arguments(argv: Sequence[str]) -> Tuple[argparse.Namespace, List[str]]
         parser.error(f"--min-size {options.min_size}: a size in bytes, 0 or more")
     if not options.marker.strip():
         parser.error("--marker: the text that starts the result line")
+    options.hosts = [host for host in (options.hosts or "").split(",") if host]
+    options.node_names = (
+        [node if node != "-" else "" for node in options.node_names.split(",")] if options.node_names else []
+    )
+    if options.node_names and len(options.node_names) != len(options.hosts):
+        parser.error(f"--node-names names {len(options.node_names)} nodes, --hosts {len(options.hosts)} hosts")
+    placeholders = sorted({p for word in benchmark for p in PLACEHOLDERS if p in word})
+    if placeholders and not options.hosts:
+        parser.error(f"the benchmark's command holds {', '.join(placeholders)}: give --hosts")
+    if "{collector_port}" in placeholders and options.collector_port is None:
+        parser.error("the benchmark's command holds {collector_port}: give --collector-port")
+    for option in ("ranks_per_node", "timeout_seconds", "pair_timeout_seconds"):
+        if getattr(options, option) < 1:
+            parser.error(f"--{option.replace('_', '-')} {getattr(options, option)}: 1 or more")
     return options, benchmark
 
 
-def run_benchmark(argv: Sequence[str], out: Any = None) -> Tuple[Optional[int], str, str]:
-    """Run ``argv`` with its stderr joined to its stdout, copying each line to ``out`` (default stdout) as it comes;
-    (exit status or None when it could not start, the output, why it could not start)."""
+def run_benchmark(
+    argv: Sequence[str], out: Any = None, env: Optional[Mapping[str, str]] = None
+) -> Tuple[Optional[int], str, str]:
+    """Run ``argv`` (in ``env``, default this process's environment) with its stderr joined to its stdout, copying
+    each line to ``out`` (default stdout) as it comes; (exit status or None when it could not start, the output, why
+    it could not start)."""
     out = out or sys.stdout
     try:
         process = subprocess.Popen(
-            list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1
+            list(argv),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            bufsize=1,
+            env=None if env is None else dict(env),
         )
     except OSError as error:
         return None, "", f"{argv[0]}: {error.strerror or error}"
@@ -606,26 +850,17 @@ def _json_report(argv: Sequence[str]) -> Optional[str]:
     return None
 
 
-def main(argv: Optional[Sequence[str]] = None, environ: Mapping[str, str] = os.environ) -> int:
-    options, benchmark_argv = parse_arguments(sys.argv[1:] if argv is None else argv)
+def measure(
+    options: argparse.Namespace, argv: Sequence[str], environ: Mapping[str, str], efa_devices: int
+) -> FabricResult:
+    """Run the benchmark ``argv`` and judge what it printed (rows from nccom-test's JSON report first, written afresh
+    by this run, else from the output; the transport; the floor)."""
     bench = options.benchmark
-    found = count_uverbs(options.device_dir)
-    if found != options.efa_devices:
-        reason = (
-            f"{found} EFA devices ({options.device_dir}/uverbs*) in this pod, {options.efa_devices} expected: the pod "
-            "must request vpc.amazonaws.com/efa equal to the node's EFA interfaces, and the EFA device plugin run there"
-        )
-        transport = {"verdict": "not-efa", "efa_devices": found, "expected_efa_devices": options.efa_devices}
-        result = FabricResult(
-            bench, (), options.floor_gbps, options.link_gbps, "not-efa", reason, transport, options.min_size
-        )
-        print(f"fabric check: {reason}", flush=True)
-        print(result_line(result, options.marker), flush=True)
-        return result.exit_code
-    print(f"fabric check: {found} EFA devices; running {' '.join(benchmark_argv)}", flush=True)
-    returncode, output, failure = run_benchmark(benchmark_argv)
+    report = _json_report(argv) if bench == "nccom" else None
+    if report and os.path.isfile(report):
+        os.remove(report)
+    returncode, output, failure = run_benchmark(argv, env=dict(environ))
     rows: List[Row] = []
-    report = _json_report(benchmark_argv) if bench == "nccom" else None
     if report and os.path.isfile(report):
         try:
             with open(report) as handle:
@@ -638,10 +873,10 @@ def main(argv: Optional[Sequence[str]] = None, environ: Mapping[str, str] = os.e
         output,
         bench,
         fi_provider=environ.get("FI_PROVIDER"),
-        efa_devices=found,
+        efa_devices=efa_devices,
         expected_efa_devices=options.efa_devices,
     )
-    result = judge(
+    return judge(
         bench,
         rows,
         returncode=returncode,
@@ -652,9 +887,88 @@ def main(argv: Optional[Sequence[str]] = None, environ: Mapping[str, str] = os.e
         min_size=options.min_size,
         failure=failure,
     )
+
+
+def run_on(
+    options: argparse.Namespace,
+    template: Sequence[str],
+    hosts: Sequence[str],
+    timeout: int,
+    environ: Mapping[str, str],
+    efa_devices: int,
+    run: int = 0,
+) -> FabricResult:
+    """:func:`measure` on ``hosts`` (all when no ``--hosts`` was given: ``template`` is then the command as it is),
+    the ``run``-th run of this check (from 0), on its own ports."""
+    collector = None if options.collector_port is None else options.collector_port + run
+    argv = list(template)
+    if hosts:
+        argv = benchmark_command(template, hosts, options.ranks_per_node, timeout, collector, options.hosts[0])
+    run_environ = dict(environ)
+    if hosts and options.root_comm_port is not None:
+        run_environ["NEURON_RT_ROOT_COMM_ID"] = f"{hosts[0]}:{options.root_comm_port + run}"
+    print(f"fabric check: running {' '.join(argv)}", flush=True)
+    return measure(options, argv, run_environ, efa_devices)
+
+
+def finish(result: FabricResult, options: argparse.Namespace) -> int:
+    """Print the table and the result line, write the summary to ``--result-file``; the exit status."""
     print(render(result), flush=True)
     print(result_line(result, options.marker), flush=True)
+    if options.result_file:
+        try:
+            with open(options.result_file, "w") as handle:
+                handle.write(summary(result))
+        except OSError as error:
+            print(f"fabric check: could not write {options.result_file}: {error}", flush=True)
     return result.exit_code
+
+
+def main(argv: Optional[Sequence[str]] = None, environ: Mapping[str, str] = os.environ) -> int:
+    options, template = parse_arguments(sys.argv[1:] if argv is None else argv)
+    hosts = tuple(options.hosts)
+    found = count_uverbs(options.device_dir)
+    if found != options.efa_devices:
+        reason = (
+            f"{found} EFA devices ({options.device_dir}/uverbs*) in this pod, {options.efa_devices} expected: the pod "
+            "must request vpc.amazonaws.com/efa equal to the node's EFA interfaces, and the EFA device plugin run there"
+        )
+        transport = {"verdict": "not-efa", "efa_devices": found, "expected_efa_devices": options.efa_devices}
+        result = FabricResult(
+            options.benchmark,
+            (),
+            options.floor_gbps,
+            options.link_gbps,
+            "not-efa",
+            reason,
+            transport,
+            options.min_size,
+            hosts=hosts,
+            node_names=tuple(options.node_names),
+        )
+        print(f"fabric check: {reason}", flush=True)
+        return finish(result, options)
+    print(f"fabric check: {found} EFA devices", flush=True)
+    result = run_on(options, template, hosts, options.timeout_seconds, environ, found)
+    result = replace(result, hosts=hosts, node_names=tuple(options.node_names))
+    if result.verdict != "below-floor" or len(hosts) < 3:
+        return finish(result, options)
+    print(render(result), flush=True)
+    print(f"fabric check: below the floor on {len(hosts)} nodes; measuring pairs of them", flush=True)
+
+    runs = [0]
+
+    def pair_run(pair: Tuple[int, int]) -> PairRun:
+        runs[0] += 1
+        pair_hosts = [hosts[i] for i in pair]
+        measured = run_on(options, template, pair_hosts, options.pair_timeout_seconds, environ, found, runs[0])
+        print(render(measured, title=f"pair {pair[0]} + {pair[1]}"), flush=True)
+        return PairRun(pair, measured.verdict, measured.checked_busbw_gbps)
+
+    pairs, suspects, found_text = bisect(len(hosts), pair_run)
+    verdict = "suspect-nodes" if suspects else result.verdict
+    reason = f"{result.reason}; {found_text}"
+    return finish(replace(result, verdict=verdict, reason=reason, pairs=pairs, suspects=suspects), options)
 
 
 if __name__ == "__main__":
