@@ -1,6 +1,7 @@
 """JobReleaseChart and JobSequence: a held job reaches the cluster through its release Job, once per change."""
 
 import json
+from dataclasses import replace
 
 import aws_cdk as cdk
 import cdk8s
@@ -488,3 +489,35 @@ def test_a_release_of_your_own_gets_the_prerequisites_the_sequences_releases_sha
         jobs.release_prerequisites("Training", "cronjob")
     assert [problem.split("=")[0] for problem in raised.value.problems] == ["namespace", "kind"]
     assert "one of job, pytorchjob, trainjob, vcjob" in raised.value.problems[1]
+
+
+def test_a_check_on_a_karpenter_pool_may_taint_suspect_nodes_once_the_guard_is_in_place_and_on_node_groups_not():
+    stack, topology, jobs = sequence()
+    jobs.add("Training", training(topology, "train", fabric_check=True))
+    assert not [key for key in applied(stack) if key.startswith("SeqFabricSuspect")], "a node group: no permission"
+    stack, topology, jobs = sequence()
+    jobs.add("Training", training(replace(topology, node_pool="accelerated"), "train", fabric_check=True))
+    jobs.add("Again", training(replace(topology, node_pool="accelerated"), "again", fabric_check=True))
+    found = applied(stack)
+    guard_ids = sorted(key for key in found if key.startswith("SeqFabricSuspectGuard"))
+    assert sorted(found[key][0]["kind"] for key in guard_ids) == [
+        "ClusterRole",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    ], "once per sequence"
+    (access_id,) = [key for key in found if key.startswith("SeqFabricSuspectAccesstraining")]
+    binding, binding_depends = found[access_id]
+    assert binding["kind"] == "ClusterRoleBinding" and binding["subjects"][0]["namespace"] == "training"
+    assert set(guard_ids) <= binding_depends, "the permission comes only once its limit is in place"
+    for prefix in ("SeqTrainingFabricCheck", "SeqAgainFabricCheck"):
+        _, depends = by_prefix(found, prefix)
+        assert access_id in depends, "the check's release may taint once the binding exists"
+    _, job_depends = by_prefix(found, "SeqTrainingJob")
+    assert access_id not in job_depends, "the job's own release taints nothing"
+
+
+def test_a_check_with_no_round_for_suspects_gets_no_permission_on_nodes():
+    stack, topology, jobs = sequence()
+    pool = replace(topology, node_pool="accelerated")
+    jobs.add("Training", training(pool, "train", fabric_check=True, fabric_suspect_rounds=0))
+    assert not [key for key in applied(stack) if key.startswith("SeqFabricSuspect")]

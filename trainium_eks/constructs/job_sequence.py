@@ -11,8 +11,13 @@ from constructs import Construct, IConstruct
 
 from trainium_eks.constructs.applied_chart import AppliedChart
 from trainium_eks.core.validation import Problems, check_cluster, check_dns_label, check_instance, implements
+from trainium_eks.manifests.access.fabric_suspect_admission import FabricSuspectAdmissionChart
 from trainium_eks.manifests.access.held_job_admission import HeldJobAdmissionChart
-from trainium_eks.manifests.access.job_release_access import JobReleaseAccessChart, JobReleaseCreatorChart
+from trainium_eks.manifests.access.job_release_access import (
+    FabricSuspectAccessChart,
+    JobReleaseAccessChart,
+    JobReleaseCreatorChart,
+)
 from trainium_eks.manifests.addons.etcd import EtcdChart
 from trainium_eks.manifests.jobs.adopted_job import AdoptedJobChart
 from trainium_eks.manifests.jobs.fabric_check import FabricProgramChart
@@ -54,7 +59,13 @@ class JobSequence(Construct):
       job's release creates it only once the check has completed. The checks of a namespace mount the fabric
       program from one ConfigMap (:class:`~trainium_eks.manifests.jobs.fabric_check.FabricProgramChart`), applied
       once, before them. A check below its floor fails (Volcano ``TerminateJob``), the job's release fails naming
-      it, and the job, and every job held after it, is never created. A single-node job, or one on a type without
+      it, and the job, and every job held after it, is never created. A check that names suspect nodes of a Karpenter
+      NodePool is run again on new ones first: its release may taint nodes (only there, and with rounds to run: node
+      groups replace no tainted node, so their checks' releases get no such permission), with the ClusterRole and
+      admission policy of
+      :class:`~trainium_eks.manifests.access.fabric_suspect_admission.FabricSuspectAdmissionChart` (once per
+      sequence) and the binding of :class:`~trainium_eks.manifests.access.job_release_access.FabricSuspectAccessChart`
+      (once per namespace), applied before it. A single-node job, or one on a type without
       EFA, has no check.
     - **A job that rendezvouses through etcd** (``VolcanoJobChart(rendezvous="etcd")``) gets the etcd server
       (:class:`~trainium_eks.manifests.addons.etcd.EtcdChart`) of its namespace, applied once, before it; with the
@@ -165,6 +176,8 @@ class JobSequence(Construct):
                 job=chart.manifest, wait_for=chart.wait_for, timeout_seconds=self.release_timeout_seconds
             )
             after += self.release_prerequisites(namespace, chart.ref_kind)
+            if getattr(chart, "needs_fabric_program", False) and chart.node_pool and chart.suspect_rounds:
+                after.append(self._fabric_suspect_access(namespace))  # a check on a Karpenter pool: it may taint
             applied = AppliedChart(self, id_, cluster=self.cluster, chart=release, after=after)
             self.releases[chart.ref] = release
         self.jobs.append(applied)
@@ -175,7 +188,8 @@ class JobSequence(Construct):
         before it runs: the release service account and reader Role, the Role that lets releases create ``kind``,
         the release program's ConfigMap, and the admission policy that lets only releases create the namespace's held
         jobs (:class:`~trainium_eks.manifests.access.held_job_admission.HeldJobAdmissionChart`); each applied once per
-        sequence. Give them to a release of your own (the hybrid workflow's runs use them)."""
+        sequence. Give them to a release of your own (the hybrid workflow's runs use them). A fabric check's release
+        needs more (:meth:`_fabric_suspect_access`), which :meth:`add` gives it."""
         problems = Problems(f"{self.node.path}.release_prerequisites")
         check_dns_label(problems, "namespace", namespace)
         if kind not in API:
@@ -199,6 +213,21 @@ class JobSequence(Construct):
             )
         return self._once(
             f"ReleaseAccess-{namespace}", lambda: JobReleaseAccessChart(namespace=namespace), self.access_prerequisites
+        )
+
+    def _fabric_suspect_access(self, namespace: str) -> AppliedChart:
+        """What the release of a fabric check of ``namespace`` needs to taint the nodes its check found slow: the
+        binding of the ClusterRole to the namespace's release account
+        (:class:`~trainium_eks.manifests.access.job_release_access.FabricSuspectAccessChart`), applied once per
+        namespace, after the ClusterRole and the admission policy that lets releases add that taint and nothing else
+        (:class:`~trainium_eks.manifests.access.fabric_suspect_admission.FabricSuspectAdmissionChart`), applied once
+        per sequence (its objects are cluster-scoped, for every namespace's releases): the permission is granted only
+        once its limit is in place, and a release that comes after the binding comes after both."""
+        guard = self._once("FabricSuspectGuard", FabricSuspectAdmissionChart, self.access_prerequisites)
+        return self._once(
+            f"FabricSuspectAccess-{namespace}",
+            lambda: FabricSuspectAccessChart(namespace=namespace),
+            [*self.access_prerequisites, guard],
         )
 
     def _release_program(self, namespace: str) -> AppliedChart:

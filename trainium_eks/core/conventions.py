@@ -46,6 +46,12 @@ HELD_JOB_LABEL = "trainium-eks/held-job"
 """Label of a release Job: the name of the job it creates (the ``run`` command names a workflow run's TrainJob by
 it)."""
 
+FABRIC_SUSPECT_TAINT = "trainium-eks/fabric-suspect"
+"""Key of the taint (``NoSchedule``, value: the fabric check's name) that a fabric check's release puts on the nodes
+the check found slow, when they come from a Karpenter NodePool, before it runs the check again on new nodes: no pod
+of the gang fits them any more, and Karpenter's consolidation removes them once empty. Only this taint may the
+release accounts add to a node (:mod:`trainium_eks.manifests.access.fabric_suspect_admission`)."""
+
 FABRIC_RESULT_MARKER = "trainium-eks-fabric-result:"
 """What starts the one log line where the fabric acceptance job's node 0 prints its result as JSON."""
 

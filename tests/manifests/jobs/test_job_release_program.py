@@ -1,15 +1,18 @@
 """The job release program, run as the release Job runs it (``python3 -c <source> ...``) against a fake API server;
 and its capacity step, read from the held gang's manifest: which pods a gang will run, and the capacity Jobs that
-hold their nodes (the step itself runs on the real control plane: tests/e2e)."""
+hold their nodes (the step itself runs on the real control plane: tests/e2e); the watch of a created gang; and a fabric
+check's suspect nodes, tainted and replaced, or named."""
 
 import json
 import subprocess
 import sys
 import threading
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
+from trainium_eks.core import conventions
 from trainium_eks.core.conventions import Taint
 from trainium_eks.manifests.chart import PART_OF, locked_down_container, unprivileged_pod
 from trainium_eks.manifests.jobs import job_release_program as program
@@ -18,7 +21,13 @@ from trainium_eks.manifests.jobs.job_release_program import (
     CAPACITY_COMPONENT,
     CAPACITY_LABEL,
     DEADLINE_MARGIN_SECONDS,
+    DEFAULT_SUSPECT_ROUNDS,
+    FABRIC_CHECK_LABEL,
     NEVER,
+    NODE_POOL_ANNOTATION,
+    SUSPECT_EXIT,
+    SUSPECT_ROUNDS_ANNOTATION,
+    SUSPECT_TAINT,
     capacity_job,
     capacity_settings,
     decide,
@@ -28,6 +37,8 @@ from trainium_eks.manifests.jobs.job_release_program import (
     pod_requests,
     ref_of,
     state,
+    suspect_rounds,
+    suspect_verdict,
 )
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 from trainium_eks.manifests.jobs.train_job import TrainJobChart
@@ -746,3 +757,513 @@ def test_a_watched_gang_deleted_by_someone_else_is_not_created_again_and_fails_w
     assert result.returncode == NEVER, result.stdout + result.stderr
     assert "vcjob/train-1 was deleted, not by this release; not creating it again" in result.stdout
     assert api.posts == []
+
+
+# --- a fabric check's suspect nodes -------------------------------------------------------------------------------
+# A fabric check that fails naming suspect nodes: its release taints them and runs the check again on new nodes (a
+# Karpenter NodePool, rounds left), or says which nodes remain suspect (a node group, no round left); any other failure
+# of a check ends as before. The release program runs in-process against a fake API (its ``request`` replaced); the
+# HTTP side of a node's patch runs against a fake server.
+
+CHECK = "check-1"
+CHECK_RELEASE = "check-1-release-abc123"
+CHECK_PATH = f"/apis/batch.volcano.sh/v1alpha1/namespaces/training/jobs/{CHECK}"
+NEURON_TAINT = {"key": "aws.amazon.com/neuron", "value": "true", "effect": "NoSchedule"}
+SUSPECT = {"key": SUSPECT_TAINT, "value": CHECK, "effect": "NoSchedule"}
+PAIRS = [
+    {"nodes": [0, 1], "busbw_gbps": 380.1, "passed": True},
+    {"nodes": [2, 0], "busbw_gbps": 90.2, "passed": False},
+]
+
+
+def test_the_programs_constants_are_the_librarys():
+    assert FABRIC_CHECK_LABEL == conventions.FABRIC_CHECK_LABEL
+    assert SUSPECT_TAINT == conventions.FABRIC_SUSPECT_TAINT == "trainium-eks/fabric-suspect"
+    assert SUSPECT_EXIT == 6 and DEFAULT_SUSPECT_ROUNDS == 2
+    assert SUSPECT_ROUNDS_ANNOTATION == "trainium-eks/fabric-suspect-rounds"
+
+
+def verdict(*suspects, pairs=PAIRS):
+    return {
+        "verdict": "suspect-nodes",
+        "reason": "pairs with node 2 are below the floor",
+        "busbw_gbps": 120.5,
+        "floor_gbps": 200.0,
+        "suspects": list(suspects),
+        "pairs": pairs,
+    }
+
+
+def check_pod(index, node, exit_code=None, message=None):
+    """Pod ``index`` of the check on ``node``; node 0's ``fabric`` container ended with ``exit_code`` and
+    ``message`` (a dict is written as JSON) when given."""
+    pod = {"metadata": {"name": f"{CHECK}-node-{index}"}, "spec": {"nodeName": node}, "status": {}}
+    if exit_code is not None:
+        terminated = {"exitCode": exit_code, "reason": "Error"}
+        if message is not None:
+            terminated["message"] = message if isinstance(message, str) else json.dumps(message)
+        pod["status"]["containerStatuses"] = [
+            {"name": "sshd-sidecar", "state": {"running": {}}},
+            {"name": "fabric", "state": {"terminated": terminated}},
+        ]
+    return pod
+
+
+@pytest.mark.parametrize(
+    "annotation, rounds",
+    [(None, 2), ("0", 0), ("3", 3), ("5", 5), ("9", 5), ("-1", 0), ("two", 2), ("", 2), ("1.5", 2)],
+)
+def test_the_rounds_are_an_integer_kept_to_0_to_5_and_nonsense_is_the_default(annotation, rounds):
+    annotations = {} if annotation is None else {SUSPECT_ROUNDS_ANNOTATION: annotation}
+    assert suspect_rounds({"metadata": {"annotations": annotations}}) == rounds
+
+
+@pytest.mark.parametrize(
+    "pods, found",
+    [
+        ([check_pod(1, "n1"), check_pod(0, "n0", 6, verdict(1))], True),
+        ([check_pod(0, "n0", 3, verdict(1))], False),  # below the floor, without pairs: another exit status
+        ([check_pod(0, "n0", 6)], False),  # no message
+        ([check_pod(0, "n0", 6, "not json {")], False),
+        ([check_pod(0, "n0", 6, verdict())], False),  # no suspect named
+        ([check_pod(0, "n0", 6, verdict("2"))], False),
+        ([check_pod(0, "n0", 6, verdict(True))], False),
+        ([check_pod(0, "n0", 6, [1])], False),
+        ([check_pod(1, "n1", 6, verdict(1))], False),  # only node 0 says
+        ([check_pod(0, "n0")], False),  # still running
+        ([], False),
+    ],
+)
+def test_a_verdict_is_node_0s_fabric_container_ended_with_6_and_a_message_naming_suspects(pods, found):
+    assert (suspect_verdict(pods, CHECK) is not None) == found
+
+
+class FakeCluster:
+    """The API as a fabric check's release sees it, answering the program's ``request``: its release Job, the check
+    (each created check runs one of ``runs``: a verdict, or None for a check that completes; a deleted check is seen
+    being deleted once, then gone), the check's pods (pod i on node ``node-<run>-<i>``), capacity Jobs and their pods
+    (bound at once), nodes (GET, PATCH; ``conflicts`` answers that many patches of a node with 409, as if someone
+    changed it meanwhile), events."""
+
+    def __init__(self, runs, pool="trn1-a1b2c3d4", rounds=None, nodes=4):
+        self.runs = list(runs)
+        self.pods_per_run = nodes
+        self.held = {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
+            "metadata": {
+                "name": CHECK,
+                "namespace": "training",
+                "labels": {FABRIC_CHECK_LABEL: "train-1"},
+                "annotations": {
+                    **({NODE_POOL_ANNOTATION: pool} if pool else {}),
+                    **({SUSPECT_ROUNDS_ANNOTATION: rounds} if rounds is not None else {}),
+                },
+            },
+            "spec": {
+                "tasks": [
+                    {
+                        "name": "node",
+                        "replicas": nodes,
+                        "template": {"spec": {"containers": [{"name": "fabric", "resources": {}}]}},
+                    }
+                ]
+            },
+        }
+        self.check = None
+        self.looks = 0
+        self.created = 0
+        self.capacity = set()
+        self.nodes = {}
+        for run in range(len(self.runs)):
+            for index in range(nodes):
+                name = f"node-{run}-{index}"
+                self.nodes[name] = {
+                    "metadata": {"name": name, "resourceVersion": "7"},
+                    "spec": {"taints": [NEURON_TAINT]},
+                }
+        self.conflicts = {}
+        self.refused = set()
+        self.log = []  # (method, path) in order
+        self.patches = []  # (node, body, content type)
+        self.events = []  # (reason, type, message)
+        self.sleeps = 0
+
+    def __call__(self, url, body=None, method=None, content_type="application/json"):
+        method = method or ("GET" if body is None else "POST")
+        parsed = urllib.parse.urlsplit(url)
+        path, query = parsed.path, urllib.parse.unquote(parsed.query)
+        self.log.append((method, path + (f"?{query}" if query else "")))
+        if path == f"/apis/batch/v1/namespaces/training/jobs/{CHECK_RELEASE}":
+            return {
+                "metadata": {"uid": "release-uid"},
+                "spec": {"template": {"spec": {"containers": [{"image": "python:3.13-slim"}]}}},
+            }
+        if path == CHECK_PATH:
+            return self._check(method)
+        if path == "/apis/batch.volcano.sh/v1alpha1/namespaces/training/jobs" and method == "POST":
+            assert self.check is None and self.created < len(self.runs), "created too often"
+            assert not self.capacity, "the gang is created once its capacity Jobs are gone"
+            self.check, self.looks = {**body, "run": self.created}, 0
+            self.created += 1
+            return body
+        if path == "/api/v1/namespaces/training/pods":
+            if query.startswith("labelSelector=volcano.sh/job-name="):
+                assert query == f"labelSelector=volcano.sh/job-name={CHECK}"
+                return {"items": self._check_pods()}
+            assert query == f"labelSelector={program.CAPACITY_LABEL}={CHECK}"
+            count = self.pods_per_run if self.capacity else 0
+            bound = (
+                {"metadata": {"name": f"c{i}"}, "spec": {"nodeName": f"h{i}"}, "status": {"phase": "Running"}}
+                for i in range(count)
+            )
+            return {"items": list(bound)}
+        if path == "/apis/batch/v1/namespaces/training/jobs":
+            if method == "POST":
+                self.capacity.add(body["metadata"]["name"])
+                return body
+            return {"items": [{"metadata": {"name": name, "creationTimestamp": None}} for name in self.capacity]}
+        if path.startswith("/apis/batch/v1/namespaces/training/jobs/") and method == "DELETE":
+            self.capacity.discard(path.rsplit("/", 1)[1])
+            return {}
+        if path == "/api/v1/namespaces/training/events":
+            if method == "POST":
+                self.events.append((body["reason"], body["type"], body["message"]))
+                return body
+            return {"items": []}
+        if path.startswith("/api/v1/nodes/"):
+            return self._node(path.rsplit("/", 1)[1], method, body, content_type)
+        raise AssertionError(f"unexpected request {method} {url}")
+
+    def _check(self, method):
+        if method == "DELETE":
+            assert self.check is not None
+            self.check["metadata"]["deletionTimestamp"] = "2026-12-05T00:00:00Z"
+            return {}
+        if self.check is None:
+            return None
+        if self.check["metadata"].get("deletionTimestamp"):
+            seen = self.check
+            self.check = None  # seen once being deleted (as it ended), then gone
+            phase = "Completed" if self.runs[seen["run"]] is None else "Terminated"
+            return {**seen, "status": {"state": {"phase": phase}}}
+        self.looks += 1
+        outcome = self.runs[self.check["run"]]
+        phase = "Running" if self.looks == 1 else "Completed" if outcome is None else "Terminated"
+        return {**self.check, "status": {"state": {"phase": phase}}}
+
+    def _check_pods(self):
+        if self.check is None:
+            return []
+        run = self.check["run"]
+        outcome = self.runs[run]
+        ended = self.looks > 1 and outcome is not None
+        pods = []
+        for index in range(self.pods_per_run):
+            if index == 0 and ended:
+                exit_code, message = outcome if isinstance(outcome, tuple) else (SUSPECT_EXIT, outcome)
+                pods.append(check_pod(0, f"node-{run}-0", exit_code, message))
+            else:
+                pods.append(check_pod(index, f"node-{run}-{index}"))
+        return pods
+
+    def _node(self, name, method, body, content_type):
+        if name in self.refused:
+            raise program.Refused(f'HTTP 403: nodes "{name}" is forbidden')
+        node = self.nodes.get(name)
+        if method == "GET":
+            return None if node is None else json.loads(json.dumps(node))
+        assert method == "PATCH"
+        self.patches.append((name, body, content_type))
+        if node is None:
+            return None
+        if self.conflicts.get(name):
+            self.conflicts[name] -= 1
+            node["metadata"]["resourceVersion"] = str(int(node["metadata"]["resourceVersion"]) + 1)
+            raise program.Conflict(f"nodes/{name}: HTTP 409")
+        assert body["metadata"]["resourceVersion"] == node["metadata"]["resourceVersion"]
+        node["spec"]["taints"] = body["spec"]["taints"]
+        node["metadata"]["resourceVersion"] = str(int(node["metadata"]["resourceVersion"]) + 1)
+        return node
+
+    def run(self, monkeypatch, capsys):
+        """Run the release program until it returns: (exit status, what it printed)."""
+        monkeypatch.setattr(program, "request", self)
+
+        def sleep(seconds):
+            self.sleeps += 1
+            assert self.sleeps < 200, "the release never ended"
+
+        monkeypatch.setattr(program.time, "sleep", sleep)
+        status = program.main(["training", CHECK_RELEASE], {"HELD_JOB": json.dumps(self.held)})
+        return status, capsys.readouterr().out
+
+    def reasons(self):
+        return [reason for reason, _, _ in self.events if reason.startswith("Fabric")]
+
+    def suspect_events(self):
+        return [(reason, kind, message) for reason, kind, message in self.events if reason.startswith("Fabric")]
+
+
+def test_suspects_in_a_karpenter_pool_are_tainted_and_the_check_runs_again_on_nodes_held_anew(monkeypatch, capsys):
+    cluster = FakeCluster([verdict(2), None])
+    status, out = cluster.run(monkeypatch, capsys)
+    assert status == 0, out
+    assert cluster.patches == [
+        (
+            "node-0-2",
+            {"metadata": {"resourceVersion": "7"}, "spec": {"taints": [NEURON_TAINT, SUSPECT]}},
+            "application/merge-patch+json",
+        )
+    ]
+    assert cluster.nodes["node-0-2"]["spec"]["taints"] == [NEURON_TAINT, SUSPECT]
+    [(reason, kind, message)] = cluster.suspect_events()
+    assert (reason, kind) == ("FabricSuspect", "Warning")
+    assert "bus bandwidth 120.5 Gbps below the floor 200.0 Gbps" in message
+    assert f"suspect nodes: node-0-2 (node 2, pod {CHECK}-node-2): tainted; round 1 of 2: " in message
+    assert "deleted the check to run it again on new nodes" in message
+    assert message.endswith("pairs (node indexes; floor 200.0 Gbps): 0-1 380.1 Gbps pass; 2-0 90.2 Gbps FAIL")
+    assert cluster.created == 2 and out.endswith(f"job release: vcjob/{CHECK} completed\n")
+    assert out.count(f"job release: {message}\n") == 1
+    # the order: the check deleted (foreground) after the taint, then its nodes held again, then created anew
+    log = [entry for entry in cluster.log if entry[0] != "GET"]
+    first_delete = log.index(("DELETE", CHECK_PATH))
+    assert log.index(("PATCH", "/api/v1/nodes/node-0-2")) < first_delete
+    creates = [i for i, entry in enumerate(log) if entry == ("POST", CHECK_PATH.rsplit("/", 1)[0])]
+    holds = [i for i, entry in enumerate(log) if entry == ("POST", "/apis/batch/v1/namespaces/training/jobs")]
+    assert len(creates) == 2 and len(holds) == 2
+    assert holds[0] < creates[0] < first_delete < holds[1] < creates[1]
+
+
+def test_deleting_the_check_is_foreground(monkeypatch):
+    cluster = FakeCluster([verdict(1)])
+    cluster.check = {**cluster.held, "run": 0}
+    cluster.looks = 2  # ended
+    deletes = []
+    original = cluster.__call__
+
+    def recording(url, body=None, method=None, content_type="application/json"):
+        if method == "DELETE":
+            deletes.append((url, body))
+        return original(url, body, method, content_type)
+
+    monkeypatch.setattr(program, "request", recording)
+    suspects = program.FabricSuspects("https://api", "training", CHECK_RELEASE, "release-uid", cluster.held)
+    action, _ = suspects.step()
+    assert action == "hold" and deletes == [(f"https://api{CHECK_PATH}", {"propagationPolicy": "Foreground"})]
+
+
+def test_a_second_round_does_the_same_on_the_new_nodes(monkeypatch, capsys):
+    cluster = FakeCluster([verdict(2), verdict(0, 3), None])
+    status, out = cluster.run(monkeypatch, capsys)
+    assert status == 0, out
+    assert [node for node, _, _ in cluster.patches] == ["node-0-2", "node-1-0", "node-1-3"]
+    assert cluster.reasons() == ["FabricSuspect", "FabricSuspect"]
+    assert "round 2 of 2" in cluster.suspect_events()[1][2] and cluster.created == 3
+
+
+def test_once_the_rounds_are_used_up_nothing_is_tainted_and_the_check_fails_as_before(monkeypatch, capsys):
+    cluster = FakeCluster([verdict(2), verdict(1), verdict(3)])
+    status, out = cluster.run(monkeypatch, capsys)
+    assert status == 0, out  # the check ended (failed): its guarded job's release fails on it
+    assert [node for node, _, _ in cluster.patches] == ["node-0-2", "node-1-1"]
+    assert cluster.reasons() == ["FabricSuspect", "FabricSuspect", "FabricSuspectsRemain"]
+    _, kind, message = cluster.suspect_events()[-1]
+    assert kind == "Warning" and "suspect nodes remain: node-2-3 (node 3, pod check-1-node-3)" in message
+    assert "2 of 2 rounds of new nodes done (trainium-eks/fabric-suspect-rounds)" in message
+    assert "kubectl delete node" in message and "2-0 90.2 Gbps FAIL" in message
+    assert cluster.created == 3 and cluster.check is not None, "the last check is left, failed"
+    assert out.splitlines()[-1].startswith(f"job release: vcjob/{CHECK} failed: fabric check {CHECK}")
+
+
+def test_no_round_allowed_leaves_the_first_suspects(monkeypatch, capsys):
+    cluster = FakeCluster([verdict(1)], rounds="0")
+    status, _ = cluster.run(monkeypatch, capsys)
+    assert status == 0 and cluster.patches == [] and cluster.reasons() == ["FabricSuspectsRemain"]
+
+
+def test_a_node_group_gang_taints_nothing_and_says_how_to_replace_the_node_by_hand(monkeypatch, capsys):
+    cluster = FakeCluster([verdict(2)], pool=None)
+    status, out = cluster.run(monkeypatch, capsys)
+    assert status == 0, out
+    assert cluster.patches == [] and not [entry for entry in cluster.log if entry[1].startswith("/api/v1/nodes")]
+    [(reason, kind, message)] = cluster.suspect_events()
+    assert (reason, kind) == ("FabricSuspectsRemain", "Warning")
+    assert "suspect nodes remain: node-0-2 (node 2, pod check-1-node-2)" in message
+    assert "a node group would not replace a tainted node" in message
+    assert "kubectl cordon and drain it" in message and "terminate its EC2 instance" in message
+    assert cluster.created == 1 and ("DELETE", CHECK_PATH) not in cluster.log
+
+
+def test_a_taint_already_there_is_not_added_twice(monkeypatch, capsys):
+    cluster = FakeCluster([verdict(1, 2), None])
+    cluster.nodes["node-0-1"]["spec"]["taints"].append({"key": SUSPECT_TAINT, "value": "other", "effect": "NoSchedule"})
+    status, _ = cluster.run(monkeypatch, capsys)
+    assert status == 0
+    assert [node for node, _, _ in cluster.patches] == ["node-0-2"]
+    message = cluster.suspect_events()[0][2]
+    assert "node-0-1 (node 1, pod check-1-node-1): tainted already" in message and cluster.created == 2
+
+
+def test_a_conflict_is_read_again_and_retried(monkeypatch, capsys):
+    cluster = FakeCluster([verdict(2), None])
+    cluster.conflicts["node-0-2"] = 2
+    status, _ = cluster.run(monkeypatch, capsys)
+    assert status == 0
+    assert [body["metadata"]["resourceVersion"] for _, body, _ in cluster.patches] == ["7", "8", "9"]
+    assert cluster.log.count(("GET", "/api/v1/nodes/node-0-2")) == 3
+    assert cluster.nodes["node-0-2"]["spec"]["taints"] == [NEURON_TAINT, SUSPECT] and cluster.created == 2
+
+
+def test_a_node_that_keeps_changing_is_tried_again_at_the_next_look(monkeypatch, capsys):
+    cluster = FakeCluster([verdict(2), None])
+    cluster.conflicts["node-0-2"] = program.CONFLICT_TRIES + 1
+    status, out = cluster.run(monkeypatch, capsys)
+    assert status == 0 and "API not reachable, retrying: node node-0-2 changed 5 times" in out
+    assert cluster.reasons() == ["FabricSuspect"] and cluster.created == 2
+
+
+def test_a_node_already_gone_is_fine(monkeypatch, capsys):
+    cluster = FakeCluster([verdict(2), None])
+    del cluster.nodes["node-0-2"]
+    status, _ = cluster.run(monkeypatch, capsys)
+    assert status == 0 and cluster.patches == [] and cluster.created == 2
+    assert "node-0-2 (node 2, pod check-1-node-2): gone" in cluster.suspect_events()[0][2]
+
+
+def test_a_refused_taint_leaves_the_suspects_and_ends_as_a_failed_check(monkeypatch, capsys):
+    """Without the ClusterRole (FabricSuspectAdmissionChart not applied) or past the admission policy."""
+    cluster = FakeCluster([verdict(2)])
+    cluster.refused.add("node-0-2")
+    status, out = cluster.run(monkeypatch, capsys)
+    assert status == 0 and cluster.reasons() == ["FabricSuspectsRemain"] and cluster.created == 1
+    assert 'could not taint node-0-2: HTTP 403: nodes "node-0-2" is forbidden' in cluster.suspect_events()[0][2]
+
+
+@pytest.mark.parametrize(
+    "outcome",
+    [
+        (3, None),  # below the floor, no pairs measured
+        (4, {"verdict": "not-efa"}),
+        (SUSPECT_EXIT, None),
+        (SUSPECT_EXIT, "cut {"),
+        (SUSPECT_EXIT, verdict()),
+    ],
+)
+def test_any_other_failure_of_a_check_ends_as_before(monkeypatch, capsys, outcome):
+    cluster = FakeCluster([outcome])
+    status, out = cluster.run(monkeypatch, capsys)
+    assert status == 0 and out.endswith(f"job release: vcjob/{CHECK} failed\n")
+    assert cluster.patches == [] and cluster.reasons() == [] and ("DELETE", CHECK_PATH) not in cluster.log
+
+
+def test_a_gang_that_is_no_fabric_check_is_not_looked_at(monkeypatch, capsys):
+    cluster = FakeCluster([verdict(2)])
+    del cluster.held["metadata"]["labels"]
+    status, out = cluster.run(monkeypatch, capsys)
+    assert status == 0 and out.endswith(f"job release: vcjob/{CHECK} failed\n")
+    pod_lists = [entry for entry in cluster.log if entry[1].startswith("/api/v1/namespaces/training/pods?")]
+    assert [entry for entry in pod_lists if "volcano.sh/job-name" in entry[1]] == [pod_lists[-1]], "while running"
+    assert cluster.patches == [] and cluster.reasons() == []
+
+
+def test_a_long_table_is_cut_to_an_events_length(monkeypatch, capsys):
+    pairs = [{"nodes": [i, i + 1], "busbw_gbps": 300.0 + i, "passed": True} for i in range(60)]
+    cluster = FakeCluster([verdict(2, pairs=pairs), None])
+    status, out = cluster.run(monkeypatch, capsys)
+    message = cluster.suspect_events()[0][2]
+    assert status == 0 and len(message) == program.EVENT_MESSAGE_LIMIT and message.endswith("...")
+    assert "59-60 359.0 Gbps pass" in out, "the release's log has it whole"
+
+
+class PatchServer:
+    """An HTTP server that answers PATCHes of nodes with the statuses in ``answers``, recording each request."""
+
+    def __init__(self, answers):
+        self.answers, self.seen = list(answers), []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_PATCH(self):  # noqa: N802 - http.server's naming
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.seen.append((self.path, self.headers["Content-Type"], body))
+                status = fake.answers.pop(0)
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                answer = body if status == 200 else {"kind": "Status", "message": f"status {status} from the fake"}
+                self.wfile.write(json.dumps(answer).encode())
+
+            def log_message(self, *args):
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+
+
+@pytest.fixture
+def patch_server():
+    servers = []
+
+    def start(*answers):
+        servers.append(PatchServer(answers))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.server.shutdown()
+
+
+def test_a_node_patch_is_a_merge_patch_and_a_conflict_or_a_missing_node_is_told_apart(patch_server):
+    server = patch_server(200, 409, 404, 403)
+    url = server.url + "/api/v1/nodes/n1"
+    body = {"metadata": {"resourceVersion": "7"}, "spec": {"taints": [SUSPECT]}}
+    assert program.request(url, body, "PATCH", program.MERGE_PATCH) == body
+    with pytest.raises(program.Conflict, match="HTTP 409: status 409 from the fake"):
+        program.request(url, body, "PATCH", program.MERGE_PATCH)
+    assert program.request(url, body, "PATCH", program.MERGE_PATCH) is None
+    with pytest.raises(program.Refused, match="HTTP 403"):
+        program.request(url, body, "PATCH", program.MERGE_PATCH)
+    assert server.seen[0] == ("/api/v1/nodes/n1", "application/merge-patch+json", body)
+    assert issubclass(program.Conflict, ConnectionError), "a conflict elsewhere is retried at the next look"
+
+
+def test_the_suspects_nodes_node_0_named_are_tainted_when_volcano_has_deleted_their_pods(monkeypatch, capsys):
+    named = {**verdict(2), "suspect_nodes": ["node-0-2"]}
+    cluster = FakeCluster([named, None])
+    real_pods = cluster._check_pods
+    monkeypatch.setattr(
+        cluster, "_check_pods", lambda: [pod for pod in real_pods() if pod["metadata"]["name"] != f"{CHECK}-node-2"]
+    )
+    status, out = cluster.run(monkeypatch, capsys)
+    assert status == 0, out
+    assert [node for node, _, _ in cluster.patches] == ["node-0-2"], "TerminateJob deleted the running peers"
+
+
+def test_a_release_that_restarted_mid_round_holds_the_nodes_again_for_the_check_being_deleted(monkeypatch, capsys):
+    cluster = FakeCluster([verdict(2), None])
+    cluster.check = {**cluster.held, "run": 0}
+    cluster.check["metadata"] = {**cluster.held["metadata"], "deletionTimestamp": "2026-12-05T00:00:00Z"}
+    cluster.check["metadata"]["ownerReferences"] = [{"uid": "release-uid"}]
+    cluster.created = 1  # the earlier run of the release created it, tainted and deleted it, then its pod restarted
+    status, out = cluster.run(monkeypatch, capsys)
+    assert status == 0, out
+    assert "failed and is being deleted to run again; holding its nodes again" in out
+    assert cluster.created == 2 and cluster.patches == [], "created anew; the taint was the earlier run's"
+
+
+def test_a_failed_check_whose_release_still_runs_is_waited_for_and_one_whose_release_ended_has_failed():
+    check = {"metadata": {"labels": {FABRIC_CHECK_LABEL: "train-1"}}, "status": {"state": {"phase": "Terminated"}}}
+    running = {"status": {"active": 1}}
+    ended = {"status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    ref = f"vcjob/{CHECK}"
+
+    def reading(release):
+        return lambda asked: check if asked == ref else release if asked == program.release_of(ref) else None
+
+    assert program.wait_states([ref], reading(running)) == {ref: "waiting"}, "its release may run it again"
+    assert program.wait_states([ref], reading(ended)) == {ref: "failed"}
+    assert program.wait_states([ref], reading(None)) == {ref: "failed"}, "no release: nothing runs it again"
+    plain = {"metadata": {}, "status": {"state": {"phase": "Terminated"}}}
+    assert program.wait_states([ref], lambda asked: plain if asked == ref else running) == {ref: "failed"}

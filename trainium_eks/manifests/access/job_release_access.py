@@ -1,4 +1,5 @@
-"""What release Jobs may do in a namespace: read the jobs they wait for, create the kinds they hold."""
+"""What release Jobs may do in a namespace: read the jobs they wait for, create the kinds they hold; and, for a fabric
+check, taint the nodes it found slow."""
 
 from __future__ import annotations
 
@@ -11,6 +12,22 @@ from trainium_eks.manifests.jobs.job_release_program import API
 
 READER_ROLE = "job-release-read"
 CAPACITY_ROLE = "job-release-capacity"
+FABRIC_SUSPECT_ROLE = "trainium-eks-fabric-suspect"
+"""The ClusterRole that lets release Jobs taint a fabric check's suspect nodes (:func:`fabric_suspect_rules`), applied
+once per cluster with the admission policy that limits it to that taint
+(:class:`~trainium_eks.manifests.access.fabric_suspect_admission.FabricSuspectAdmissionChart`)."""
+
+
+def fabric_suspect_rules() -> List[Dict[str, Any]]:
+    """The rules of :data:`FABRIC_SUSPECT_ROLE`: ``get`` and ``patch`` on nodes (a release reads a suspect node, then
+    patches its taints with the ``resourceVersion`` it read:
+    :class:`~trainium_eks.manifests.jobs.job_release_program.FabricSuspects`)."""
+    return [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "patch"]}]
+
+
+def fabric_suspect_binding(namespace: str) -> str:
+    """The name of the ClusterRoleBinding of :data:`FABRIC_SUSPECT_ROLE` to the release account of ``namespace``."""
+    return f"{FABRIC_SUSPECT_ROLE}-{namespace}"
 
 
 def creator_role(kind: str) -> str:
@@ -62,8 +79,9 @@ class JobReleaseAccessChart(_RoleChart):
     batch/v1 Jobs (its capacity Jobs, found by label), ``list`` on pods (are they bound?), ``create`` on events
     (CapacityHeld, CapacityNotHeld, CapacityQueued) and ``list`` on them (Karpenter's ``FailedScheduling`` events of
     its capacity pods: is a NodePool's limit reached?). Nothing else: no update, no pod creation, no secrets; the Roles
-    that let releases create the kinds they hold are :class:`JobReleaseCreatorChart`. Training pods run as their own
-    service account, which needs no Kubernetes permission.
+    that let releases create the kinds they hold are :class:`JobReleaseCreatorChart`, and the binding that lets them
+    taint a fabric check's suspect nodes is :class:`FabricSuspectAccessChart`. Training pods run as their own service
+    account, which needs no Kubernetes permission.
 
     :param namespace: Required.
     """
@@ -106,4 +124,35 @@ class JobReleaseCreatorChart(_RoleChart):
         group, resource = _group_and_resource(kind)
         self.add_bound_role(
             creator_role(kind), [{"apiGroups": [group], "resources": [resource], "verbs": ["create", "delete"]}]
+        )
+
+
+class FabricSuspectAccessChart(_RoleChart):
+    """A ClusterRoleBinding (:func:`fabric_suspect_binding`) of the ClusterRole :data:`FABRIC_SUSPECT_ROLE` (``get``
+    and ``patch`` on nodes) to the service account ``job-release`` of a namespace: the release of a fabric check taints
+    the nodes its check found slow, so that Karpenter replaces them
+    (:class:`~trainium_eks.manifests.jobs.job_release_program.FabricSuspects`). Nodes are cluster-scoped, so the
+    permission is too; :class:`~trainium_eks.manifests.access.fabric_suspect_admission.FabricSuspectAdmissionChart`
+    holds the ClusterRole, applied once per cluster with the admission policy that lets a release add that taint and
+    nothing else (without it this binding grants nothing, and a release names the suspect nodes without tainting them).
+    Applied only to namespaces that hold fabric checks
+    (:class:`~trainium_eks.constructs.job_sequence.JobSequence`).
+
+    :param namespace: Required.
+    """
+
+    def __init__(self, *, namespace: str) -> None:
+        super().__init__(namespace)
+        self.add_object(
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": self.metadata(fabric_suspect_binding(namespace), cluster_scoped=True),
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": FABRIC_SUSPECT_ROLE,
+                },
+                "subjects": [{"kind": "ServiceAccount", "name": RELEASE_SERVICE_ACCOUNT, "namespace": namespace}],
+            }
         )

@@ -32,6 +32,17 @@ a gang is watched until it ends (:class:`GangWatch`): a restart that leaves a po
 ``trainium-eks/capacity-stall-seconds`` (300) has the release delete the gang, hold all its nodes again and create it
 anew, up to ``trainium-eks/capacity-restarts`` (3) times.
 
+A gang that is a fabric check (its manifest carries ``trainium-eks/fabric-check-for``) and fails because a few of its
+nodes are slow is given new nodes (:class:`FabricSuspects`): when node 0's ``fabric`` container ended with exit status
+6 and a termination message that names the suspect nodes (measured pair by pair), and the check's nodes come from a
+Karpenter NodePool (``trainium-eks/capacity-node-pool``), the release taints each suspect node
+``trainium-eks/fabric-suspect=<check>:NoSchedule``, records ``FabricSuspect``, deletes the check, holds all its nodes
+again and creates it anew: the tainted nodes no longer fit the gang, so Karpenter launches new ones, and the tainted
+ones, emptied, go with its consolidation. It does so up to ``trainium-eks/fabric-suspect-rounds`` (2) times. Without
+a NodePool (a managed node group would not replace a tainted node, which would stay billed), or once the rounds are
+used up, it taints nothing, records ``FabricSuspectsRemain`` (the nodes, and how to replace them by hand) and ends as
+for any failed check, which fails the release of the job it guards.
+
 A job it waits for that does not exist yet may be held itself: when the release Job of that name
 (``<name>-release``) has failed, that job will never exist, and neither will this one; so a failure travels down a
 chain of held jobs at once instead of each later release waiting out its deadline.
@@ -92,6 +103,10 @@ class Refused(Exception):
     """The API server refused a request for good (403, a webhook's denial, an invalid object)."""
 
 
+class Conflict(ConnectionError):
+    """409: the object changed since it was read (an update with its ``resourceVersion``), or a create found it."""
+
+
 def api_base():
     """The API server URL: JOB_RELEASE_API_URL, else the in-cluster service address."""
     host = os.environ.get("KUBERNETES_SERVICE_HOST", "kubernetes.default.svc")
@@ -99,17 +114,17 @@ def api_base():
     return os.environ.get("JOB_RELEASE_API_URL", f"https://{host}:{port}")
 
 
-def request(url, body=None, method=None):
-    """GET ``url`` (or POST ``body`` to it; or ``method`` with ``body``) as JSON with the service-account token; None
-    when the object does not exist (a GET or DELETE). Raises ``ConnectionError`` when the server is unreachable or
-    answers 5xx, 409 (a conflict), 429 (API priority and fairness throttling) or 408 (the caller retries),
-    ``Refused`` on any other error, with the server's message."""
+def request(url, body=None, method=None, content_type="application/json"):
+    """GET ``url`` (or POST ``body`` to it; or ``method`` with ``body``, of ``content_type``) as JSON with the
+    service-account token; None when the object does not exist (a GET, PATCH or DELETE). Raises ``ConnectionError``
+    when the server is unreachable or answers 5xx, 409 (a conflict: :class:`Conflict`), 429 (API priority and fairness
+    throttling) or 408 (the caller retries), ``Refused`` on any other error, with the server's message."""
     data = None if body is None else json.dumps(body).encode()
     method = method or ("GET" if body is None else "POST")
     req = urllib.request.Request(url, data=data, method=method)
     req.add_header("Accept", "application/json")
     if data is not None:
-        req.add_header("Content-Type", "application/json")
+        req.add_header("Content-Type", content_type)
     context = None
     if url.startswith("https:"):
         context = ssl.create_default_context(cafile=os.path.join(ACCOUNT, "ca.crt"))
@@ -119,9 +134,11 @@ def request(url, body=None, method=None):
         with urllib.request.urlopen(req, context=context, timeout=30) as response:
             return json.load(response)
     except urllib.error.HTTPError as error:
-        if error.code == 404 and method in ("GET", "DELETE"):
+        if error.code == 404 and method in ("GET", "PATCH", "DELETE"):
             return None
-        if error.code >= 500 or error.code in (408, 409, 429):
+        if error.code == 409:
+            raise Conflict(f"{url}: HTTP 409: {server_message(error)}") from error
+        if error.code >= 500 or error.code in (408, 429):
             raise ConnectionError(f"{url}: HTTP {error.code}") from error
         raise Refused(f"HTTP {error.code}: {server_message(error)}") from error
     except (urllib.error.URLError, OSError) as error:
@@ -173,13 +190,18 @@ def release_of(ref):
 
 def wait_states(waits, read):
     """``ref -> state`` of every job in ``waits``, reading each with ``read(ref)`` (the object, or None when it does
-    not exist); a missing job whose release Job has failed is 'failed': it will never exist."""
+    not exist); a missing job whose release Job has failed is 'failed': it will never exist; a failed fabric check
+    whose release Job still runs is 'waiting': its release may run it again on new nodes (:class:`FabricSuspects`)."""
     states = {}
     for ref in waits:
         found = read(ref)
         states[ref] = state(ref.split("/")[0], found)
         if found is None and state("job", read(release_of(ref))) == "failed":
             states[ref] = "failed"
+        if states[ref] == "failed" and FABRIC_CHECK_LABEL in ((found or {}).get("metadata") or {}).get("labels", {}):
+            release = read(release_of(ref))
+            if release is not None and state("job", release) == "waiting":
+                states[ref] = "waiting"
     return states
 
 
@@ -595,23 +617,40 @@ class GangWatch:
     Job, holds all its nodes again (:class:`Capacity`) and creates it again from the same manifest: its pods start from
     the newest checkpoint, as after any restart. It does this up to ``restarts`` times; the next stall deletes the gang
     for good (``GangNotRestarted``), which fails the release and so every job waiting for the gang. While it is
-    deleted, a job waiting for it keeps waiting (its release Job still runs)."""
+    deleted, a job waiting for it keeps waiting (its release Job still runs).
 
-    def __init__(self, base, namespace, release, owner_uid, held_ref, settings):
+    A fabric check that fails naming suspect nodes is taken back the same way, to run again on new nodes, by its
+    ``suspects`` (:class:`FabricSuspects`; None for any other gang)."""
+
+    def __init__(self, base, namespace, release, owner_uid, held_ref, settings, suspects=None):
         self.base, self.namespace, self.release, self.owner_uid = base, namespace, release, owner_uid
-        self.held_ref, self.settings = held_ref, settings
+        self.held_ref, self.settings, self.suspects = held_ref, settings, suspects
         self.stalled_since = None
         self.restarts = 0
+        self.taken_back = False
+        """This watch deleted the gang to create it again: until a gang not being deleted is seen (the new one), the
+        gang being deleted, ended or not, is only waited for."""
 
     def step(self, job, now):
         """One look at the gang ``job``: ('end', message) once it has completed or failed; ('watch', message);
         ('deleting', message) while it is being deleted; ('hold', message) when this look deleted it to hold its nodes
-        again; ('fail', message) when it stalled once too often."""
+        again (a stall, or a fabric check's suspect nodes); ('fail', message) when it stalled once too often."""
         kind, name = self.held_ref.split("/")
         ended = state(kind, job)
-        if ended != "waiting":
+        deleting = bool((job.get("metadata") or {}).get("deletionTimestamp"))
+        if not deleting:
+            self.taken_back = False
+        if ended != "waiting" and not (deleting and self.taken_back):
+            if ended == "failed" and deleting and self.suspects is not None:
+                self.taken_back = True  # an earlier run of this release (its pod restarted) deleted it for a round
+                return "hold", f"{self.held_ref} failed and is being deleted to run again; holding its nodes again"
+            if ended == "failed" and self.suspects is not None:
+                found = self.suspects.step()
+                if found is not None:
+                    self.taken_back = found[0] == "hold"
+                    return found
             return "end", f"{self.held_ref} {'completed' if ended == 'done' else 'failed'}"
-        if (job.get("metadata") or {}).get("deletionTimestamp"):
+        if deleting:
             return "deleting", f"{self.held_ref} is being deleted"
         selector = urllib.parse.quote(f"{GANG_POD_LABELS[kind]}={name}")
         pods = (request(f"{self.base}/api/v1/namespaces/{self.namespace}/pods?labelSelector={selector}") or {}).get(
@@ -629,6 +668,7 @@ class GangWatch:
         self.stalled_since = None
         self.restarts += 1
         request(self.base + object_path(self.namespace, self.held_ref), {"propagationPolicy": "Foreground"}, "DELETE")
+        self.taken_back = True
         allowed = self.settings["restarts"]
         if self.restarts > allowed:
             message = f"{stalled}, after {allowed} restarts; deleted it"
@@ -641,6 +681,218 @@ class GangWatch:
     def event(self, reason, message):
         """A warning event on the release Job."""
         record_event(self.base, self.namespace, self.release, self.owner_uid, reason, message, "Warning")
+
+
+FABRIC_CHECK_LABEL = "trainium-eks/fabric-check-for"
+"""Label of a fabric check (a Volcano Job that runs a collective benchmark across the nodes of the job it guards, held
+like that job): the name of the job it guards (``trainium_eks.core.conventions.FABRIC_CHECK_LABEL``)."""
+FABRIC_TASK = "node"
+FABRIC_CONTAINER = "fabric"
+"""A fabric check's task (its pods are ``<check>-node-<index>``) and container; node 0's container ends with the
+check's verdict as its termination message."""
+SUSPECT_EXIT = 6
+"""Exit status of node 0's ``fabric`` container when the gang's bus bandwidth is below the floor and pairs of nodes
+name suspects (its termination message: ``{"verdict": "suspect-nodes", "suspects": [index, ...], "pairs": [...],
+...}``)."""
+SUSPECT_TAINT = "trainium-eks/fabric-suspect"
+"""Taint (``NoSchedule``, value: the check's name) the release puts on a suspect node of a Karpenter NodePool, so that
+no gang pod fits it again and Karpenter launches another (``trainium_eks.core.conventions.FABRIC_SUSPECT_TAINT``)."""
+SUSPECT_ROUNDS_ANNOTATION = "trainium-eks/fabric-suspect-rounds"
+DEFAULT_SUSPECT_ROUNDS = 2
+MAX_SUSPECT_ROUNDS = 5
+"""Annotation of a held fabric check: how many times its release may taint suspect nodes and run it again on new ones
+(0 to :data:`MAX_SUSPECT_ROUNDS`; :data:`DEFAULT_SUSPECT_ROUNDS` when absent or not an integer)."""
+CONFLICT_TRIES = 5
+"""How many times a node is read and patched when the patch conflicts (someone else changed the node meanwhile)."""
+EVENT_MESSAGE_LIMIT = 1024
+"""The longest event message written, so that ``kubectl describe`` stays readable (a table of many pairs is cut, and it
+goes last; the release's log has it whole)."""
+MERGE_PATCH = "application/merge-patch+json"
+
+
+def suspect_rounds(held):
+    """How many rounds of suspect nodes the fabric check ``held`` allows (:data:`SUSPECT_ROUNDS_ANNOTATION`), read as
+    :func:`capacity_settings` reads its settings: an integer, kept to 0..:data:`MAX_SUSPECT_ROUNDS`, else the
+    default."""
+    annotations = (held.get("metadata") or {}).get("annotations") or {}
+    try:
+        return min(MAX_SUSPECT_ROUNDS, max(0, int(annotations.get(SUSPECT_ROUNDS_ANNOTATION, DEFAULT_SUSPECT_ROUNDS))))
+    except (TypeError, ValueError):
+        return DEFAULT_SUSPECT_ROUNDS
+
+
+def suspect_verdict(pods, check):
+    """The verdict (a dict, with a ``suspects`` list of task indexes) that node 0 of the fabric check ``check`` wrote as
+    its ``fabric`` container's termination message when it ended with :data:`SUSPECT_EXIT`; None when it did not (no
+    such pod, another exit status, no message, a message that is no such verdict)."""
+    for pod in pods:
+        if (pod.get("metadata") or {}).get("name") != f"{check}-{FABRIC_TASK}-0":
+            continue
+        for status in (pod.get("status") or {}).get("containerStatuses") or ():
+            terminated = (status.get("state") or {}).get("terminated") or {}
+            if status.get("name") != FABRIC_CONTAINER or terminated.get("exitCode") != SUSPECT_EXIT:
+                continue
+            try:
+                verdict = json.loads(terminated.get("message") or "")
+            except ValueError:
+                return None
+            suspects = verdict.get("suspects") if isinstance(verdict, dict) else None
+            if (
+                isinstance(suspects, list)
+                and suspects
+                and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in suspects)
+            ):
+                return verdict
+            return None
+    return None
+
+
+def gbps(value):
+    """A bandwidth of a verdict (Gbps) as text."""
+    return f"{value:.1f}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "?"
+
+
+def pairs_table(verdict):
+    """The pairs a verdict measured, one line of text: ``nodes a-b: x Gbps pass`` (or ``FAIL``), and the floor."""
+    rows = []
+    for pair in verdict.get("pairs") or ():
+        if isinstance(pair, dict):
+            nodes = "-".join(str(node) for node in pair.get("nodes") or ())
+            rows.append(f"{nodes} {gbps(pair.get('busbw_gbps'))} Gbps {'pass' if pair.get('passed') else 'FAIL'}")
+    return f"pairs (node indexes; floor {gbps(verdict.get('floor_gbps'))} Gbps): " + ("; ".join(rows) or "none")
+
+
+def shortened(message, limit=EVENT_MESSAGE_LIMIT):
+    """``message``, cut to ``limit`` characters (ending with ``...``) when longer."""
+    return message if len(message) <= limit else message[: limit - 3] + "..."
+
+
+class FabricSuspects:
+    """What a release does when the fabric check it holds fails naming suspect nodes: give the check new nodes, a few
+    times, where new nodes come by themselves; else say which nodes are suspect and let the check fail.
+
+    The fabric program on node 0 measures the whole gang's bus bandwidth, and when it is below the floor measures
+    pairs of nodes to name the nodes that do not clear it with a node that does (``suspects``, task indexes: index i
+    is the pod ``<check>-node-<i>``, and ``suspect_nodes``, their nodes), exits with :data:`SUSPECT_EXIT` and writes
+    its verdict as its container's termination message; Volcano then terminates the check (``TerminateJob``), keeps
+    node 0's failed pod and deletes the peers still running. :meth:`step` reads that message from node 0's pod
+    (``status.containerStatuses[name=fabric].state.terminated``), and each suspect's node from it, else from the
+    suspect's pod (``spec.nodeName``) while it is there.
+
+    - With a Karpenter NodePool (:data:`NODE_POOL_ANNOTATION`) and rounds left (:data:`SUSPECT_ROUNDS_ANNOTATION`): it
+      adds the taint :data:`SUSPECT_TAINT` (``NoSchedule``, value: the check's name) to each suspect node (a merge
+      patch of the node's whole taint list with its ``resourceVersion``, read again and tried again on a conflict;
+      a node that has a taint of that key already is left as it is, one that is gone is fine), records
+      ``FabricSuspect`` on the release Job (each node, its pod, the pairs' figures), and deletes the check (foreground)
+      for :class:`GangWatch` to hold all its nodes again and create it anew: the tainted nodes no longer fit the gang,
+      so Karpenter launches new ones, and the tainted ones, empty, go with its consolidation.
+    - Without a NodePool (a managed node group would not replace a tainted node, which would stay billed), once the
+      rounds are used up, or when a node cannot be tainted (a refusal: a missing permission, the admission policy of
+      :mod:`trainium_eks.manifests.access.fabric_suspect_admission`), it taints nothing more, records
+      ``FabricSuspectsRemain`` (the nodes and how to replace them by hand) and the check ends failed, as any other.
+
+    Any other failure of a check (no verdict, another exit status, a message that is no verdict) is not looked at.
+    Rounds are counted by this run of the release; a release pod that starts again counts from zero."""
+
+    def __init__(self, base, namespace, release, owner_uid, held):
+        self.base, self.namespace, self.release, self.owner_uid = base, namespace, release, owner_uid
+        metadata = held.get("metadata") or {}
+        self.name = metadata.get("name", "")
+        self.node_pool = (metadata.get("annotations") or {}).get(NODE_POOL_ANNOTATION)
+        self.allowed = suspect_rounds(held)
+        self.rounds = 0
+        self.taint_value = {"key": SUSPECT_TAINT, "value": self.name[:63].rstrip("-._"), "effect": "NoSchedule"}
+
+    def step(self):
+        """After the check failed: ('hold', message) when this look tainted its suspect nodes and deleted it, to
+        hold new nodes and create it again; ('end', message) when suspects remain that it does not replace; None
+        when the check did not fail naming suspects."""
+        selector = urllib.parse.quote(f"{GANG_POD_LABELS['vcjob']}={self.name}")
+        pods = (request(f"{self.base}/api/v1/namespaces/{self.namespace}/pods?labelSelector={selector}") or {}).get(
+            "items"
+        ) or []
+        verdict = suspect_verdict(pods, self.name)
+        if verdict is None:
+            return None
+        nodes = {(pod.get("metadata") or {}).get("name"): (pod.get("spec") or {}).get("nodeName") for pod in pods}
+        suspects = [(index, f"{self.name}-{FABRIC_TASK}-{index}") for index in dict.fromkeys(verdict["suspects"])]
+        named = verdict.get("suspect_nodes")
+        if isinstance(named, list) and len(named) == len(verdict["suspects"]):
+            # node 0 names them: Volcano deletes the peers still running when it terminates the check
+            nodes.update(
+                (f"{self.name}-{FABRIC_TASK}-{index}", node)
+                for index, node in zip(verdict["suspects"], named, strict=True)
+                if isinstance(node, str) and node
+            )
+        said = (
+            f"fabric check {self.name}: bus bandwidth {gbps(verdict.get('busbw_gbps'))} Gbps below the floor "
+            f"{gbps(verdict.get('floor_gbps'))} Gbps; suspect nodes"
+        )
+        if not self.node_pool:
+            why = (
+                "a node group would not replace a tainted node: replace each by hand (kubectl cordon and drain it, "
+                "terminate its EC2 instance; the group launches another)"
+            )
+        elif self.rounds >= self.allowed:
+            why = (
+                f"{self.rounds} of {self.allowed} rounds of new nodes done ({SUSPECT_ROUNDS_ANNOTATION}): replace each "
+                "by hand (kubectl delete node: Karpenter terminates its instance)"
+            )
+        else:
+            done = []
+            for index, pod in suspects:
+                node = nodes.get(pod)
+                try:
+                    done.append(f"{node} (node {index}, pod {pod}): {self.taint(node) if node else 'on no node'}")
+                except Refused as error:
+                    why = f"could not taint {node}: {error}"
+                    break
+            else:
+                request(
+                    self.base + object_path(self.namespace, f"vcjob/{self.name}"),
+                    {"propagationPolicy": "Foreground"},
+                    "DELETE",
+                )
+                self.rounds += 1  # once deleted: a failed delete is tried again at the next look, in the same round
+                message = (
+                    f"{said}: {', '.join(done)}; round {self.rounds} of {self.allowed}: deleted the check to run it "
+                    f"again on new nodes; {pairs_table(verdict)}"
+                )
+                self.event("FabricSuspect", message)
+                return "hold", message
+        named = ", ".join(
+            f"{nodes.get(pod) or '(node not known)'} (node {index}, pod {pod})" for index, pod in suspects
+        )
+        message = f"{said} remain: {named}; {why}; {pairs_table(verdict)}"
+        self.event("FabricSuspectsRemain", message)
+        return "end", f"vcjob/{self.name} failed: {message}"
+
+    def taint(self, node):
+        """Add :attr:`taint_value` to ``node``: 'tainted', 'tainted already' (a taint of its key is there), or 'gone'
+        (the node no longer exists). Raises ``ConnectionError`` when the node keeps changing, ``Refused`` when the
+        patch is refused."""
+        path = f"{self.base}/api/v1/nodes/{urllib.parse.quote(node)}"
+        for _ in range(CONFLICT_TRIES):
+            found = request(path)
+            if found is None:
+                return "gone"
+            taints = list((found.get("spec") or {}).get("taints") or ())
+            if any(taint.get("key") == SUSPECT_TAINT for taint in taints):
+                return "tainted already"
+            patch = {
+                "metadata": {"resourceVersion": (found.get("metadata") or {}).get("resourceVersion")},
+                "spec": {"taints": taints + [self.taint_value]},
+            }
+            try:
+                patched = request(path, patch, "PATCH", MERGE_PATCH)
+            except Conflict:
+                continue
+            return "gone" if patched is None else "tainted"
+        raise ConnectionError(f"node {node} changed {CONFLICT_TRIES} times while tainting it")
+
+    def event(self, reason, message):
+        """A warning event on the release Job."""
+        record_event(self.base, self.namespace, self.release, self.owner_uid, reason, shortened(message), "Warning")
 
 
 def record_event(base, namespace, release, owner_uid, reason, message, kind):
@@ -720,7 +972,10 @@ def main(argv, environ=os.environ):
                 if shapes:  # its capacity pods run the release's own image
                     image = own["spec"]["template"]["spec"]["containers"][0]["image"]
                     capacity = Capacity(base, namespace, release, owner_uid, image, held, shapes)
-                    watch = GangWatch(base, namespace, release, owner_uid, held_ref, capacity.settings)
+                    suspects = None
+                    if held_ref.startswith("vcjob/") and FABRIC_CHECK_LABEL in (held["metadata"].get("labels") or {}):
+                        suspects = FabricSuspects(base, namespace, release, owner_uid, held)
+                    watch = GangWatch(base, namespace, release, owner_uid, held_ref, capacity.settings, suspects)
             existing = request(base + object_path(namespace, held_ref))
             if existing is not None:
                 if not owned_by(existing, owner_uid):
@@ -737,6 +992,7 @@ def main(argv, environ=os.environ):
                 watching = action == "watch"
                 if action in ("end", "fail", "hold"):
                     print(f"job release: {message}", flush=True)
+                    said = message
                 if action == "end":
                     return 0
                 if action == "fail":
