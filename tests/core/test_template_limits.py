@@ -24,6 +24,14 @@ CloudFormation, because its pre-install hook Job runs there and Helm gives that 
 each (README: Deploy behaviour). The deploy issue asks for 18; nothing else may lengthen the path meanwhile."""
 
 
+DEFAULT_APP_BUDGET_BYTES = 300_000
+"""The most the default app's largest template (TrainiumEks) may take of CloudFormation's 1,000,000 bytes: 30 %, the
+rest for what users add to it. It was a quarter until the fabric check learned to bisect and its release to taint
+suspect nodes (265 KB then): the two programs its pods run from ConfigMaps are 65 KB of it, code only
+(``mounted_program.program_source``); compressing them would make the template depend on the machine's zlib build
+(zlib-ng writes other bytes), and users' snapshot tests with it."""
+
+
 def template_bytes(app) -> int:
     assembly = app.synth()
     return Path(assembly.directory, "TrainiumEks.template.json").stat().st_size
@@ -33,7 +41,7 @@ def test_template_bytes_do_not_grow_with_the_node_count():
     two = template_bytes(build_default_app(nodeCount="2")[0])
     many = template_bytes(build_default_app(nodeCount="450")[0])
     assert many - two < 100, (two, many)
-    assert many <= TEMPLATE_SIZE_LIMIT // 4, f"{many} bytes: keep the default app at a quarter of the limit"
+    assert many <= DEFAULT_APP_BUDGET_BYTES, f"{many} bytes: keep the default app within its budget"
 
 
 def test_a_template_over_the_limit_is_a_synth_error_that_says_why():

@@ -11,9 +11,16 @@ from trainium_eks.core.cfn_text import cfn_text
 from trainium_eks.manifests.jobs.job_release import HELD_JOB_LABEL
 
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
-NOT_JOBS = ("JobsReleaseAccess", "JobsEtcd", "JobsFabricProgram", "JobsReleaseProgram", "JobsReleaseGuard")
+NOT_JOBS = (
+    "JobsReleaseAccess",
+    "JobsEtcd",
+    "JobsFabricProgram",
+    "JobsReleaseProgram",
+    "JobsReleaseGuard",
+    "JobsFabricSuspect",
+)
 """What a JobSequence ``Jobs`` applies besides jobs and releases: the release access, etcd, the fabric and release
-programs, the held jobs' admission policy."""
+programs, the held jobs' admission policy, the fabric suspect taint's permission and policy."""
 
 
 def manifest_of(resource: Dict[str, Any]) -> Dict[str, Any]:
