@@ -36,7 +36,9 @@ INTERRUPTION_EVENTS: Dict[str, Sequence[str]] = {
 """The EventBridge rules of Karpenter's reference CloudFormation for v1.14 (rule -> event source and detail type;
 aws/karpenter-provider-aws v1.14.1, website/content/en/docs/getting-started/getting-started-with-karpenter/
 cloudformation.yaml): health events, Spot interruptions and rebalance recommendations, instance state changes, and
-the interruption warning of a Capacity Reservation (a Capacity Block's end)."""
+the two-minute interruption warning of an interruptible On-Demand Capacity Reservation (not a Capacity Block's end,
+which the AWS provider acts on without an event: its capacity reservation expiration controller deletes a NodeClaim
+40 minutes before its block ends, ``pkg/controllers/capacityreservation/expiration/controller.go``)."""
 
 INTERRUPTION_RETENTION = Duration.minutes(5)
 """The queue's message retention (the reference template's ``MessageRetentionPeriod: 300``): a warning older than

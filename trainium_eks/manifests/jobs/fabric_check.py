@@ -54,18 +54,19 @@ Sources read at the pinned tags (``trainium_eks.facts.versions``):
 
 What the pods do (:func:`fabric_script`): every pod first runs the EFA self-check of the training containers
 (:func:`~trainium_eks.manifests.jobs.distributed_workload.efa_self_check`), writes its environment to
-``/etc/environment`` (ssh sessions get it through ``pam_env``, so the ranks MPI starts over ssh see the job's
-variables and ``PATH``), and starts ``sshd``. Node 0 waits (at most :data:`PEER_WAIT_SECONDS`) until it can ssh to
-every peer, then runs the fabric program (:mod:`~trainium_eks.manifests.jobs.fabric_program`, from the namespace's
-ConfigMap :data:`PROGRAM_CONFIG_MAP`, :class:`FabricProgramChart`) around the benchmark under ``timeout``
-:data:`BENCHMARK_TIMEOUT_SECONDS`; the program prints the result line
-(:data:`~trainium_eks.core.conventions.FABRIC_RESULT_MARKER`) and exits 0 above the floor. Node 0 then writes its exit
-status to :data:`DONE_FILE` on every peer over ssh and exits with it; each peer exits with the status node 0 wrote
-(0 when node 0 passed), or 1 when none came within :data:`REPORT_WAIT_SECONDS`. The pods' ``activeDeadlineSeconds``
-(:data:`POD_DEADLINE_SECONDS`, image pulls included) bounds a pod that hangs all the same: Volcano has no deadline of a
-whole job, so a pod past it fails (``DeadlineExceeded``), the job restarts as for any failed pod, and the whole check
-runs at most :data:`MAX_RETRY` attempts of :data:`POD_DEADLINE_SECONDS`, 4 hours, on its nodes
-(:mod:`~trainium_eks.manifests.jobs.job_deadline` cites the kubelet's and Volcano's source).
+``/etc/environment`` (ssh sessions get it through ``pam_env``, so the ranks MPI starts over ssh see the job's variables
+and ``PATH``), writes its node's name to :data:`NODE_FILE`, and starts ``sshd``. Node 0 waits (at most
+:data:`PEER_WAIT_SECONDS`) until it can ssh to every peer, reads their nodes' names, then runs the fabric program
+(:mod:`~trainium_eks.manifests.jobs.fabric_program`, from the namespace's ConfigMap :data:`PROGRAM_CONFIG_MAP`,
+:class:`FabricProgramChart`) around the benchmark under ``timeout`` :data:`BENCHMARK_TIMEOUT_SECONDS`; the program
+prints the result line (:data:`~trainium_eks.core.conventions.FABRIC_RESULT_MARKER`) and exits 0 above the floor. Node 0
+then writes its exit status to :data:`DONE_FILE` on every peer over ssh and exits with it; each peer exits with the
+status node 0 wrote (0 when node 0 passed; another after :data:`PEER_EXIT_DELAY_SECONDS`, so that node 0 ends first), or
+1 when none came within :data:`REPORT_WAIT_SECONDS`. The pods' ``activeDeadlineSeconds`` (:data:`POD_DEADLINE_SECONDS`,
+image pulls included) bounds a pod that hangs all the same: Volcano has no deadline of a whole job, so a pod past it
+fails (``DeadlineExceeded``), the job restarts as for any failed pod, and the whole check runs at most :data:`MAX_RETRY`
+attempts of :data:`POD_DEADLINE_SECONDS`, 4 hours, on its nodes (:mod:`~trainium_eks.manifests.jobs.job_deadline` cites
+the kubelet's and Volcano's source).
 
 **Failures and retries.** A retry reruns the benchmark on the same nodes (a ``RestartJob`` recreates the pods; the
 nodes stay), so it helps only with what passes: a peer slow to start, a benchmark that could not bootstrap. Hence
