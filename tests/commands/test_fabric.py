@@ -198,3 +198,6 @@ def test_a_check_that_named_suspects_shows_its_pairs_and_the_node_each_suspect_r
     out = capsys.readouterr().out
     assert "    2 + 3       86.1 Gbps  BELOW-FLOOR\n" in out and "suspects: node 2 (10.0.0.3)" in out
     assert "  suspect node 2: pod/train-fabric-abc-node-2 on node ip-10-0-1-2.ec2.internal\n" in out
+    named = replace(result, node_names=("n0", "n1", "named-by-node-0", "n3"))
+    lines = fabric.suspect_lines(named, pods[0], [])
+    assert lines == ["  suspect node 2: pod/train-fabric-abc-node-2 on node named-by-node-0"], "its pod is gone"

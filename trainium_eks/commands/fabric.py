@@ -73,14 +73,17 @@ Found = Tuple[str, Optional[FabricResult], str, List[str]]
 
 
 def suspect_lines(result: FabricResult, node_zero: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> List[str]:
-    """Where each suspect of ``result`` ran: its pod (``<check>-node-<i>``, named as node 0's ``node_zero``) and the
-    pod's node, from ``pods`` (``kubectl get pods`` items)."""
+    """Where each suspect of ``result`` ran: its pod (``<check>-node-<i>``, named as node 0's ``node_zero``) and its
+    node, as node 0 named it, else from ``pods`` (``kubectl get pods`` items; Volcano deletes the peers still running
+    when it ends a check)."""
     prefix = str(node_zero["metadata"]["name"]).rsplit("-", 1)[0]
     nodes = {(p.get("metadata") or {}).get("name"): (p.get("spec") or {}).get("nodeName") for p in pods}
     lines = []
     for index in result.suspects:
         name = f"{prefix}-{index}"
-        lines.append(f"  suspect node {index}: pod/{name} on node {nodes.get(name) or '(not found: the pod is gone)'}")
+        named = result.node_names[index] if index < len(result.node_names) else ""
+        node = named or nodes.get(name) or "(not known: node 0 could not read it, and the pod is gone)"
+        lines.append(f"  suspect node {index}: pod/{name} on node {node}")
     return lines
 
 

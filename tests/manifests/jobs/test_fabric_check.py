@@ -249,7 +249,7 @@ def test_the_program_reaches_the_pods_as_its_source_without_the_docstring_from_o
     digest = hashlib.sha256(FABRIC_PROGRAM_SOURCE.encode()).hexdigest()[:10]
     assert PROGRAM_CONFIG_MAP.endswith(digest), "another program, another ConfigMap, and so other check names"
     script = container(check_of(job()))["command"][2]
-    assert f'python3 {PROGRAM_PATH} --hosts "${{addresses}}" --node-names "${{nodes}}" --benchmark nccom' in script
+    assert f'python3 {PROGRAM_PATH} --hosts="${{addresses}}" --node-names="${{nodes}}" --benchmark nccom' in script
 
 
 def test_train_jobs_and_pytorch_jobs_are_checked_by_the_same_volcano_job():

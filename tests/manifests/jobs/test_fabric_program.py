@@ -505,7 +505,7 @@ def test_a_bisection_names_no_node_when_every_pair_clears_the_floor_and_stops_at
     assert len(seen) == 10 and found == ()
     assert sentence == (
         "every pair measured cleared the floor (stopped after 10 runs; nodes [20, 21, 22, 23] not measured): "
-        "no single node pulls the figure down"
+        "no suspect among the nodes measured"
     ), "a gang of more than 20 nodes is not measured whole: it says which nodes were not"
     measure, seen = measured_with({1, 19})
     runs, found, sentence = bisect(20, measure, max_runs=11)

@@ -1267,3 +1267,16 @@ def test_a_failed_check_whose_release_still_runs_is_waited_for_and_one_whose_rel
     assert program.wait_states([ref], reading(None)) == {ref: "failed"}, "no release: nothing runs it again"
     plain = {"metadata": {}, "status": {"state": {"phase": "Terminated"}}}
     assert program.wait_states([ref], lambda asked: plain if asked == ref else running) == {ref: "failed"}
+
+
+def test_a_suspect_whose_node_is_not_known_is_named_not_given_a_round_on_the_same_nodes(monkeypatch, capsys):
+    cluster = FakeCluster([verdict(2), None])
+    real_pods = cluster._check_pods
+    monkeypatch.setattr(
+        cluster, "_check_pods", lambda: [pod for pod in real_pods() if pod["metadata"]["name"] != f"{CHECK}-node-2"]
+    )
+    status, out = cluster.run(monkeypatch, capsys)
+    assert status == 0 and cluster.created == 1 and cluster.patches == [], out
+    [(reason, _, message)] = cluster.suspect_events()
+    assert reason == "FabricSuspectsRemain" and "(node not known) (node 2" in message
+    assert "the node of a suspect is not known" in message

@@ -276,7 +276,7 @@ class FabricCheckChart(JobChart):
     - ``schedulerName: volcano``, the job's queue, one task ``node`` of one replica per node, ``minAvailable`` = nodes
       (the gang of the job itself), ``maxRetry`` :data:`MAX_RETRY`, plugins ``ssh`` (defaults: keys at
       ``/root/.ssh``), ``svc`` (``--publish-not-ready-addresses``) and ``env``;
-    - policies, in order: exit 3, 4 and 78 -> ``TerminateJob``, ``PodEvicted`` and ``PodFailed`` -> ``RestartJob``;
+    - policies, in order: exit 3, 4, 6 and 78 -> ``TerminateJob``, ``PodEvicted`` and ``PodFailed`` -> ``RestartJob``;
     - pods: the job's image on Neuron nodes, :data:`~trainium_eks.facts.versions.NCCL_TESTS` on NVIDIA nodes; the
       job's requests and limits (Neuron devices, EFA interfaces, GPUs, CPU and memory), environment, node selector and
       tolerations; a memory-backed ``/dev/shm``; the program's ConfigMap at :data:`PROGRAM_MOUNT`
@@ -638,7 +638,7 @@ def fabric_script(chart: FabricCheckChart) -> str:
         "done",
     ]
     program = (
-        f'python3 {PROGRAM_PATH} --hosts "${{addresses}}" --node-names "${{nodes}}" {_quoted(chart.program_words())}'
+        f'python3 {PROGRAM_PATH} --hosts="${{addresses}}" --node-names="${{nodes}}" {_quoted(chart.program_words())}'
     )
     if chart.benchmark == "nccom":
         lines += [
@@ -656,9 +656,10 @@ def fabric_script(chart: FabricCheckChart) -> str:
     lines += [
         "code=$?",
         'for host in "${hosts[@]:1}"; do',
-        f'  {ssh} "${{host}}" "echo ${{code}} > {DONE_FILE}" || echo "fabric check: could not tell ${{host}} the'
-        ' verdict" >&2',
+        f'  {{ {ssh} "${{host}}" "echo ${{code}} > {DONE_FILE}" || echo "fabric check: could not tell ${{host}} the'
+        ' verdict" >&2; } &',
         "done",
+        "wait",
         'exit "${code}"',
     ]
     return "\n".join(lines)

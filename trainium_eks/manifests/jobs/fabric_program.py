@@ -5,9 +5,9 @@ fabric acceptance job (:mod:`~trainium_eks.manifests.jobs.fabric_check`), in the
 devices, EFA interfaces and environment, with Python's standard library only::
 
     python3 fabric_program.py --benchmark nccom|nccl --floor-gbps F --link-gbps L --efa-devices N
-        --marker TEXT [--min-size BYTES] [--hosts A,B,...] [--ranks-per-node K] [--timeout-seconds T]
-        [--pair-timeout-seconds P] [--root-comm-port PORT] [--result-file PATH] [--device-dir DIR]
-        -- <benchmark argv...>
+        --marker TEXT [--min-size BYTES] [--hosts A,B,...] [--node-names N,M,...] [--ranks-per-node K]
+        [--timeout-seconds T] [--pair-timeout-seconds P] [--root-comm-port PORT] [--collector-port PORT]
+        [--result-file PATH] [--device-dir DIR] -- <benchmark argv...>
 
 It counts ``/dev/infiniband/uverbs*`` in its pod (the devices the EFA device plugin gave it; ``--device-dir`` moves
 the directory, for tests only) and stops at once unless there are ``N``; runs the benchmark, streaming its output as it
@@ -18,19 +18,19 @@ carried the traffic; prints a short table, then one line: ``--marker`` followed 
 one definition, in the library, and none to keep in step here; the program itself never imports the library.
 
 **Hosts and bisection.** With ``--hosts`` (the job's hosts, node 0 first), the benchmark's argv is a template whose
-placeholders (``{hosts}``, ``{ranks}``, ``{nodes}``, ``{slots}``, ``{first}``, ``{launcher}`` (node 0, where the
-program and the benchmark's launcher run: nccom-test collects its data there), ``{timeout}``, ``{collector_port}``:
+placeholders (``{hosts}``, ``{ranks}``, ``{nodes}``, ``{slots}``, ``{first}``, ``{launcher}`` (node 0, where the program
+and the benchmark's launcher run: nccom-test collects its data there), ``{timeout}``, ``{collector_port}``:
 :func:`benchmark_command`) are filled for the hosts of each run, and ``--root-comm-port`` sets
-``NEURON_RT_ROOT_COMM_ID`` to the run's first host (nccom-test.rst: the first host's address and a free port). Each
-run listens on ports of its own (the root and collector ports plus the run's number): a run right after another on
-the same first host does not wait for the ports the last one held to be released. When
-the run on every host is below the floor and there are three hosts or more, the program measures pairs of them
-(:func:`bisect`, each run under ``--pair-timeout-seconds``, at most :data:`MAX_PAIR_RUNS` runs) to find the nodes
-that pull the figure down: a node below the floor with a node that cleared it with another is a *suspect*. Two
-nodes are one pair, the whole check, and cannot be told apart; with no pair clearing the floor the fabric, not a node,
-is below it. ``--result-file`` receives a summary (:func:`summary`: the verdict, the pairs and the suspects as
-indices into ``--hosts``) in at most 4 KiB: the check writes it to its container's termination message, which the
-kubelet copies into the pod's status for the check's release to read.
+``NEURON_RT_ROOT_COMM_ID`` to the run's first host (nccom-test.rst: the first host's address and a free port). Each run
+listens on ports of its own (the root and collector ports plus the run's number): a run right after another on the same
+first host does not wait for the ports the last one held to be released. When the run on every host is below the floor
+and there are three hosts or more, the program measures pairs of them (:func:`bisect`, each run under
+``--pair-timeout-seconds``, at most :data:`MAX_PAIR_RUNS` runs) to find the nodes that pull the figure down: a node
+below the floor with a node that cleared it with another is a *suspect*. Two nodes are one pair, the whole check, and
+cannot be told apart; with no pair clearing the floor the fabric, not a node, is below it. ``--result-file`` receives a
+summary (:func:`summary`: the verdict, the pairs, the suspects as indices into ``--hosts`` and, from ``--node-names``,
+their nodes) in at most 4 KiB: the check writes it to its container's termination message, which the kubelet copies into
+the pod's status for the check's release to read.
 
 Exit status (:data:`EXIT_CODES`): 0 pass; 3 below the floor; 4 the transport is not EFA, or not shown to be (too few
 uverbs devices, a log line of a fallback, no evidence); 5 the benchmark failed or its output cannot be read; 6 below
@@ -572,7 +572,7 @@ def _pair_lines(result: FabricResult) -> List[str]:
         return []
 
     def node(index: int) -> str:
-        where = [*result.hosts[index : index + 1], *result.node_names[index : index + 1]]
+        where = [part for part in (*result.hosts[index : index + 1], *result.node_names[index : index + 1]) if part]
         return f"node {index}" + (f" ({', '.join(where)})" if where else "")
 
     lines = ["  pairs measured (nodes, bus bandwidth the floor was compared with, verdict):"]
@@ -667,8 +667,10 @@ def bisect(
         {index for pair in pairs[len(runs) :] for index in pair} - {i for run in runs for i in run.nodes}
     )
     capped = f" (stopped after {max_runs} runs; nodes {unmeasured} not measured)" if unmeasured else ""
+    if not below and unmeasured:
+        return tuple(runs), (), f"every pair measured cleared the floor{capped}: no suspect among the nodes measured"
     if not below:
-        return tuple(runs), (), f"every pair measured cleared the floor{capped}: no single node pulls the figure down"
+        return tuple(runs), (), "every pair measured cleared the floor: no single node pulls the figure down"
     if not good:
         return tuple(runs), (), f"no pair measured cleared the floor{capped}: the fabric, not a node"
     reference = good[0]
@@ -680,7 +682,8 @@ def bisect(
             suspects.append(index)  # already below the floor with a node that cleared it (an odd count's last pair)
             continue
         if len(runs) == max_runs:
-            capped = f" (stopped after {max_runs} runs; node {index} and any after it not measured with a reference)"
+            capped = capped[:-1] + "; " if capped else " ("
+            capped += f"stopped after {max_runs} runs; node {index} and any after it not measured with a reference)"
             break
         runs.append(measure((index, reference)))
         if runs[-1].passed:
@@ -901,9 +904,10 @@ def run_on(
     """:func:`measure` on ``hosts`` (all when no ``--hosts`` was given: ``template`` is then the command as it is),
     the ``run``-th run of this check (from 0), on its own ports."""
     collector = None if options.collector_port is None else options.collector_port + run
+    launcher = options.hosts[0] if options.hosts else None
     argv = list(template)
     if hosts:
-        argv = benchmark_command(template, hosts, options.ranks_per_node, timeout, collector, options.hosts[0])
+        argv = benchmark_command(template, hosts, options.ranks_per_node, timeout, collector, launcher)
     run_environ = dict(environ)
     if hosts and options.root_comm_port is not None:
         run_environ["NEURON_RT_ROOT_COMM_ID"] = f"{hosts[0]}:{options.root_comm_port + run}"

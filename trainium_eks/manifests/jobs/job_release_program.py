@@ -838,12 +838,15 @@ class FabricSuspects:
                 f"{self.rounds} of {self.allowed} rounds of new nodes done ({SUSPECT_ROUNDS_ANNOTATION}): replace each "
                 "by hand (kubectl delete node: Karpenter terminates its instance)"
             )
+        elif any(not nodes.get(pod) for _, pod in suspects):
+            why = "the node of a suspect is not known (its pod is gone, node 0 could not read it): a round would run "
+            why += "the check on the same nodes; replace it by hand (kubectl delete node: Karpenter terminates it)"
         else:
             done = []
             for index, pod in suspects:
                 node = nodes.get(pod)
                 try:
-                    done.append(f"{node} (node {index}, pod {pod}): {self.taint(node) if node else 'on no node'}")
+                    done.append(f"{node} (node {index}, pod {pod}): {self.taint(node)}")
                 except Refused as error:
                     why = f"could not taint {node}: {error}"
                     break
