@@ -779,7 +779,9 @@ PAIRS = [
 def test_the_programs_constants_are_the_librarys():
     assert FABRIC_CHECK_LABEL == conventions.FABRIC_CHECK_LABEL
     assert SUSPECT_TAINT == conventions.FABRIC_SUSPECT_TAINT == "trainium-eks/fabric-suspect"
-    assert SUSPECT_EXIT == 6 and DEFAULT_SUSPECT_ROUNDS == 2
+    from trainium_eks.manifests.jobs.fabric_program import SUSPECT_NODES
+
+    assert SUSPECT_EXIT == SUSPECT_NODES == 6 and DEFAULT_SUSPECT_ROUNDS == 2, "the program's exit, the release's read"
     assert SUSPECT_ROUNDS_ANNOTATION == "trainium-eks/fabric-suspect-rounds"
 
 

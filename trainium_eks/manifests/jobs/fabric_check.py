@@ -131,6 +131,11 @@ from trainium_eks.manifests.jobs.gang_capacity import GangCapacity, check_capaci
 from trainium_eks.manifests.jobs.job_chart import JobChart, check_wait_for
 from trainium_eks.manifests.jobs.job_deadline import MAX_DEADLINE_SECONDS, volcano_bound_seconds
 from trainium_eks.manifests.jobs.job_release import held_annotations, is_held, kubelet_literal
+from trainium_eks.manifests.jobs.job_release_program import (
+    DEFAULT_SUSPECT_ROUNDS,
+    MAX_SUSPECT_ROUNDS,
+    SUSPECT_ROUNDS_ANNOTATION,
+)
 from trainium_eks.manifests.jobs.mounted_program import MountedProgram, MountedProgramChart, program_source
 
 VOLCANO_JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
@@ -168,11 +173,6 @@ TERMINAL_EXIT_CODES: Tuple[int, ...] = (
 )
 """Exit statuses that end the check at once (``TerminateJob``): below the floor (3), not EFA (4), suspect nodes named
 (6), a pod's EFA self-check (78). Another attempt on the same nodes would say the same."""
-DEFAULT_SUSPECT_ROUNDS = 2
-"""How many times a check's release replaces the nodes the check names as suspects and runs it again."""
-SUSPECT_ROUNDS_ANNOTATION = "trainium-eks/fabric-suspect-rounds"
-"""The held check's annotation that sets its rounds (written only when not :data:`DEFAULT_SUSPECT_ROUNDS`)."""
-MAX_SUSPECT_ROUNDS = 5
 
 PEER_WAIT_SECONDS = 900
 """How long node 0 waits to reach every peer's sshd (their image pulls, DNS of the headless Service)."""
