@@ -485,6 +485,7 @@ PROPS = {
         "resource_fraction",
         "internet_egress",
         "progress",
+        "graceful_stop",
         "deadline_seconds",
     ],
     "DatasetStagingChart": [

@@ -7,7 +7,7 @@ from tests.support.sequences import RecordingSequence
 from trainium_eks.constructs.private.trainjob_template import check_train_job
 from trainium_eks.core.validation import Problems
 from trainium_eks.manifests.jobs.distributed_workload import Launcher
-from trainium_eks.manifests.jobs.progress_watch import ProgressWatch
+from trainium_eks.manifests.jobs.progress_watch import PROGRESS_FILE_ENV, ProgressWatch
 from trainium_eks.workloads import cifar10_ddp
 from trainium_eks.workloads.cifar10_dataset import cifar10_staging
 
@@ -15,14 +15,19 @@ IMAGE = "example.com/cifar10:1"
 
 
 def launched(chart):
-    """The words the TrainJob's trainer runs (the image's launcher, started once per pod), after the line that
-    records the container's start for the progress watch."""
+    """The words the TrainJob's trainer runs in the background (the image's launcher, started once per pod), after
+    the line that records the container's start for the progress watch, under the graceful stop's trap."""
     (manifest,) = chart.manifests()
     command = manifest["spec"]["trainer"]["command"]
     assert command[:2] == ["bash", "-c"]
-    start, launch = command[2].splitlines()
-    assert start == ProgressWatch().launch_lines()[0]
-    return shlex.split(launch)
+    lines = command[2].splitlines()
+    trap = cifar10_ddp.STOP.trap_lines(PROGRESS_FILE_ENV)
+    assert lines[: len(trap)] == trap and lines[len(trap)] == ProgressWatch().launch_lines()[0]
+    rest = lines[len(trap) + 1 :]
+    words = shlex.split(rest[1])
+    assert words[0] == "("
+    assert rest == cifar10_ddp.STOP.launch_lines(shlex.join(words[1:]), PROGRESS_FILE_ENV)
+    return words[1:]
 
 
 def test_the_staging_job_then_the_trainjob_held_until_it_completed():
@@ -32,7 +37,6 @@ def test_the_staging_job_then_the_trainjob_held_until_it_completed():
     assert jobs.training.wait_for == (jobs.staging.ref,)
     assert jobs.training.workload.launcher is Launcher.DIRECT and jobs.training.nodes == CPU.node_count
     assert launched(jobs.training) == [
-        "exec",
         "python3",
         cifar10_ddp.LAUNCHER,
         "--",

@@ -7,6 +7,7 @@ from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
 from trainium_eks.manifests.jobs.distributed_workload import Launcher
 from trainium_eks.manifests.jobs.gang_capacity import GangCapacity
+from trainium_eks.manifests.jobs.graceful_stop import GracefulStop
 from trainium_eks.manifests.jobs.job_chart import JobChart
 from trainium_eks.manifests.jobs.progress_watch import ProgressWatch
 from trainium_eks.manifests.jobs.pytorch_job import PyTorchJobChart
@@ -20,6 +21,7 @@ __all__ = [
     "DatasetStagingChart",
     "EfsVolumeChart",
     "GangCapacity",
+    "GracefulStop",
     "JobChart",
     "Launcher",
     "LibraryChart",

@@ -14,6 +14,7 @@ from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.core.conventions import OUTPUT_ROOT, SHARED_MOUNT
 from trainium_eks.manifests.jobs.dataset_staging import DatasetStagingChart
 from trainium_eks.manifests.jobs.distributed_workload import Launcher
+from trainium_eks.manifests.jobs.graceful_stop import GracefulStop
 from trainium_eks.manifests.jobs.job_deadline import HOUR
 from trainium_eks.manifests.jobs.job_naming import JOB_NAME
 from trainium_eks.manifests.jobs.progress_watch import ProgressWatch
@@ -42,6 +43,11 @@ PROGRESS = ProgressWatch(startup_seconds=1800, stall_seconds=600)
 (:mod:`~trainium_eks.manifests.jobs.progress_watch`): 30 minutes to the first step (loading the data set from the
 shared volume and the rendezvous of every node), then 10 minutes between steps, far above an epoch's evaluation and
 checkpoint of this small network."""
+
+STOP = GracefulStop(grace_seconds=60, step_seconds=30)
+"""A TrainJob pod deleted while its node drains or its TrainJob restarts saves a checkpoint at its next step and
+exits (:mod:`~trainium_eks.manifests.jobs.graceful_stop`): its steps take milliseconds and the checkpoint of this
+small network (62,006 parameters) well under a second, so a minute is ample, within a Spot warning's two."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,7 @@ def run_template(*, image: str, node_group: NodeGroupTopology) -> TrainJobChart:
         launcher=Launcher.DIRECT,
         args=script_args(output_dir=f"{OUTPUT_ROOT}/${{TRAINING_JOB_NAME}}"),
         progress=PROGRESS,
+        graceful_stop=STOP,
     )
 
 
@@ -109,6 +116,7 @@ def add_cifar10_jobs(
         wait_for=[staging],
         deadline_seconds=deadline_seconds,
         progress=PROGRESS,
+        graceful_stop=STOP,
         resolve=sequence.resolve,
     )
     sequence.add("Training", training)

@@ -147,7 +147,9 @@ def test_a_setting_the_nodes_or_the_launcher_cannot_honour_is_refused(props, pro
 
 def test_without_a_node_group_the_other_props_are_still_checked_and_an_unknown_one_lists_the_known():
     found = refusals(node_group="trn1.32xlarge", image="", zzz=1)
-    assert found[0].startswith("zzz=1: unknown setting; known: args, cache_set, command, efa_interfaces, env, image")
+    assert found[0].startswith(
+        "zzz=1: unknown setting; known: args, cache_set, command, efa_interfaces, env, graceful_stop, image"
+    )
     assert found[1:] == [
         "node_group='trn1.32xlarge': a NodeGroupTopology (TrainingNodeGroup.topology)",
         "image='': a container image reference such as registry/repository:tag, optionally pinned by digest as "

@@ -74,13 +74,15 @@ def test_a_missing_or_unreadable_file_fails(tmp_path, content, message):
     assert "\n" not in output and "cannot open" not in output, "one line, without the shell's own error"
 
 
-def test_the_probe_runs_every_minute_and_two_failures_stop_the_container():
-    """A probe that times out counts as a failure; the second one keeps one slow probe from stopping a run."""
+def test_the_probe_runs_every_minute_and_two_failures_stop_the_container_with_30_seconds_of_grace():
+    """A probe that times out counts as a failure; the second one keeps one slow probe from stopping a run. A
+    stalled container gets 30 s whatever the pod's grace for a checkpoint: it makes no step to save at."""
     assert liveness_probe() == {
         "exec": {"command": ["sh", "-c", LIVENESS_SCRIPT]},
         "periodSeconds": 60,
         "timeoutSeconds": 10,
         "failureThreshold": 2,
+        "terminationGracePeriodSeconds": 30,
     }
 
 

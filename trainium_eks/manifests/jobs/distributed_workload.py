@@ -42,7 +42,8 @@ from trainium_eks.core.validation import (
 )
 from trainium_eks.facts.catalog import Accelerator
 from trainium_eks.manifests.jobs import job_naming
-from trainium_eks.manifests.jobs.progress_watch import ProgressWatch, check_progress, liveness_probe
+from trainium_eks.manifests.jobs.graceful_stop import GracefulStop, check_graceful_stop
+from trainium_eks.manifests.jobs.progress_watch import PROGRESS_FILE_ENV, ProgressWatch, check_progress, liveness_probe
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 
 LOCAL_CACHE_ROOT = "/var/cache/neuron-compile-cache"
@@ -142,6 +143,10 @@ class DistributedWorkload:
     - with ``progress``, the progress watch (:mod:`~trainium_eks.manifests.jobs.progress_watch`): the progress file
       and its bounds in the environment, the container's start written there first, and a liveness probe that stops
       the container when its training script's steps stop (a TrainJob's probe is its runtime's);
+    - with ``graceful_stop``, the graceful stop (:mod:`~trainium_eks.manifests.jobs.graceful_stop`): the pod's
+      ``terminationGracePeriodSeconds``, the stop file in the environment, and a launch script that stays process 1,
+      runs the launcher in the background and turns SIGTERM into the stop file, so the training script saves a
+      checkpoint at its next step and exits;
     - when the pod requests EFA interfaces, an EFA self-check before anything else runs (:func:`efa_self_check`): the
       container sees as many ``/dev/infiniband/uverbs*`` devices as it requested and libfabric lists the ``efa``
       provider (``/opt/amazon/efa/bin/fi_info -p efa``), or it exits at once with :data:`EFA_SELF_CHECK_EXIT` (78) and a
@@ -182,6 +187,11 @@ class DistributedWorkload:
     :param progress: A :class:`~trainium_eks.manifests.jobs.progress_watch.ProgressWatch`: the container is stopped,
         and its job restarted by its failure policy, when its training script reports no step within the bounds (the
         script must write the progress file: the seed images' scripts do). Default: None (no watch).
+    :param graceful_stop: A :class:`~trainium_eks.manifests.jobs.graceful_stop.GracefulStop`: a pod deleted while its
+        node drains (a Spot or reservation warning, a Capacity Block's end) or its job restarts gets that grace, and
+        its training script is told to checkpoint at its next step and exit (the script must read the stop file: the
+        seed images' scripts do). Not on a PyTorchJob. Default: None (the launcher is process 1 and gets SIGTERM,
+        which Composer's ignores there, and Kubernetes' 30 s grace).
     """
 
     def __init__(
@@ -209,6 +219,7 @@ class DistributedWorkload:
         resource_fraction: Any = DEFAULT_RESOURCE_FRACTION,
         internet_egress: Any = False,
         progress: Any = None,
+        graceful_stop: Any = None,
         problems: Problems,
     ) -> None:
         if not isinstance(node_group, NodeGroupTopology):
@@ -229,6 +240,7 @@ class DistributedWorkload:
         check_bool(problems, "precompile", precompile)
         check_bool(problems, "internet_egress", internet_egress)
         check_progress(problems, "progress", progress)
+        check_graceful_stop(problems, "graceful_stop", graceful_stop)
         check_pattern(problems, "cache_set", cache_set, CACHE_SET, "letters, digits, '_' and '-' only ([A-Za-z0-9_-]+)")
         check_integer(problems, "max_retries", max_retries, minimum=0, maximum=100)
         check_number(problems, "resource_fraction", resource_fraction, minimum=0, below=1)
@@ -291,6 +303,7 @@ class DistributedWorkload:
         self.resource_fraction: float = resource_fraction
         self.internet_egress: bool = internet_egress
         self.progress: Optional[ProgressWatch] = progress
+        self.graceful_stop: Optional[GracefulStop] = graceful_stop
         self.cache_root = f"{SHARED_MOUNT}/neuron_cache" if SHARED_MOUNT in self.volumes.values() else LOCAL_CACHE_ROOT
 
     @classmethod
@@ -341,16 +354,19 @@ class DistributedWorkload:
         """Processes in the whole job."""
         return self.nodes * self.processes_per_node
 
-    def environment(self, *, progress: bool = True) -> List[Dict[str, str]]:
+    def environment(self, *, training: bool = True) -> List[Dict[str, str]]:
         """The container's environment (plain manifest form); per-node values are set by :meth:`launch_script`.
-        Without ``progress``, not the progress watch's variables (a fabric check runs no training steps)."""
+        Without ``training``, not the variables of the progress watch and the graceful stop (a fabric check runs no
+        training steps)."""
         variables: Dict[str, str] = {}
         if self.node_group.efa_interfaces:
             variables.update(FI_PROVIDER="efa", FI_EFA_USE_DEVICE_RDMA="1", FI_EFA_FORK_SAFE="1")
         if self.accelerator is Accelerator.NEURON:
             variables.update(CCOM_SOCKET_IFNAME="eth0", NEURON_RT_RESET_CORES="1", XLA_TRANSFER_SEED_ASYNC="1")
-        if self.progress is not None and progress:
+        if self.progress is not None and training:
             variables.update(self.progress.env())
+        if self.graceful_stop is not None and training:
+            variables.update(self.graceful_stop.env())
         variables.update(self.env)
         return [{"name": key, "value": value} for key, value in variables.items()]
 
@@ -407,7 +423,14 @@ class DistributedWorkload:
             "containers": [self.container(container_name, contract)],
             "volumes": self.pod_volumes(),
         }
+        pod.update(self.termination_grace())
         return pod
+
+    def termination_grace(self) -> Dict[str, int]:
+        """The pod's ``terminationGracePeriodSeconds`` with :attr:`graceful_stop`, else nothing (Kubernetes' 30 s)."""
+        if self.graceful_stop is None:
+            return {}
+        return {"terminationGracePeriodSeconds": self.graceful_stop.grace_seconds}
 
     def container(self, name: str, contract: NodeContract) -> Dict[str, Any]:
         """The worker container: image, launch command, environment, ports, resources, mounts, security, and with
@@ -428,8 +451,12 @@ class DistributedWorkload:
 
     def launch_script(self, contract: NodeContract) -> str:
         """The bash script a worker runs: the EFA self-check when the pod requests EFA interfaces
-        (:func:`efa_self_check`), per-node environment, then ``exec`` of the launcher."""
-        lines = self.progress.launch_lines() if self.progress is not None else []
+        (:func:`efa_self_check`), per-node environment, then ``exec`` of the launcher; with :attr:`graceful_stop`, the
+        stop signal's trap first and the launcher in the background (:meth:`GracefulStop.trap_lines`,
+        :meth:`GracefulStop.launch_lines`)."""
+        progress_file = PROGRESS_FILE_ENV if self.progress is not None else None
+        lines = self.graceful_stop.trap_lines(progress_file) if self.graceful_stop is not None else []
+        lines += self.progress.launch_lines() if self.progress is not None else []
         lines += efa_self_check(self.efa_interfaces) if self.efa_interfaces else []
         lines += list(contract.setup)
         if self.accelerator is Accelerator.NEURON:
@@ -438,8 +465,7 @@ class DistributedWorkload:
         target = [self.entrypoint] + self.args
         if self.launcher is Launcher.DIRECT:
             python = {"script": ["python3"], "module": ["python3", "-m"], "command": []}[self.entrypoint_kind]
-            lines.append("exec " + " ".join(_quote(w) for w in python + target))
-            return "\n".join(lines)
+            return "\n".join(lines + self._launch(" ".join(_quote(w) for w in python + target)))
         if self.launcher is Launcher.COMPOSER:
             lines.append(f'export NODE_RANK="{contract.node_index}"')
             words = ["composer", "-n", str(self.processes_per_node), "--world_size", str(self.world_size)]
@@ -458,8 +484,13 @@ class DistributedWorkload:
             if self.precompile:
                 words.insert(0, "neuron_parallel_compile")
             shell = " ".join(_quote(w) for w in words)
-        lines.append("exec " + shell)
-        return "\n".join(lines)
+        return "\n".join(lines + self._launch(shell))
+
+    def _launch(self, launcher: str) -> List[str]:
+        if self.graceful_stop is None:
+            return ["exec " + launcher]
+        progress_file = PROGRESS_FILE_ENV if self.progress is not None else None
+        return self.graceful_stop.launch_lines(launcher, progress_file)
 
 
 RUNTIME_DEFAULT_SECCOMP: Dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}

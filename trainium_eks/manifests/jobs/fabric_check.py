@@ -430,7 +430,7 @@ class FabricCheckChart(JobChart):
                     "image": self.image,
                     "command": ["bash", "-c", kubelet_literal(self.script())],
                     "env": [
-                        *workload.environment(progress=False),
+                        *workload.environment(training=False),
                         {"name": NODE_NAME_ENV, "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
                     ],
                     "ports": [{"name": "ssh", "containerPort": 22}],
@@ -546,7 +546,7 @@ class FabricCheckChart(JobChart):
     def forwarded_variables(self) -> List[str]:
         """The variables mpirun passes to every rank (``-x``): the job's environment, ``NCCL_DEBUG`` (the transport
         lines) and the image's paths and preload."""
-        names = [entry["name"] for entry in self.workload.environment(progress=False)]
+        names = [entry["name"] for entry in self.workload.environment(training=False)]
         return names + ["NCCL_DEBUG", "PATH", "LD_LIBRARY_PATH", "LD_PRELOAD"]
 
     def program_words(self) -> List[str]:

@@ -16,7 +16,9 @@ jobs, TrainJobs) the pod fails, provided the killed process does not exit 0 (the
 ``SIGTERM``), and the job's failure policy restarts the whole gang, counted against its retries. A PyTorchJob's
 container (``OnFailure``) is restarted in place, and each of its stalled peers in turn; the operator counts every
 container's restarts against ``backoffLimit`` (kubeflow/trainer v1.9.4 ``pkg/controller.v1/common/job.go``
-``PastBackoffLimit``), so one stall of a PyTorchJob of ``max_retries`` nodes or more fails it.
+``PastBackoffLimit``), so one stall of a PyTorchJob of ``max_retries`` nodes or more fails it. A job with a graceful
+stop (:mod:`~trainium_eks.manifests.jobs.graceful_stop`) keeps its launch script as the container's process 1, which
+the kill reaches first; it exits non-zero, or the kubelet's SIGKILL ends it after :data:`PROBE_GRACE_SECONDS`.
 
 The probe's output and the bounds travel in the container's environment (:meth:`ProgressWatch.env`), which a
 probe's command sees (the kubelet runs it in the container, as ``kubectl exec`` runs a command), so one probe serves
@@ -44,6 +46,11 @@ PROBE_PERIOD_SECONDS = 60
 PROBE_TIMEOUT_SECONDS = 10
 FAILURE_THRESHOLD = 2
 """Failures in a row that stop the container: a stall is acted on up to two periods after its bound."""
+PROBE_GRACE_SECONDS = 30
+"""The grace of a container the probe stops, whatever the pod's (the probe's own ``terminationGracePeriodSeconds``,
+which the kubelet uses for a liveness kill: kubernetes v1.36.3 ``pkg/kubelet/kuberuntime/kuberuntime_container.go``
+``setTerminationGracePeriod``): a stalled run makes no step, so a longer grace for a checkpoint
+(:mod:`~trainium_eks.manifests.jobs.graceful_stop`) would only be waited out."""
 MAX_SECONDS = 24 * 3600
 """The longest bound: 24 hours."""
 
@@ -102,14 +109,15 @@ class ProgressWatch:
 
 def liveness_probe() -> Dict[str, Any]:
     """The training container's liveness probe (:data:`LIVENESS_SCRIPT`), run by ``sh`` every
-    :data:`PROBE_PERIOD_SECONDS`; two failures in a row stop the container (the script's own bounds are the
-    tolerance of a stall; the second failure keeps one slow probe on a busy node, which the kubelet counts as a
-    failure, from stopping a run)."""
+    :data:`PROBE_PERIOD_SECONDS`; two failures in a row stop the container, with :data:`PROBE_GRACE_SECONDS` of grace
+    (the script's own bounds are the tolerance of a stall; the second failure keeps one slow probe on a busy node,
+    which the kubelet counts as a failure, from stopping a run)."""
     return {
         "exec": {"command": ["sh", "-c", LIVENESS_SCRIPT]},
         "periodSeconds": PROBE_PERIOD_SECONDS,
         "timeoutSeconds": PROBE_TIMEOUT_SECONDS,
         "failureThreshold": FAILURE_THRESHOLD,
+        "terminationGracePeriodSeconds": PROBE_GRACE_SECONDS,
     }
 
 

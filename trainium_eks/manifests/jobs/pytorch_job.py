@@ -52,7 +52,9 @@ class PyTorchJobChart(DistributedJobChart):
     :param fabric_floor_fraction: The share of the EFA link rate the check must reach. Default: 0.25.
     :param resolve: Turns CDK tokens into their CloudFormation form before hashing. Default: none.
     :param workload: The other props, documented on
-        :class:`~trainium_eks.manifests.jobs.distributed_workload.DistributedWorkload`.
+        :class:`~trainium_eks.manifests.jobs.distributed_workload.DistributedWorkload`, but ``graceful_stop``: a stop
+        ends every node's container, and the operator counts each container's restart against ``backoffLimit``
+        (kubeflow/trainer v1.9.4 ``pkg/controller.v1/common/job.go`` ``PastBackoffLimit``).
     """
 
     ref_kind = "pytorchjob"
@@ -74,6 +76,14 @@ class PyTorchJobChart(DistributedJobChart):
             check_dns_label(problems, "queue", queue)
         if min_nodes is not None:
             check_integer(problems, "min_nodes", min_nodes, minimum=1, maximum=workload.get("nodes") or 450)
+        if workload.get("graceful_stop") is not None:
+            problems.add(
+                "graceful_stop",
+                workload["graceful_stop"],
+                "None on a PyTorchJob: its containers restart in place (restartPolicy OnFailure), and the operator "
+                "counts every node's restart against backoffLimit, so one node's end would spend a retry per node; "
+                "use a VolcanoJobChart or a TrainJobChart",
+            )
         super().__init__(problems, name=name, namespace=namespace, workload=workload, queue=queue)
         self.deadline_seconds: int = deadline_seconds
         """``runPolicy.activeDeadlineSeconds``: the bound of the whole job."""

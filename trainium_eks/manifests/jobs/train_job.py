@@ -145,6 +145,7 @@ class TrainJobChart(DistributedJobChart):
             "volumes": claims,
             "containers": [{"name": NODE_JOB, "securityContext": worker_security(), "volumeMounts": mounts}],
         }
+        pod.update(workload.termination_grace())
         pod_template: Dict[str, Any] = {"spec": pod}
         if workload.pod_labels():
             pod_template["metadata"] = {"labels": workload.pod_labels()}
