@@ -15,6 +15,12 @@ Rank 0 logs one line per optimizer step, writes TensorBoard scalars to ``<output
 ``<output_dir>/ckpt_<step>.pt`` (atomically: temporary file, then ``os.replace``), keeping the last
 ``--keep_checkpoints``. On start every rank resumes from the newest checkpoint in ``--output_dir``, if there is one.
 
+Once the file ``$TRAINIUM_EKS_STOP_FILE`` names exists on any rank's machine (the trainium-eks launch script writes it
+when the container is told to stop: its node drains, or its job restarts), every rank stops after the optimizer step
+in progress: the ranks agree on it in the loss's all-reduce of every step, rank 0 writes a checkpoint at that step,
+and every rank exits with status 143 (128 + SIGTERM), so that the job counts the pod as failed and restarts it, to
+resume from that checkpoint.
+
 Example (CPU, two workers, synthetic data)::
 
     python make_synthetic_shard.py --output ./scratch/data/synthetic_training_0.hdf5 --vocab_size 1024 --seq_len 64 \
@@ -61,6 +67,12 @@ CHECKPOINT_FORMAT = 1
 SCRIPT_DIR = os.path.dirname(os.path.abspath(__file__))
 PROGRESS_FILE_ENV = "TRAINIUM_EKS_PROGRESS_FILE"
 """Where a training step is reported, when set (:func:`report_progress`)."""
+STOP_FILE_ENV = "TRAINIUM_EKS_STOP_FILE"
+"""The file whose existence asks the training to stop at its next step, when set (:func:`stop_requested`)."""
+STOPPED_EXIT = 143
+"""The exit status of a run stopped that way: 128 + SIGTERM, not 0, so the job restarts and resumes it."""
+STOP_FLAG_BASE = 2.0
+"""What a rank not asked to stop adds to the step's all-reduce (one asked adds one more)."""
 
 
 def log(message: str) -> None:
@@ -78,6 +90,21 @@ def report_progress(step: int) -> None:
     with open(path + ".tmp", "w") as file:
         file.write(f"{step} {int(time.time())}\n")
     os.replace(path + ".tmp", path)
+
+
+def stop_requested() -> bool:
+    """True once the file ``$TRAINIUM_EKS_STOP_FILE`` names exists: the trainium-eks launch script writes it when the
+    container receives SIGTERM (trainium_eks.manifests.jobs.graceful_stop). False when the variable is unset."""
+    path = os.environ.get(STOP_FILE_ENV)
+    return bool(path) and os.path.exists(path)
+
+
+class StopRequested(Exception):
+    """The run stopped at ``step``, after its checkpoint there, because a rank's stop file appeared."""
+
+    def __init__(self, step: int) -> None:
+        super().__init__(f"stopped at step {step}")
+        self.step = step
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -620,7 +647,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def train(args: argparse.Namespace, runtime: Runtime) -> int:
-    """Runs (or resumes) training until ``--max_steps`` or ``--steps_this_run``; returns the last step reached."""
+    """Runs (or resumes) training until ``--max_steps`` or ``--steps_this_run``; returns the last step reached. Raises
+    :class:`StopRequested` after the checkpoint of the step at which any rank found its stop file."""
     rank, world = runtime.rank, runtime.world_size
     log(
         f"global_rank={rank} world_size={world} local_rank={runtime.local_rank} device={runtime.device} "
@@ -723,6 +751,7 @@ def train(args: argparse.Namespace, runtime: Runtime) -> int:
     train_model.train()
     last_time = time.perf_counter()
     epoch = 0
+    stopping = False
     while step < target:
         loss_sum = torch.zeros((), device=runtime.device)
         for micro in range(args.grad_accum_usteps):
@@ -747,7 +776,12 @@ def train(args: argparse.Namespace, runtime: Runtime) -> int:
         runtime.mark_step()
         step += 1
 
-        mean_loss = float(runtime.mean_over_ranks(loss_sum).item())
+        # The stop flag travels with the loss (one all-reduce a step) as 2 or 3, never 0 or 1: torch-xla makes a
+        # tensor of 0 or 1 a constant of the graph (torch_xla/csrc/tensor.cpp ``IsSpecialScalar``), so a flag of 1
+        # would be a graph the pre-compilation never saw. Its mean exceeds 2 by at least 1/world when a rank asks.
+        stop_flag = torch.tensor(STOP_FLAG_BASE + stop_requested(), device=runtime.device)
+        mean_loss, flag_mean = runtime.mean_over_ranks(torch.stack([loss_sum, stop_flag])).tolist()
+        stopping = flag_mean - STOP_FLAG_BASE > 0.5 / world
         report_progress(step)
         now = time.perf_counter()
         throughput = seqs_per_step / max(now - last_time, 1e-9)
@@ -765,7 +799,7 @@ def train(args: argparse.Namespace, runtime: Runtime) -> int:
             writer.add_scalar("train/sequences_per_second", throughput, step)
 
         periodic = args.checkpoint_every > 0 and step % args.checkpoint_every == 0
-        if (periodic or step == target) and not extract_graphs_only:
+        if (periodic or step == target or stopping) and not extract_graphs_only:
             path = checkpoint_path(args.output_dir, step)
             payload = {
                 "format": CHECKPOINT_FORMAT,
@@ -784,10 +818,19 @@ def train(args: argparse.Namespace, runtime: Runtime) -> int:
             if runtime.is_main:
                 removed = prune_checkpoints(args.output_dir, args.keep_checkpoints)
                 log(f"saved checkpoint {path}" + (f"; removed {len(removed)} old" if removed else ""))
+        if stopping:
+            if runtime.is_main:
+                log(f"stopping at step {step}: a stop was requested (${STOP_FILE_ENV})")
+                assert writer is not None
+                writer.flush()
+            runtime.barrier()  # no rank exits (and torchrun signals the others) before rank 0 has written it all
+            break
 
     if writer is not None:
         writer.flush()
         writer.close()
+    if stopping:
+        raise StopRequested(step)
     if runtime.is_main:
         log(f"finished at step {step} (max_steps {args.max_steps})")
     return step
@@ -799,6 +842,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     runtime = init_runtime(args.device)
     try:
         train(args, runtime)
+    except StopRequested:
+        return STOPPED_EXIT
     finally:
         if runtime.distributed:
             dist.destroy_process_group()

@@ -22,13 +22,25 @@ the test set is split by rank and the accuracy summed over all ranks.
 Outputs (rank 0): one line per epoch, ``epoch=<n> train_loss=<l> test_accuracy=<a>`` (grep-able, e.g. by SageMaker
 metric definitions), a final line holding the metrics as JSON, and in ``--output-dir`` the files ``metrics.json`` and
 ``model.pt`` (the model's state dict). After every epoch rank 0 writes ``checkpoint.pt`` in ``--checkpoint-dir``
-(default: ``--output-dir``) atomically: a temporary file in the same folder, then ``os.replace``. On start rank 0 reads
-that checkpoint, when it exists, and broadcasts it, so that every rank resumes from the same state (also where the
-folder is local to the first host, as SageMaker's ``/opt/ml/checkpoints`` is) and a restarted job continues with the
-next epoch. The checkpoint records the run it belongs to (``--run-id``, by default the environment variable
-``TRAINING_RUN_ID``, which the hybrid workflow sets to its execution's ARN; none when unset), and a checkpoint of
-another run is refused, not resumed: a run never continues from another run's weights, optimizer state and epoch,
-whatever put the two in one folder.
+(default: ``--output-dir``) atomically: a temporary file in the same folder, fsynced, then ``os.replace``. On start
+rank 0 reads that checkpoint, when it exists, and broadcasts it, so that every rank resumes from the same state (also
+where the folder is local to the first host, as SageMaker's ``/opt/ml/checkpoints`` is) and a restarted job continues
+where the checkpoint is: with the next epoch, or within an epoch after a stop. The checkpoint records the run it
+belongs to (``--run-id``, by default the environment variable ``TRAINING_RUN_ID``, which the hybrid workflow sets to
+its execution's ARN; none when unset), and a checkpoint of another run is refused, not resumed: a run never continues
+from another run's weights, optimizer state and epoch, whatever put the two in one folder.
+
+Stop on request (trainium_eks.manifests.jobs.graceful_stop): the container's launch script creates the file
+``$TRAINIUM_EKS_STOP_FILE`` names when Kubernetes sends the container SIGTERM (the workers get no signal). After every
+optimizer step, and its report to ``$TRAINIUM_EKS_PROGRESS_FILE``, the ranks agree in one all-reduce whether any of them
+sees that file; when one does, rank 0 writes ``checkpoint.pt`` at that step and logs ``stopping at step N (epoch E,
+batch B of the epoch)``, and every rank exits with status 143 (128 + SIGTERM: the pod fails, so its gang is restarted),
+writing neither ``model.pt`` nor ``metrics.json``. Such a checkpoint also holds the batches done in the epoch, each
+rank's loss sum over them, the step count and the torch RNG state at the epoch's start (the epoch's DataLoader draws
+its base seed from it). The resumed run skips those batches of the epoch's ``DistributedSampler`` order (seeded by
+``--seed`` and the epoch), counts steps on from the checkpoint's, and reports the whole epoch's train loss: a run
+stopped and resumed ends with the same model and metrics as one that was not (bitwise on the CPU with gloo). It resumes
+only with the number of processes that wrote it.
 
 Example (CPU, two processes)::
 
@@ -40,6 +52,7 @@ Example (CPU, two processes)::
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import pickle
@@ -68,10 +81,16 @@ IMAGE_BYTES = 3 * 32 * 32
 CHECKPOINT_NAME = "checkpoint.pt"
 MODEL_NAME = "model.pt"
 METRICS_NAME = "metrics.json"
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = 2
+"""Version 2 added the position within an epoch (``batch``, ``step``, ``loss_sums``)."""
 RUN_ID_ENV = "TRAINING_RUN_ID"
 PROGRESS_FILE_ENV = "TRAINIUM_EKS_PROGRESS_FILE"
 """Where a training step is reported, when set (:func:`report_progress`)."""
+STOP_FILE_ENV = "TRAINIUM_EKS_STOP_FILE"
+"""The file whose existence asks the training to stop, when set (:func:`stop_requested`)."""
+STOPPED_EXIT = 143
+"""The exit status of a run that stopped on request: 128 + SIGTERM. Not 0, which would tell Volcano that the pod
+succeeded instead of having the gang restarted."""
 
 
 class DataError(Exception):
@@ -220,6 +239,20 @@ class Runtime:
             dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
         return tensor.tolist()
 
+    def gather(self, values: list[float]) -> list[list[float]]:
+        """``values`` of every rank, in rank order: an :meth:`all_sum` in which each rank fills only its own slots,
+        so every value arrives exactly (adding zeros changes nothing)."""
+        size = len(values)
+        slots = [0.0] * (size * self.world_size)
+        slots[self.rank * size : (self.rank + 1) * size] = values
+        summed = self.all_sum(slots)
+        return [summed[rank * size : (rank + 1) * size] for rank in range(self.world_size)]
+
+    def barrier(self) -> None:
+        """Returns once every rank has called it."""
+        if self.distributed:
+            dist.barrier()
+
 
 def _env_int(name: str, default: int) -> int:
     """The integer in environment variable ``name``, or ``default`` when it is unset."""
@@ -302,8 +335,14 @@ def load_checkpoint(path: str) -> dict[str, Any] | None:
     if not os.path.isfile(path):
         return None
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    if checkpoint.get("format") == 1:  # written at an epoch's end by the version before stops: upgraded
+        steps = sum(entry["steps"] for entry in checkpoint["history"])
+        checkpoint.update(format=CHECKPOINT_FORMAT, batch=0, step=steps, loss_sums=None)
     if checkpoint.get("format") != CHECKPOINT_FORMAT:
-        raise DataError(f"{path!r} is not a checkpoint of this script (format {checkpoint.get('format')!r})")
+        raise DataError(
+            f"{path!r} is not a checkpoint of this script (format {checkpoint.get('format')!r}; this version reads "
+            f"format {CHECKPOINT_FORMAT})"
+        )
     return checkpoint
 
 
@@ -351,9 +390,35 @@ def report_progress(step: int) -> None:
     os.replace(path + ".tmp", path)
 
 
+def stop_requested() -> bool:
+    """True when the file ``$TRAINIUM_EKS_STOP_FILE`` names exists: the container's launch script creates it when
+    Kubernetes sends the container SIGTERM (a node drained, e.g. by Karpenter at a Capacity Block's end), and the
+    launcher and the workers get no signal (trainium_eks.manifests.jobs.graceful_stop). False when the variable is
+    unset."""
+    path = os.environ.get(STOP_FILE_ENV)
+    return bool(path) and os.path.exists(path)
+
+
+def gang_stop_requested(runtime: Runtime) -> bool:
+    """True on every rank when :func:`stop_requested` is true on any rank; a collective, so every rank calls it at
+    every step. One node may be ending while the others are not, and the checkpoint and the exit are the gang's."""
+    return runtime.all_sum([1.0 if stop_requested() else 0.0])[0] > 0
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # Training
 # --------------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Position:
+    """Where the epoch in progress stands: ``batch`` of its batches done, ``step`` optimizer steps of the whole run,
+    and this rank's loss sum and image count over the epoch's batches done."""
+
+    batch: int = 0
+    step: int = 0
+    loss_sum: float = 0.0
+    count: int = 0
 
 
 def train_one_epoch(
@@ -362,14 +427,15 @@ def train_one_epoch(
     optimizer: torch.optim.Optimizer,
     runtime: Runtime,
     max_steps: int | None,
-    steps_before: int = 0,
-) -> tuple[float, int]:
-    """One pass over this rank's share of the training set; returns the mean loss over all ranks and the steps. Each
-    step is reported (:func:`report_progress`) counting from ``steps_before``, the steps of this process so far."""
+    position: Position,
+) -> bool:
+    """The rest of one pass over this rank's share of the training set: its first ``position.batch`` batches, trained
+    on before a stop, are read and dropped; each later one is a step that advances ``position``, is reported
+    (:func:`report_progress`), and ends with the ranks agreeing whether to stop (:func:`gang_stop_requested`).
+    Returns True when they stopped (``position`` is at that step), False at the epoch's end."""
     model.train()
-    loss_sum, count, steps = 0.0, 0, 0
-    for images, labels in loader:
-        if max_steps is not None and steps >= max_steps:
+    for images, labels in itertools.islice(loader, position.batch, None):
+        if max_steps is not None and position.batch >= max_steps:
             break
         images = normalize(images.to(runtime.device, non_blocking=True))
         labels = labels.to(runtime.device, non_blocking=True)
@@ -377,12 +443,14 @@ def train_one_epoch(
         loss = F.cross_entropy(model(images), labels)
         loss.backward()
         optimizer.step()
-        loss_sum += loss.item() * labels.shape[0]
-        count += labels.shape[0]
-        steps += 1
-        report_progress(steps_before + steps)
-    total_loss, total_count = runtime.all_sum([loss_sum, float(count)])
-    return total_loss / max(total_count, 1.0), steps
+        position.loss_sum += loss.item() * labels.shape[0]
+        position.count += labels.shape[0]
+        position.batch += 1
+        position.step += 1
+        report_progress(position.step)
+        if gang_stop_requested(runtime):
+            return True
+    return False
 
 
 @torch.no_grad()
@@ -446,8 +514,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def train(
     args: argparse.Namespace, runtime: Runtime, train_set: TensorDataset, test_set: TensorDataset
-) -> tuple[dict[str, Any], Net]:
-    """Trains (or resumes) until ``--epochs``; returns the metrics that rank 0 writes and the trained model."""
+) -> tuple[dict[str, Any], Net] | None:
+    """Trains (or resumes) until ``--epochs``; returns the metrics that rank 0 writes and the trained model, or None
+    when the ranks stopped on request, once rank 0 has written the checkpoint of that step."""
     torch.manual_seed(args.seed)
     if runtime.device.type == "cuda":
         torch.backends.cudnn.deterministic = True
@@ -457,16 +526,32 @@ def train(
 
     checkpoint_path = os.path.join(args.checkpoint_dir, CHECKPOINT_NAME)
     checkpoint = resume_state(checkpoint_path, runtime)
-    start_epoch, history = 0, []
+    start_epoch, history, position = 0, [], Position()
     if checkpoint is not None:
         check_run(checkpoint, checkpoint_path, args.run_id)
+        start_epoch, history = checkpoint["epoch"], list(checkpoint["history"])
+        position = Position(batch=checkpoint["batch"], step=checkpoint["step"])
+        if position.batch:
+            if checkpoint["world_size"] != runtime.world_size:
+                raise DataError(
+                    f"{checkpoint_path!r} was written in the middle of epoch {start_epoch + 1} by "
+                    f"{checkpoint['world_size']} processes, and this run has {runtime.world_size}: each process's "
+                    f"share of the epoch and its loss sum depend on their number, so run it with "
+                    f"{checkpoint['world_size']} processes, or remove the file to start over"
+                )
+            loss_sum, count = checkpoint["loss_sums"][runtime.rank]
+            position.loss_sum, position.count = loss_sum, int(count)
         net.load_state_dict(checkpoint["model"])
         optimizer.load_state_dict(checkpoint["optimizer"])
         torch.set_rng_state(checkpoint["torch_rng_state"])
-        start_epoch, history = checkpoint["epoch"], list(checkpoint["history"])
         if checkpoint["seed"] != args.seed and runtime.is_main:
             log(f"note: the checkpoint was written with --seed {checkpoint['seed']}; continuing with {args.seed}")
-        if runtime.is_main:
+        if runtime.is_main and position.batch:
+            log(
+                f"resumed from step {position.step} (epoch {start_epoch + 1}, batch {position.batch} of the epoch): "
+                f"{checkpoint_path}"
+            )
+        elif runtime.is_main:
             log(f"resumed from epoch {start_epoch} ({checkpoint_path})")
     model = DistributedDataParallel(net) if runtime.distributed else net
 
@@ -488,33 +573,53 @@ def train(
         if start_epoch >= args.epochs:
             log(f"nothing to do: the checkpoint is at epoch {start_epoch} and --epochs is {args.epochs}")
 
-    steps_done = 0
+    def save_checkpoint(epochs_done: int, at: Position, rng_state: torch.Tensor, loss_sums: list[list[float]]) -> None:
+        """Rank 0's checkpoint: ``epochs_done`` epochs, then ``at`` in the next one (``loss_sums``: each rank's loss
+        sum and image count over its batches there, none at an epoch's end), and ``rng_state``, the torch RNG state at
+        that epoch's start (its DataLoader draws a seed from it as it starts)."""
+        payload = {
+            "format": CHECKPOINT_FORMAT,
+            "epoch": epochs_done,
+            "batch": at.batch,
+            "step": at.step,
+            "loss_sums": loss_sums,
+            "model": net.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "seed": args.seed,
+            "run": args.run_id,
+            "torch_rng_state": rng_state,
+            "history": history,
+            "world_size": runtime.world_size,
+        }
+        save_torch(checkpoint_path, payload)
+
     for epoch in range(start_epoch, args.epochs):
         sampler.set_epoch(epoch)
+        epoch_rng_state = torch.get_rng_state()
         started = time.monotonic()
-        train_loss, steps = train_one_epoch(model, loader, optimizer, runtime, args.max_steps_per_epoch, steps_done)
-        steps_done += steps
+        if train_one_epoch(model, loader, optimizer, runtime, args.max_steps_per_epoch, position):
+            loss_sums = runtime.gather([position.loss_sum, float(position.count)])
+            if runtime.is_main:
+                save_checkpoint(epoch, position, epoch_rng_state, loss_sums)
+                log(
+                    f"stopping at step {position.step} (epoch {epoch + 1}, batch {position.batch} of the epoch): "
+                    f"a stop was requested (${STOP_FILE_ENV})"
+                )
+            runtime.barrier()  # torchrun stops the other workers once one exits non-zero: not before the save
+            return None
+        total_loss, total_count = runtime.all_sum([position.loss_sum, float(position.count)])
+        train_loss, steps = total_loss / max(total_count, 1.0), position.batch
         accuracy = evaluate(net, test_set, runtime, args.batch_size)
         seconds = time.monotonic() - started
         history.append({"epoch": epoch + 1, "train_loss": train_loss, "test_accuracy": accuracy, "steps": steps})
+        position = Position(step=position.step)
         if runtime.is_main:
             print(
                 f"epoch={epoch + 1} train_loss={train_loss:.4f} test_accuracy={accuracy:.4f} "
                 f"steps={steps} seconds={seconds:.1f}",
                 flush=True,
             )
-            payload = {
-                "format": CHECKPOINT_FORMAT,
-                "epoch": epoch + 1,
-                "model": net.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "seed": args.seed,
-                "run": args.run_id,
-                "torch_rng_state": torch.get_rng_state(),
-                "history": history,
-                "world_size": runtime.world_size,
-            }
-            save_torch(checkpoint_path, payload)
+            save_checkpoint(epoch + 1, position, torch.get_rng_state(), [])
 
     last = history[-1] if history else {}
     return {
@@ -543,7 +648,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"train_cifar10.py: error: {error}", file=sys.stderr, flush=True)
         return 2
     try:
-        metrics, net = train(args, runtime, train_set, test_set)
+        trained = train(args, runtime, train_set, test_set)
+        if trained is None:
+            return STOPPED_EXIT
+        metrics, net = trained
         if runtime.is_main:
             cpu_state = {name: tensor.detach().cpu() for name, tensor in net.state_dict().items()}
             save_torch(os.path.join(args.output_dir, MODEL_NAME), cpu_state)  # loadable without a GPU

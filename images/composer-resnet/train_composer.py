@@ -14,14 +14,20 @@ The recipe (``--recipe`` or ``--recipe-file``) is a JSON list of ``{"name": <cla
 "kwargs": {...}}``, as ``trainium_eks.workloads.composer_recipe.ComposerRecipe.to_json()`` writes it; ``[]`` (the
 default) is the baseline. The device is the GPU when CUDA is available, else the CPU. The data is CIFAR-10's python
 version under ``--data-dir`` (see ``resnet_cifar.py``); it is never downloaded. Checkpoints go to
-``<output-dir>/checkpoints`` at the end of every epoch, and the run resumes from the latest one when started again
-with the same ``--output-dir`` and ``--run-name`` (Composer's autoresume); ``--load-path`` starts a new run from a
-checkpoint. Rank 0 prints one JSON line at the end (wall-clock time, epochs, final test accuracy, the algorithms
-applied and what they changed) and writes it to ``<output-dir>/run-summary.json``. The accuracy after every epoch and
-the fit time travel in the checkpoints, so the summary of a resumed run covers its earlier attempts too.
+``<output-dir>/checkpoints`` at the end of every epoch (and at a stop, below), and the run resumes from the latest one
+when started again with the same ``--output-dir`` and ``--run-name`` (Composer's autoresume), at the batch that
+checkpoint ends; ``--load-path`` starts a new run from a checkpoint. Rank 0 prints one JSON line at the end
+(wall-clock time, epochs, final test accuracy, the algorithms applied and what they changed) and writes it to
+``<output-dir>/run-summary.json``. The accuracy after every epoch and the fit time travel in the checkpoints, so the
+summary of a resumed run covers its earlier attempts too.
 
-Only this module's argument and recipe parsing is importable without Composer (the library's tests use it); Composer,
-PyTorch and the model are imported when training starts.
+Once the file ``$TRAINIUM_EKS_STOP_FILE`` names exists for any rank (the container was told to stop:
+trainium_eks.manifests.jobs.graceful_stop), the ranks stop together at the end of the batch in progress, write a
+checkpoint of that batch and exit with status 143 (:data:`STOPPED_EXIT`), without evaluating or writing a summary;
+started again, the run resumes from that batch.
+
+Only this module's argument and recipe parsing and :func:`stop_requested` are importable without Composer (the
+library's tests use them); Composer, PyTorch and the model are imported when training starts.
 """
 
 from __future__ import annotations
@@ -38,6 +44,11 @@ from typing import Any, Dict, List, Optional, Sequence
 SUMMARY_FILE = "run-summary.json"
 PROGRESS_FILE_ENV = "TRAINIUM_EKS_PROGRESS_FILE"
 """Where a training step is reported, when set (:func:`report_progress`)."""
+STOP_FILE_ENV = "TRAINIUM_EKS_STOP_FILE"
+"""The file whose existence asks the run to stop, when set (:func:`stop_requested`)."""
+STOPPED_EXIT = 143
+"""The exit status of a run stopped on request: 128 + SIGTERM. Not 0, which would count as a finished run: the failed
+pod makes Volcano restart the gang, which resumes from the stop's checkpoint."""
 # Composer's settings for ResNet-56 on CIFAR-10 (composer/yamls/models/resnet56_cifar10.yaml, Composer <= 0.11):
 # global batch 1024, decoupled SGDW with lr 1.2 and momentum 0.9, 160 epochs, 5 of warm-up, the learning rate divided
 # by 10 at half and three quarters of the run. Weight decay 5e-4 as in the Mosaic ResNet recipes: that file's 2e-3
@@ -156,6 +167,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         )
     started = time.monotonic()
     summary = train(args, recipe)
+    if summary is None:
+        return STOPPED_EXIT
     summary["wall_clock_s"] = round(time.monotonic() - started, 3)
     if summary.pop("rank") == 0:
         args.output_dir.mkdir(parents=True, exist_ok=True)
@@ -165,8 +178,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 0
 
 
-def train(args: argparse.Namespace, recipe: List[Dict[str, Any]]) -> Dict[str, Any]:
-    """Build the data, model, algorithms and Composer trainer, train and evaluate; the summary of the run."""
+def train(args: argparse.Namespace, recipe: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """Build the data, model, algorithms and Composer trainer, train and evaluate; the summary of the run, or None
+    when a stop was requested (:func:`stop_requested`) and the run stopped with a checkpoint, unevaluated."""
     import resnet_cifar
     import torch
     from composer import Trainer
@@ -208,6 +222,7 @@ def train(args: argparse.Namespace, recipe: List[Dict[str, Any]]) -> Dict[str, A
         _count_calls(algorithm, calls)
     evidence = _batch_evidence()
     history = _accuracy_history()
+    stop = _graceful_stop()
 
     optimizer = DecoupledSGDW(model.parameters(), lr=args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
     max_duration = args.max_duration or f"{args.epochs}ep"
@@ -215,20 +230,21 @@ def train(args: argparse.Namespace, recipe: List[Dict[str, Any]]) -> Dict[str, A
         model=model,
         train_dataloader=train_loader,
         eval_dataloader=test_loader,
+        eval_interval=stop.eval_interval,
         max_duration=max_duration,
         algorithms=algorithms,
         optimizers=optimizer,
         schedulers=MultiStepWithWarmupScheduler(t_warmup=args.warmup, milestones=["0.5dur", "0.75dur"], gamma=0.1),
         step_schedulers_every_batch=True,
         scale_schedule_ratio=args.scale_schedule_ratio,
-        callbacks=[evidence, history, _progress_reporter()],
+        callbacks=[evidence, history, _progress_reporter(), stop],
         device=device,
         precision=args.precision,
         train_subset_num_batches=args.max_train_batches or -1,
         eval_subset_num_batches=args.max_eval_batches or -1,
         run_name=args.run_name,
         save_folder=str(args.output_dir / "checkpoints"),
-        save_interval="1ep",
+        save_interval=stop.save_interval,
         save_num_checkpoints_to_keep=args.keep_checkpoints,
         autoresume=True,
         load_path=args.load_path,
@@ -248,6 +264,9 @@ def train(args: argparse.Namespace, recipe: List[Dict[str, Any]]) -> Dict[str, A
     if start.get(trainer.state.max_duration.unit) < trainer.state.max_duration:
         trainer.fit()
     fit_s = time.monotonic() - fit_started
+    if stop.stopped:
+        trainer.close()  # ends with a barrier: no rank exits before rank 0 has written the checkpoint
+        return None
     if "MulticlassAccuracy" not in trainer.state.eval_metric_values:
         trainer.eval()  # resumed from the last checkpoint of a finished run: nothing to train, evaluate it
     end = trainer.state.timestamp
@@ -395,6 +414,70 @@ def report_progress(step: int) -> None:
     with open(path + ".tmp", "w") as file:
         file.write(f"{step} {int(time.time())}\n")
     os.replace(path + ".tmp", path)
+
+
+def stop_requested() -> bool:
+    """Whether this container was asked to stop: the file ``$TRAINIUM_EKS_STOP_FILE`` names exists. The container's
+    launch script creates it when the container is told to stop, e.g. when its node is drained at a Capacity Block's
+    end; every rank reads it (trainium_eks.manifests.jobs.graceful_stop). False when the variable is unset."""
+    path = os.environ.get(STOP_FILE_ENV)
+    return bool(path) and os.path.exists(path)
+
+
+def _graceful_stop() -> Any:
+    """A Composer callback that stops the run at the end of the batch in progress once any rank is asked to
+    (:func:`stop_requested`), with a checkpoint of that batch; its ``save_interval`` and ``eval_interval`` are the
+    trainer's."""
+    import torch
+    from composer.core import Callback, Event, State
+    from composer.loggers import Logger
+    from composer.utils import create_interval_scheduler, dist
+
+    class GracefulStop(Callback):
+        """The ranks agree at every batch end whether any of them was asked to stop; if so, the batch's checkpoint is
+        saved and the fit ends.
+
+        In Composer 0.32.1 (``Trainer._train_loop`` in ``composer/trainer/trainer.py``) a batch ends with
+        ``BATCH_END``, the evaluators, then ``BATCH_CHECKPOINT``, where the trainer's ``CheckpointSaver`` (and EMA,
+        before any callback runs) asks ``save_interval`` whether to save; the saver writes the checkpoint and the
+        ``latest-rank0.pt`` link autoresume loads, as at an epoch's end. So the flag is agreed at ``BATCH_END``, by a
+        collective every rank runs every batch: the save is collective too, and a stop may reach one node only.
+        ``state.stop_training()`` then makes this batch the last of the fit. On resume Composer skips the epoch's
+        batches up to the checkpoint's (``spin_dataloaders``) and goes on from there.
+        """
+
+        def __init__(self) -> None:
+            self.stopped = False
+            self.every_epoch = create_interval_scheduler("1ep")
+            self.every_epoch_and_fit_end = create_interval_scheduler(
+                "1ep", checkpoint_events=False, final_events={Event.FIT_END}
+            )
+
+        def batch_end(self, state: State, logger: Logger) -> None:
+            asked = state.device.tensor_to_device(torch.tensor([int(stop_requested())]))
+            if dist.get_world_size() > 1:
+                dist.all_reduce(asked, reduce_operation="MAX")
+            if not asked.item():
+                return
+            self.stopped = True
+            if dist.get_global_rank() == 0:
+                batch = int(state.timestamp.batch)
+                print(f"stopping at batch {batch}: a stop was requested (${STOP_FILE_ENV})", flush=True)
+            state.stop_training()
+
+        def save_interval(self, state: State, event: Event) -> bool:
+            """At the end of every epoch and of the fit, as Composer's ``"1ep"`` (asked first, at every event, as the
+            saver asks it), and at the batch of a stop."""
+            every_epoch = self.every_epoch(state, event)
+            return every_epoch or (self.stopped and event == Event.BATCH_CHECKPOINT)
+
+        def eval_interval(self, state: State, event: Event) -> bool:
+            """At the end of every epoch and of the fit, as Composer's ``1``, but never after a stop: the stop's batch
+            is the fit's end, which Composer would evaluate, and no checkpoint would keep the result. A stop at an
+            epoch's last batch leaves that epoch's end, its evaluation included, to the resumed run."""
+            return not self.stopped and self.every_epoch_and_fit_end(state, event)
+
+    return GracefulStop()
 
 
 def _progress_reporter() -> Any:

@@ -369,10 +369,10 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run_training(
-    data: Path, output: Path, *extra: str, nproc: int = 0, **environment: str
+    data: Path, output: Path, *extra: str, nproc: int = 0, status: int = 0, **environment: str
 ) -> tuple[str, list[tuple[int, float, float]]]:
-    """Runs the script (under torchrun when ``nproc`` > 0, with the variables ``environment``); returns stdout and the
-    (step, loss, lr) logged."""
+    """Runs the script (under torchrun when ``nproc`` > 0, with the variables ``environment``), which must exit with
+    ``status``; returns stdout and the (step, loss, lr) logged."""
     launcher = [sys.executable]
     if nproc:
         launcher += ["-m", "torch.distributed.run", "--standalone", "--nnodes", "1", "--nproc_per_node", str(nproc)]
@@ -401,7 +401,7 @@ def run_training(
     done = subprocess.run(
         command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=env, cwd=str(output.parent)
     )
-    assert done.returncode == 0, (
+    assert done.returncode == status, (
         f"exit {done.returncode}\nSTDOUT:\n{done.stdout[-4000:]}\nSTDERR:\n{done.stderr[-4000:]}"
     )
     steps = [(int(m.group(1)), float(m.group(3)), float(m.group(4))) for m in STEP_LINE.finditer(done.stdout)]
@@ -479,3 +479,47 @@ def test_resume_reproduces_an_uninterrupted_run(data_dir: Path, tmp_path: Path) 
 
     stdout, again = run_training(data_dir, tmp_path / "split", *common)
     assert again == [] and "nothing to do" in stdout
+
+
+def test_a_stop_file_stops_every_rank_after_the_step_with_a_checkpoint_and_the_run_resumes_there(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """The stop file (the launch script's answer to SIGTERM) stops both workers after their first step, agreed in
+    the step's all-reduce, with a checkpoint of that step; torchrun reports the workers' failure as its own (1)."""
+    common = ["--max_steps", "4", "--checkpoint_every", "0"]
+    stop = tmp_path / "stop"
+    stop.touch()
+    stdout, first = run_training(
+        data_dir, tmp_path / "out", *common, nproc=2, status=1, **{pretrain_bert.STOP_FILE_ENV: str(stop)}
+    )
+    assert [s for s, _, _ in first] == [1] and "stopping at step 1: a stop was requested" in stdout
+    assert checkpoint_steps(tmp_path / "out") == [1], "the stop's checkpoint, not the run's end"
+    ckpt = pretrain_bert.load_checkpoint(pretrain_bert.checkpoint_path(str(tmp_path / "out"), 1))
+    assert ckpt["step"] == 1 and ckpt["micro_batches"] == 2 and ckpt["world_size"] == 2
+    stdout, second = run_training(data_dir, tmp_path / "out", *common, nproc=2)
+    assert "resumed from step 1" in stdout and [s for s, _, _ in second] == [2, 3, 4]
+
+
+def test_a_stopped_process_exits_143_and_resumes_to_the_uninterrupted_runs_losses(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One process (a checkpoint restores rank 0's random state on every rank, so only one process reproduces an
+    uninterrupted run to the bit): stopped after step 1, then resumed, it logs the same losses."""
+    stop = tmp_path / "stop"
+    monkeypatch.delenv(pretrain_bert.STOP_FILE_ENV, raising=False)
+    assert not pretrain_bert.stop_requested()
+    monkeypatch.setenv(pretrain_bert.STOP_FILE_ENV, str(stop))
+    assert not pretrain_bert.stop_requested()
+    stop.touch()
+    assert pretrain_bert.stop_requested()
+
+    common = ["--max_steps", "4", "--checkpoint_every", "0", "--optimizer", "lamb"]
+    _, first = run_training(
+        data_dir, tmp_path / "split", *common, status=143, **{pretrain_bert.STOP_FILE_ENV: str(stop)}
+    )
+    assert checkpoint_steps(tmp_path / "split") == [1]
+    _, second = run_training(data_dir, tmp_path / "split", *common, **{pretrain_bert.STOP_FILE_ENV: ""})
+    _, whole = run_training(data_dir, tmp_path / "whole", *common, **{pretrain_bert.STOP_FILE_ENV: ""})
+    assert [s for s, _, _ in first + second] == [s for s, _, _ in whole] == [1, 2, 3, 4]
+    for (_, resumed, _), (_, straight, _) in zip(first + second, whole, strict=True):
+        assert resumed == pytest.approx(straight, abs=1e-5)

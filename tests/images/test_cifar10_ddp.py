@@ -2,7 +2,9 @@
 
 The data is a small synthetic set in the CIFAR-10 "python version" layout (``make_synthetic_cifar.py``). The
 distributed run trains under ``python -m torch.distributed.run`` with two gloo workers on the CPU, then resumes from its
-checkpoint; the single-process runs check that a resumed run reproduces an uninterrupted one exactly.
+checkpoint; the single-process runs check that a resumed run reproduces an uninterrupted one exactly. The stop tests
+stop two-worker runs with the stop file (``$TRAINIUM_EKS_STOP_FILE``) and check that the resumed run ends exactly as an
+uninterrupted one.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import os
 import pickle
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -39,6 +42,8 @@ import train_cifar10  # noqa: E402
 
 EPOCH_LINE = re.compile(r"^epoch=(\d+) train_loss=(\S+) test_accuracy=(\S+) steps=(\d+) seconds=\S+$", re.MULTILINE)
 RUN_TIMEOUT_S = 300
+STOP_TIMEOUT_S = 60
+"""How long a timed-out torchrun may take to stop its workers (it waits 30 s before it kills them)."""
 TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "LOCAL_WORLD_SIZE")
 
 
@@ -52,8 +57,9 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def single_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No torchrun variables, so that ``train_cifar10.main`` trains in this process without a process group."""
-    for name in TORCHRUN_VARIABLES:
+    """No torchrun variables, so that ``train_cifar10.main`` trains in this process without a process group, and no
+    stop file."""
+    for name in (*TORCHRUN_VARIABLES, train_cifar10.STOP_FILE_ENV):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -256,6 +262,15 @@ def test_missing_data_or_foreign_checkpoint_exit_2(
     assert "is not a checkpoint of this script" in capsys.readouterr().err
 
 
+def test_a_checkpoint_of_the_version_before_stops_resumes_at_its_epochs_end(tmp_path: Path) -> None:
+    """Format 1 was written at an epoch's end only: it reads as batch 0, its steps the sum of its epochs'."""
+    history = [{"epoch": 1, "train_loss": 2.0, "test_accuracy": 0.1, "steps": 5}, {"epoch": 2, "steps": 4}]
+    torch.save({"format": 1, "epoch": 2, "history": history}, tmp_path / "checkpoint.pt")
+    checkpoint = train_cifar10.load_checkpoint(str(tmp_path / "checkpoint.pt"))
+    assert checkpoint is not None and checkpoint["format"] == train_cifar10.CHECKPOINT_FORMAT
+    assert (checkpoint["epoch"], checkpoint["batch"], checkpoint["step"]) == (2, 0, 9)
+
+
 def test_a_run_resumes_its_own_checkpoint_and_refuses_another_runs(
     data_dir: Path, tmp_path: Path, single_process: None, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:
@@ -286,14 +301,31 @@ def test_a_run_resumes_its_own_checkpoint_and_refuses_another_runs(
 
 
 def run_torchrun(
-    *args: str, nproc: int = 2, timeout: float = RUN_TIMEOUT_S, **environment: str
+    *args: str, nproc: int = 2, timeout: float = RUN_TIMEOUT_S, script: Path = SCRIPT, **environment: str
 ) -> subprocess.CompletedProcess[str]:
-    """Runs the script under ``python -m torch.distributed.run --standalone`` with ``nproc`` CPU workers (and the
-    variables ``environment``)."""
+    """Runs ``script`` (the training script by default) under ``python -m torch.distributed.run --standalone`` with
+    ``nproc`` CPU workers (and the variables ``environment``). A run that outlasts ``timeout`` gets SIGTERM, which
+    torchrun passes on to its workers (each in a session of its own), then SIGKILL, and raises ``TimeoutExpired``."""
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc)]
-    env = {k: v for k, v in os.environ.items() if k not in TORCHRUN_VARIABLES and not k.startswith("PET_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in TORCHRUN_VARIABLES and not k.startswith("PET_") and k != train_cifar10.STOP_FILE_ENV
+    }
     env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **environment)
-    return subprocess.run([*command, str(SCRIPT), *args], capture_output=True, text=True, timeout=timeout, env=env)
+    with subprocess.Popen(
+        [*command, str(script), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.terminate()
+            try:
+                process.communicate(timeout=STOP_TIMEOUT_S)
+            finally:
+                process.kill()
+            raise
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
 def checked(done: subprocess.CompletedProcess[str]) -> str:
@@ -359,3 +391,234 @@ def test_ddp_checkpoint_that_rank_0_cannot_load_fails_the_run(data_dir: Path, tm
     assert done.returncode != 0
     assert f"train_cifar10.py: error: cannot load {str(out / 'checkpoint.pt')!r}" in done.stderr
     assert f'File "{SCRIPT}"' not in done.stderr  # the message, not a worker's traceback
+
+
+# ------------------------------------------------------------------------------------------------ stop on request
+
+STOP_LINE = re.compile(
+    r"^\[train_cifar10\] stopping at step (\d+) \(epoch (\d+), batch (\d+) of the epoch\): "
+    r"a stop was requested \(\$TRAINIUM_EKS_STOP_FILE\)$",
+    re.MULTILINE,
+)
+STOP_ARGS = ("--batch-size", "16", "--backend", "gloo", "--seed", "3", "--epochs", "2")
+"""Two workers, 256 images: 8 steps per epoch, 16 in all."""
+ASK_ONE_RANK_TO_STOP = """
+import os
+import sys
+
+sys.path.insert(0, os.environ["CIFAR10_IMAGE_DIR"])
+import train_cifar10
+
+rank, at_step = os.environ["RANK"], int(os.environ["STOP_AT_STEP"])
+os.environ[train_cifar10.STOP_FILE_ENV] += "." + rank  # a stop file of each rank's own
+report_progress = train_cifar10.report_progress
+
+
+def report_then_ask_to_stop(step):
+    report_progress(step)
+    if step == at_step and rank == os.environ["STOP_RANK"]:
+        open(os.environ[train_cifar10.STOP_FILE_ENV], "w").close()
+
+
+train_cifar10.report_progress = report_then_ask_to_stop
+exit_code = train_cifar10.main(sys.argv[1:])
+sys.stdout.flush()
+sys.stderr.flush()
+os._exit(exit_code)  # as the script does, for gloo's threads
+"""
+"""Runs the training script and, after the progress report of step ``$STOP_AT_STEP``, creates the stop file of rank
+``$STOP_RANK`` only (each rank has a file of its own): a stop asked of one rank, between two steps, at an exact step."""
+
+
+def stopped(done: subprocess.CompletedProcess[str]) -> list[tuple[int, int, int]]:
+    """``(step, epoch, batch)`` of the stop lines of a run that must have stopped on request: torchrun reports its
+    workers' failure (status 143) as its own exit status 1."""
+    assert done.returncode == 1, (
+        f"exit {done.returncode}\nSTDOUT:\n{done.stdout[-4000:]}\nSTDERR:\n{done.stderr[-4000:]}"
+    )
+    assert re.search(r"exitcode\s*:\s*143\b", done.stderr), "a worker exited with STOPPED_EXIT"
+    return [(int(step), int(epoch), int(batch)) for step, epoch, batch in STOP_LINE.findall(done.stdout)]
+
+
+def assert_ends_alike(out: Path, expected: Path) -> None:
+    """The runs whose output folders are ``out`` and ``expected`` end alike, bitwise: their models, their metrics
+    (losses and accuracies of every epoch) and the torch RNG state of their last checkpoints."""
+    model, reference = (torch.load(folder / "model.pt", weights_only=True) for folder in (out, expected))
+    assert model.keys() == reference.keys()
+    for name, tensor in reference.items():
+        torch.testing.assert_close(model[name], tensor, rtol=0, atol=0, msg=lambda m, name=name: f"{name}: {m}")
+    assert json.loads((out / "metrics.json").read_text()) == json.loads((expected / "metrics.json").read_text())
+    rng, reference_rng = (
+        torch.load(folder / "checkpoint.pt", weights_only=True)["torch_rng_state"] for folder in (out, expected)
+    )
+    assert torch.equal(rng, reference_rng)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The output folder of a two-worker run of :data:`STOP_ARGS` that no stop interrupted."""
+    out = tmp_path_factory.mktemp("uninterrupted")
+    checked(run_torchrun("--data-dir", str(data_dir), "--output-dir", str(out), *STOP_ARGS))
+    return out
+
+
+@pytest.fixture(scope="module")
+def stopped_at_first_step(
+    data_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """A two-worker run of :data:`STOP_ARGS` whose stop file exists from its start, and its output folder."""
+    root = tmp_path_factory.mktemp("stopped")
+    stop_file = root / "stop"
+    stop_file.write_text("1700000000\n")
+    out = root / "out"
+    done = run_torchrun(
+        "--data-dir",
+        str(data_dir),
+        "--output-dir",
+        str(out),
+        *STOP_ARGS,
+        **{train_cifar10.STOP_FILE_ENV: str(stop_file)},
+    )
+    return done, out
+
+
+def test_stop_requested_when_the_stop_file_exists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from trainium_eks.manifests.jobs import graceful_stop
+
+    assert (train_cifar10.STOP_FILE_ENV, train_cifar10.STOPPED_EXIT) == (
+        graceful_stop.STOP_FILE_ENV,
+        graceful_stop.STOPPED_EXIT,
+    ), "the contract the launch script and the script share"
+    stop_file = tmp_path / "stop"
+    monkeypatch.delenv(train_cifar10.STOP_FILE_ENV, raising=False)
+    assert train_cifar10.stop_requested() is False
+    monkeypatch.setenv(train_cifar10.STOP_FILE_ENV, "")
+    assert train_cifar10.stop_requested() is False
+    monkeypatch.setenv(train_cifar10.STOP_FILE_ENV, str(stop_file))
+    assert train_cifar10.stop_requested() is False
+    runtime = train_cifar10.Runtime(torch.device("cpu"), rank=0, world_size=1, local_rank=0, distributed=False)
+    assert train_cifar10.gang_stop_requested(runtime) is False
+    stop_file.write_text("1700000000\n")
+    assert train_cifar10.stop_requested() is True
+    assert train_cifar10.gang_stop_requested(runtime) is True
+    stop_file.unlink()
+    assert train_cifar10.stop_requested() is False
+    assert runtime.gather([1.5, 3.0]) == [[1.5, 3.0]]
+
+
+def test_a_single_process_stopped_after_an_epochs_last_step_resumes_exactly(
+    data_dir: Path, tmp_path: Path, single_process: None, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """Without a process group there is no collective: the process's own flag decides. A stop after the last step of
+    an epoch leaves the epoch's test and its checkpoint to the resumed run."""
+    common = ["--data-dir", str(data_dir), "--batch-size", "32", "--seed", "7", "--max-steps-per-epoch", "3"]
+    split, whole, stop_file = tmp_path / "split", tmp_path / "whole", tmp_path / "stop"
+    report_progress = train_cifar10.report_progress
+
+    def report_then_ask_to_stop(step: int) -> None:
+        report_progress(step)
+        if step == 3:
+            stop_file.touch()
+
+    monkeypatch.setattr(train_cifar10, "report_progress", report_then_ask_to_stop)
+    monkeypatch.setenv(train_cifar10.STOP_FILE_ENV, str(stop_file))
+    assert train_cifar10.main([*common, "--output-dir", str(split), "--epochs", "2"]) == train_cifar10.STOPPED_EXIT
+    out = capsys.readouterr().out
+    assert [(int(s), int(e), int(b)) for s, e, b in STOP_LINE.findall(out)] == [(3, 1, 3)]
+    assert epochs_logged(out) == []
+    checkpoint = torch.load(split / "checkpoint.pt", weights_only=True)
+    assert (checkpoint["epoch"], checkpoint["batch"], checkpoint["step"], checkpoint["history"]) == (0, 3, 3, [])
+    assert [count for _, count in checkpoint["loss_sums"]] == [96.0]
+    assert sorted(p.name for p in split.iterdir()) == ["checkpoint.pt"]
+
+    monkeypatch.delenv(train_cifar10.STOP_FILE_ENV)
+    assert train_cifar10.main([*common, "--output-dir", str(split), "--epochs", "2"]) == 0
+    resumed = capsys.readouterr().out
+    assert "resumed from step 3 (epoch 1, batch 3 of the epoch)" in resumed
+    assert train_cifar10.main([*common, "--output-dir", str(whole), "--epochs", "2"]) == 0
+    assert epochs_logged(resumed) == epochs_logged(capsys.readouterr().out)
+    assert_ends_alike(split, whole)
+    assert torch.load(split / "checkpoint.pt", weights_only=True)["step"] == 6
+
+
+def test_ddp_stop_file_stops_the_gang_after_its_first_step(
+    stopped_at_first_step: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    done, out = stopped_at_first_step
+    assert stopped(done) == [(1, 1, 1)], "rank 0 logs the stop once"
+    assert epochs_logged(done.stdout) == []
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoint.pt"], "no model.pt, no metrics.json, no temp file"
+    checkpoint = torch.load(out / "checkpoint.pt", weights_only=True)
+    assert checkpoint["format"] == train_cifar10.CHECKPOINT_FORMAT
+    assert (checkpoint["epoch"], checkpoint["batch"], checkpoint["step"], checkpoint["history"]) == (0, 1, 1, [])
+    assert checkpoint["world_size"] == 2
+    assert [count for _, count in checkpoint["loss_sums"]] == [16.0, 16.0], "each rank's sum over its one batch"
+
+
+def test_ddp_resume_after_a_stop_ends_as_an_uninterrupted_run(
+    stopped_at_first_step: tuple[subprocess.CompletedProcess[str], Path],
+    uninterrupted: Path,
+    data_dir: Path,
+    tmp_path: Path,
+) -> None:
+    """Bitwise: with two gloo workers on the CPU (one thread each) training is deterministic, each gradient being the
+    mean of two, and the resumed run repeats the uninterrupted one's data order, steps and loss sums."""
+    out, progress = tmp_path / "out", tmp_path / "progress"
+    shutil.copytree(stopped_at_first_step[1], out)
+    stdout = checked(
+        run_torchrun(
+            "--data-dir", str(data_dir), "--output-dir", str(out), *STOP_ARGS, **{PROGRESS_FILE_ENV: str(progress)}
+        )
+    )
+    assert "resumed from step 1 (epoch 1, batch 1 of the epoch)" in stdout
+    assert [(epoch, steps) for epoch, _, _, steps in epochs_logged(stdout)] == [(1, 8), (2, 8)]
+    assert progress.read_text().split()[0] == "16", "the steps are counted on from the checkpoint's"
+    assert_ends_alike(out, uninterrupted)
+
+
+def test_ddp_stop_asked_of_one_rank_mid_epoch_resumes_at_that_batch(
+    uninterrupted: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    """Rank 1 alone finds a stop file, after step 11 (batch 3 of epoch 2): both ranks stop there, and the resumed run
+    skips the epoch's first 3 batches, so it ends as the uninterrupted run does."""
+    wrapper, stop_file, out, progress = (tmp_path / name for name in ("stop_at.py", "stop", "out", "progress"))
+    wrapper.write_text(ASK_ONE_RANK_TO_STOP)
+    common = ["--data-dir", str(data_dir), "--output-dir", str(out), *STOP_ARGS]
+    done = run_torchrun(
+        *common,
+        script=wrapper,
+        CIFAR10_IMAGE_DIR=str(IMAGE_DIR),
+        STOP_AT_STEP="11",
+        STOP_RANK="1",
+        **{train_cifar10.STOP_FILE_ENV: str(stop_file), PROGRESS_FILE_ENV: str(progress)},
+    )
+    assert stopped(done) == [(11, 2, 3)]
+    assert [p.name for p in tmp_path.glob("stop.*")] == ["stop.1"], "rank 0 stopped because rank 1 was asked"
+    assert progress.read_text().split()[0] == "11"
+    assert [epoch for epoch, *_ in epochs_logged(done.stdout)] == [1]
+    checkpoint = torch.load(out / "checkpoint.pt", weights_only=True)
+    assert (checkpoint["epoch"], checkpoint["batch"], checkpoint["step"]) == (1, 3, 11)
+    assert [count for _, count in checkpoint["loss_sums"]] == [48.0, 48.0]
+    assert not (out / "model.pt").exists() and not (out / "metrics.json").exists()
+
+    stdout = checked(run_torchrun(*common, **{PROGRESS_FILE_ENV: str(progress)}))
+    assert "resumed from step 11 (epoch 2, batch 3 of the epoch)" in stdout
+    assert [(epoch, steps) for epoch, _, _, steps in epochs_logged(stdout)] == [(2, 8)]
+    assert progress.read_text().split()[0] == "16"
+    assert_ends_alike(out, uninterrupted)
+
+
+def test_a_checkpoint_from_within_an_epoch_needs_the_same_number_of_processes(
+    stopped_at_first_step: tuple[subprocess.CompletedProcess[str], Path],
+    data_dir: Path,
+    tmp_path: Path,
+    single_process: None,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(stopped_at_first_step[1], out)
+    assert train_cifar10.main(["--data-dir", str(data_dir), "--output-dir", str(out), *STOP_ARGS]) == 2
+    err = capsys.readouterr().err
+    assert "written in the middle of epoch 1 by 2 processes, and this run has 1" in err
+    assert "run it with 2 processes, or remove the file to start over" in err
+    assert torch.load(out / "checkpoint.pt", weights_only=True)["step"] == 1, "left as it was"

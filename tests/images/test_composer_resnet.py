@@ -4,25 +4,29 @@
 ``.venv-composer`` (``scripts/composer_env.sh``, from the image's pins: torch 2.7.0, the CUDA build PyPI serves, on
 the CPU), not in the project's ``.venv``. The runs train ResNet-20 for a few batches on generated CIFAR-10 batch
 files: a baseline, a recipe that changes the model (BlurPool, ChannelsLast) and the targets (LabelSmoothing, MixUp)
-and then resumes from its checkpoint, a baseline restarted twice whose last summary covers every attempt, and the
-"mild" preset under Composer's launcher with two processes (gloo).
-Two more check the library's algorithm table against the constructors of the installed Composer, and that a CIFAR
-batch file cannot run code when read.
+and then resumes from its checkpoint, a baseline restarted twice whose last summary covers every attempt, the "mild"
+preset under Composer's launcher with two processes (gloo), and two processes of which one is asked to stop: both stop
+with a checkpoint, from which the run resumes. Two more check the library's algorithm table against the constructors
+of the installed Composer, and that a CIFAR batch file cannot run code when read; one more that the script is asked
+to stop by its stop file.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pickle
+import signal
 import socket
 import subprocess
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 import pytest
 
+from trainium_eks.manifests.jobs.graceful_stop import STOP_FILE_ENV, STOPPED_EXIT
 from trainium_eks.manifests.jobs.progress_watch import LIVENESS_SCRIPT, PROGRESS_FILE_ENV, ProgressWatch
 from trainium_eks.workloads.composer_recipe import ALGORITHMS, PRESETS, Algorithm, ComposerRecipe, allowed_algorithms
 
@@ -63,7 +67,7 @@ def environment() -> Dict[str, str]:
     return {**env, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 
 
-def train(
+def run(
     data_dir: Path,
     output: Path,
     recipe: ComposerRecipe,
@@ -72,9 +76,9 @@ def train(
     launcher: Sequence[str] = (),
     extra: Sequence[str] = (),
     variables: Optional[Dict[str, str]] = None,
-) -> Any:
-    """Run the script (under ``launcher`` when given, with ``extra`` arguments and the environment ``variables``); its
-    summary, after checking the file matches the output."""
+) -> subprocess.CompletedProcess:
+    """Run the script (under ``launcher`` when given, with ``extra`` arguments and the environment ``variables``), in a
+    session of its own: on a timeout the whole session is killed, a launcher's training processes with it."""
     command = [
         *(launcher or [str(ENV_BIN / "python")]),
         str(SCRIPT),
@@ -92,7 +96,30 @@ def train(
         *extra,
     ]
     env = {**environment(), **(variables or {})}
-    done = subprocess.run(command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=env)
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    ) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=RUN_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            raise
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+
+
+def train(
+    data_dir: Path,
+    output: Path,
+    recipe: ComposerRecipe,
+    *,
+    epochs: int,
+    launcher: Sequence[str] = (),
+    extra: Sequence[str] = (),
+    variables: Optional[Dict[str, str]] = None,
+) -> Any:
+    """Run the script (:func:`run`); its summary, after checking it finished and the file matches the output."""
+    done = run(data_dir, output, recipe, epochs=epochs, launcher=launcher, extra=extra, variables=variables)
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     assert lines, done.stdout[-3000:]
@@ -194,9 +221,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_mild_preset_under_composer_launcher_with_two_processes(data_dir: Path, tmp_path: Path) -> None:
+def two_processes() -> List[str]:
+    """Composer's launcher for two processes on this machine."""
     launcher = [str(ENV_BIN / "composer"), "-n", "2", "--world_size", "2", "--node_rank", "0"]
-    launcher += ["--master_addr", "127.0.0.1", "--master_port", str(free_port())]
+    return launcher + ["--master_addr", "127.0.0.1", "--master_port", str(free_port())]
+
+
+def test_mild_preset_under_composer_launcher_with_two_processes(data_dir: Path, tmp_path: Path) -> None:
+    launcher = two_processes()
     recipe = ComposerRecipe.preset("mild")
 
     summary = train(data_dir, tmp_path / "mild", recipe, epochs=2, launcher=launcher)
@@ -208,6 +240,87 @@ def test_mild_preset_under_composer_launcher_with_two_processes(data_dir: Path, 
     assert summary["algorithm_calls"]["EMA"] > 0 and summary["algorithm_calls"]["ProgressiveResizing"] > 0
     # Progressive resizing starts at half size (16 px) after its delay and grows (full size only in the last 20%).
     assert summary["input_sizes"][0] == 16 < summary["input_sizes"][-1] <= 32
+
+
+# Runs the script given as its first argument with the rest; only rank 1 sees the stop file. Each rank writes the status
+# it exits with to exit-rank<N> in the folder of the stop file: the launcher reports one rank's at most, and may have
+# ended the others with SIGTERM once that one exited.
+ONE_RANK_ASKED = """
+import os, pathlib, runpy, sys
+stop_file = pathlib.Path(os.environ["TRAINIUM_EKS_STOP_FILE"])
+if os.environ["RANK"] != "1":
+    del os.environ["TRAINIUM_EKS_STOP_FILE"]
+sys.argv = sys.argv[1:]
+sys.path.insert(0, os.path.dirname(sys.argv[0]))
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit as ending:
+    (stop_file.parent / f"exit-rank{os.environ['RANK']}").write_text(str(ending.code))
+    raise
+"""
+
+
+def test_a_stop_asked_of_one_rank_stops_both_with_a_checkpoint_and_the_run_resumes_there(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """The stop file exists from the start for rank 1 only: at the end of the first batch the ranks agree to stop,
+    rank 0 saves the batch's checkpoint and logs the stop, and both exit with STOPPED_EXIT. Started again without it,
+    the run goes on from that batch and ends with the batches of an uninterrupted run (two per epoch)."""
+    wrapper, asked = tmp_path / "one_rank_asked.py", tmp_path / "asked"
+    wrapper.write_text(ONE_RANK_ASKED)
+    asked.mkdir()
+    (asked / "stop").write_text("1\n")
+    output = tmp_path / "stopped"
+    # Label smoothing makes every training batch of an attempt count in soft_target_batches, which no checkpoint keeps.
+    recipe = ComposerRecipe([Algorithm("LabelSmoothing", {"smoothing": 0.1})])
+
+    stopped = run(
+        data_dir,
+        output,
+        recipe,
+        epochs=2,
+        launcher=[*two_processes(), str(wrapper)],
+        variables={STOP_FILE_ENV: str(asked / "stop")},
+    )
+
+    assert stopped.returncode != 0, stopped.stdout[-3000:]
+    exits = {path.name: path.read_text() for path in asked.glob("exit-rank*")}
+    assert exits == {"exit-rank0": str(STOPPED_EXIT), "exit-rank1": str(STOPPED_EXIT)}, stopped.stderr[-5000:]
+    assert "stopping at batch 1: a stop was requested ($TRAINIUM_EKS_STOP_FILE)" in stopped.stdout.splitlines()
+    assert "[Eval batch=" not in stopped.stdout + stopped.stderr, "no evaluation after the stop (Composer logs one)"
+    assert not (output / "run-summary.json").exists(), "no summary of a stopped run"
+    checkpoints = output / "checkpoints"
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["ep0-ba1-rank0.pt", "latest-rank0.pt"]
+    assert os.readlink(checkpoints / "latest-rank0.pt") == "ep0-ba1-rank0.pt", "what autoresume loads"
+
+    resumed = train(data_dir, output, recipe, epochs=2, launcher=two_processes())
+
+    assert (resumed["start_epoch"], resumed["epochs"], resumed["batches"]) == (0, 2, 4)
+    assert resumed["soft_target_batches"] == 3, "this attempt trained the batches after the checkpoint's only"
+    assert resumed["attempts"] == 2 and [epoch for epoch, _, _ in resumed["accuracy_by_epoch"]] == [1, 2]
+
+
+def load_script() -> Any:
+    """train_composer.py as a module of this Python; it imports only the standard library until training starts."""
+    spec = importlib.util.spec_from_file_location("train_composer", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_stop_requested_when_the_stop_file_exists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = load_script()
+    assert (script.STOP_FILE_ENV, script.STOPPED_EXIT) == (STOP_FILE_ENV, STOPPED_EXIT), "the library's contract"
+    stop = tmp_path / "stop"
+
+    monkeypatch.delenv(STOP_FILE_ENV, raising=False)
+    assert script.stop_requested() is False
+    monkeypatch.setenv(STOP_FILE_ENV, "")
+    assert script.stop_requested() is False
+    monkeypatch.setenv(STOP_FILE_ENV, str(stop))
+    assert script.stop_requested() is False
+    stop.write_text("1767225600\n")
+    assert script.stop_requested() is True
 
 
 # Constructor parameters a recipe cannot set from JSON (Python objects); see trainium_eks.workloads.composer_recipe.
