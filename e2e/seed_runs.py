@@ -9,6 +9,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from e2e.api import Api, ApiError
 from e2e.processes import wait_for
 from rehearsal.kubelet_expansion import expand
+from trainium_eks.manifests.jobs.graceful_stop import STOP_FILE_ENV
 from trainium_eks.manifests.jobs.job_release_program import API, DONE_CONDITIONS, parse, ref_of, state
 
 SEED_RUN_MINUTES = 15
@@ -62,6 +63,17 @@ def wait_for_jobs(
 
     wait_for("the seed jobs finished", finished, timeout=timeout, interval=5, check=check, describe=described)
     return states
+
+
+def stop_graces(api: Api) -> Dict[str, int]:
+    """``terminationGracePeriodSeconds`` of each pod (``<namespace>/<name>``) whose containers have the graceful
+    stop's variable: what the controllers between a job chart and its pods (Volcano, the Trainer, JobSet, the Job
+    controller) kept of the chart's grace (the API server fills in 30 where none is given)."""
+    return {
+        f"{pod['metadata']['namespace']}/{pod['metadata']['name']}": pod["spec"]["terminationGracePeriodSeconds"]
+        for pod in api.list("v1", "Pod")
+        if any(item.get("name") == STOP_FILE_ENV for c in pod["spec"]["containers"] for item in c.get("env") or [])
+    }
 
 
 def _read(api: Api, namespace: str, ref: str) -> Optional[Dict[str, Any]]:

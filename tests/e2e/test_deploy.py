@@ -13,7 +13,7 @@ import pytest
 import app as default_app
 from e2e.components import ComponentRunner
 from e2e.deploy import LiveStack, applied_objects
-from e2e.seed_runs import SEED_RUN_MINUTES, created_before_its_waits_ended, seed_jobs, wait_for_jobs
+from e2e.seed_runs import SEED_RUN_MINUTES, created_before_its_waits_ended, seed_jobs, stop_graces, wait_for_jobs
 from e2e.stack_state import object_key, present
 from rehearsal.scenarios import (
     COMPOSER_TRAINING,
@@ -26,6 +26,14 @@ from rehearsal.scenarios import (
 )
 from tests.support.apps import new_app
 from trainium_eks.constructs.applied_chart import RETAINED_KINDS
+from trainium_eks.workloads import bert_phase1, cifar10_ddp, composer_resnet
+
+SEED_GRACES = {
+    bert_phase1.TRAINING_STOP.grace_seconds,
+    cifar10_ddp.STOP.grace_seconds,
+    composer_resnet.STOP.grace_seconds,
+}
+"""The pod graces of the seed jobs' graceful stops."""
 
 CASES = [(stack, NODE_GROUPS) for stack in STACKS] + [(KUBEFLOW_TRAINING, GPU_GROUP)]
 assert {TRAINIUM_EKS, KUBEFLOW_TRAINING, COMPOSER_TRAINING} == set(STACKS)
@@ -56,6 +64,8 @@ def test_a_deploy_applies_everything_runs_the_seed_jobs_and_a_destroy_removes_it
         )
         assert set(states.values()) == {"done"}, states
         assert created_before_its_waits_ended(cluster.api, objects) == []
+        graces = stop_graces(cluster.api)
+        assert graces and set(graces.values()) <= SEED_GRACES, f"the training pods keep their job's grace: {graces}"
 
         destroyed = live.deploy(None)
         assert not destroyed.failures, f"{destroyed.describe_failures()}\n{runner.describe()}\n{cluster.describe()}"
