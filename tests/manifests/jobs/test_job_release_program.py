@@ -679,6 +679,7 @@ def test_a_gang_with_a_pod_placed_but_not_started_past_the_stall_time_is_deleted
         (f"https://api/apis/batch.volcano.sh/v1alpha1{NS}/jobs/train-1", {"propagationPolicy": "Foreground"})
     ]
     assert [(reason, kind) for reason, kind, _ in api.events] == [("GangStalled", "Warning")]
+    assert gang_watch.recreated == 1  # the annotation the gang created again carries
 
 
 def test_the_stall_time_starts_again_when_no_pod_waits_placed(monkeypatch):
@@ -889,6 +890,7 @@ class FakeCluster:
         self.log = []  # (method, path) in order
         self.patches = []  # (node, body, content type)
         self.events = []  # (reason, type, message)
+        self.recreated = []  # each check created: its annotation trainium-eks/recreated-by-release (None: none)
         self.sleeps = 0
 
     def __call__(self, url, body=None, method=None, content_type="application/json"):
@@ -908,6 +910,7 @@ class FakeCluster:
             assert not self.capacity, "the gang is created once its capacity Jobs are gone"
             self.check, self.looks = {**body, "run": self.created}, 0
             self.created += 1
+            self.recreated.append((body["metadata"].get("annotations") or {}).get(program.RECREATED_ANNOTATION))
             return body
         if path == "/api/v1/namespaces/training/pods":
             if query.startswith("labelSelector=volcano.sh/job-name="):
@@ -1062,6 +1065,16 @@ def test_a_second_round_does_the_same_on_the_new_nodes(monkeypatch, capsys):
     assert [node for node, _, _ in cluster.patches] == ["node-0-2", "node-1-0", "node-1-3"]
     assert cluster.reasons() == ["FabricSuspect", "FabricSuspect"]
     assert "round 2 of 2" in cluster.suspect_events()[1][2] and cluster.created == 3
+    assert cluster.recreated == [None, "1", "2"]  # the count status shows, which Volcano's retryCount restarts
+
+
+def test_a_manifest_created_again_says_how_often():
+    held = {"metadata": {"name": "train-1", "annotations": {"a": "b"}}}
+    assert program.RECREATED_ANNOTATION not in owned_manifest(held, "r", "u")["metadata"]["annotations"]
+    again = owned_manifest(held, "r", "u", 3)["metadata"]
+    assert again["annotations"] == {"a": "b", program.RECREATED_ANNOTATION: "3"} and held["metadata"][
+        "annotations"
+    ] == {"a": "b"}
 
 
 def test_once_the_rounds_are_used_up_nothing_is_tainted_and_the_check_fails_as_before(monkeypatch, capsys):

@@ -220,12 +220,21 @@ def owned_by(obj, uid):
     return any(owner.get("uid") == uid for owner in (obj.get("metadata") or {}).get("ownerReferences") or ())
 
 
-def owned_manifest(manifest, owner_name, owner_uid):
-    """``manifest`` owned by the release Job ``owner_name``: the garbage collector deletes it with that Job."""
+RECREATED_ANNOTATION = "trainium-eks/recreated-by-release"
+"""Annotation of a held job its release deleted and created again, the count so far: a gang that stalled on part of
+its nodes (:class:`GangWatch`) or a fabric check whose suspects got new nodes (:class:`FabricSuspects`). Its
+controller's own restart count (a Volcano job's ``status.retryCount``) starts from zero in each new object; this
+keeps the count for ``python -m trainium_eks status``."""
+
+
+def owned_manifest(manifest, owner_name, owner_uid, recreated=0):
+    """``manifest`` owned by the release Job ``owner_name`` (the garbage collector deletes it with that Job); with
+    ``recreated`` (the times the release created it before), :data:`RECREATED_ANNOTATION` says so."""
     owned = json.loads(json.dumps(manifest))
-    owned.setdefault("metadata", {})["ownerReferences"] = [
-        {"apiVersion": "batch/v1", "kind": "Job", "name": owner_name, "uid": owner_uid}
-    ]
+    metadata = owned.setdefault("metadata", {})
+    metadata["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": owner_name, "uid": owner_uid}]
+    if recreated:
+        metadata.setdefault("annotations", {})[RECREATED_ANNOTATION] = str(recreated)
     return owned
 
 
@@ -631,6 +640,11 @@ class GangWatch:
         """This watch deleted the gang to create it again: until a gang not being deleted is seen (the new one), the
         gang being deleted, ended or not, is only waited for."""
 
+    @property
+    def recreated(self):
+        """How often this watch took the gang back to create it again: its stalls and its fabric check's rounds."""
+        return self.restarts + (self.suspects.rounds if self.suspects is not None else 0)
+
     def step(self, job, now):
         """One look at the gang ``job``: ('end', message) once it has completed or failed; ('watch', message);
         ('deleting', message) while it is being deleted; ('hold', message) when this look deleted it to hold its nodes
@@ -1021,7 +1035,9 @@ def main(argv, environ=os.environ):
                     action = "create" if action == "ready" else "hold"
                 if action == "create":
                     collection = API[held_ref.split("/")[0]][2].format(ns=namespace)
-                    request(base + collection, owned_manifest(held, release, owner_uid))
+                    request(
+                        base + collection, owned_manifest(held, release, owner_uid, watch.recreated if watch else 0)
+                    )
                     after = f" after {', '.join(waits)} completed" if waits else ""
                     print(f"job release: created {held_ref}{after}", flush=True)
                     if watch is None:
