@@ -116,6 +116,15 @@ class ComponentRunner:
         lines.extend(f"runner error: {error}" for error in self.errors)
         return "\n".join(lines)
 
+    def logs(self, binary: str) -> List[Path]:
+        """The log files of the processes that run pods of ``binary`` (a restarted process appends to its file)."""
+        found = []
+        for key, running in list(self.running.items()):
+            process = self.cluster.processes.started.get(_process_name(key))
+            if running.image.binary == binary and process is not None:
+                found.append(process.log)
+        return found
+
     def _serving(self, binary: str) -> bool:
         """Whether a process of ``binary`` is running."""
         for key, running in list(self.running.items()):

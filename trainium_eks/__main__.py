@@ -16,6 +16,7 @@ COMMANDS = {
     "preflight": "trainium_eks.commands.preflight",
     "fabric": "trainium_eks.commands.fabric",
     "release": "trainium_eks.commands.release",
+    "status": "trainium_eks.commands.status",
 }
 """Command name -> module with ``main(argv)``."""
 
@@ -27,7 +28,8 @@ commands:
   cost         what each stack costs per hour by component, over --hours, and what a finished run cost
   preflight    the checks a deploy makes first (quotas, offerings, capacity, addresses), now, from your credentials
   fabric       what each fabric acceptance run measured across the nodes (bus bandwidth, floor, verdict) and a chart
-  release      a gang or a waiting job of your own manifest, created by a release that holds its nodes first"""
+  release      a gang or a waiting job of your own manifest, created by a release that holds its nodes first
+  status       each job's state, restarts and last step; nodes replaced and why; fabric suspects"""
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -29,6 +29,9 @@ create the gang anew, which then completes."""
 from __future__ import annotations
 
 import datetime
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -127,3 +130,23 @@ def test_a_training_gang_that_loses_a_node_mid_run_gets_a_new_node_and_completes
             if event["involvedObject"]["name"] == f"{name}-release"
         ]
         assert reasons.count("GangStalled") == 1 and reasons.count("CapacityHeld") == 2, reasons
+
+        # what `python -m trainium_eks status` tells the user, from the real API server and Karpenter's own log
+        saved = cluster.workdir / "karpenter.log"
+        saved.write_text("".join(log.read_text(errors="replace") for log in runner.logs("karpenter-kwok")))
+        kubectl = tools["kubectl"]
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(cluster.kubeconfig),
+            "PATH": f"{kubectl.parent}{os.pathsep}/usr/bin:/bin",
+        }
+        command = [sys.executable, "-m", "trainium_eks", "status", "--stack", "TrainiumEks", "--no-aws"]
+        done = subprocess.run(
+            [*command, "--karpenter-log", str(saved)], env=env, capture_output=True, text=True, timeout=300, check=False
+        )
+        assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+        row = next(line.split() for line in done.stdout.splitlines() if line.split()[:2] == ["volcano", name])
+        assert row[2:6] == ["Completed", "0", "(+1", "recreated)"], done.stdout
+        claim = claims[0]["metadata"]["name"]
+        repaired = f"node {lost}, nodeclaim {claim}  node repair: a condition unhealthy past the provider's toleration"
+        assert repaired in done.stdout, f"{done.stdout}\n--- Karpenter's log ---\n{saved.read_text()[-4000:]}"
