@@ -8,7 +8,7 @@ from aws_cdk import assertions
 
 from tests.support.apps import new_app, only
 from tests.support.clusters import ENV
-from trainium_eks.constructs.training_dashboard import NODE_PANELS, PER_NODE, TrainingDashboard
+from trainium_eks.constructs.training_dashboard import CLUSTER_PANEL, NODE_PANELS, PER_NODE, TrainingDashboard
 from trainium_eks.core.cfn_text import cfn_text
 from trainium_eks.core.validation import ConfigurationError
 
@@ -27,7 +27,7 @@ def expressions(found):
 
 
 def test_one_graph_per_panel_two_a_row_each_a_search_of_this_clusters_nodes_at_one_minute():
-    found = widgets()
+    found = widgets()[:-1]
     assert len(found) == len(NODE_PANELS) == 8
     assert [(w["x"], w["y"], w["width"]) for w in found] == [(x, 6 * row, 12) for row in range(4) for x in (0, 12)]
     for widget, (title, metric, statistic) in zip(found, NODE_PANELS, strict=True):
@@ -45,10 +45,31 @@ def test_the_period_and_a_cluster_name_token_reach_every_search():
     stack = cdk.Stack(new_app(), "Tokens", env=ENV)
     name = cdk.CfnParameter(stack, "ClusterName").value_as_string
     found = widgets(stack, cluster_name=name, period=cdk.Duration.minutes(5))
+    # 300 s is a dashboard graph's default period, which the CDK leaves out
+    assert ["period" in line[-1] for line in found[-1]["properties"]["metrics"]] == [False, False]
+    assert [line[3] for line in found[-1]["properties"]["metrics"]] == ["<ClusterName>", "<ClusterName>"]
+    found = found[:-1]
     assert expressions(found) == [
         f"SEARCH('{PER_NODE} MetricName=\"{metric}\" ClusterName=\"<ClusterName>\"', '{statistic}', 300)"
         for _, metric, statistic in NODE_PANELS
     ]
+
+
+def test_the_last_row_graphs_the_clusters_nodes_and_its_failing_nodes_where_a_replaced_node_shows():
+    last = widgets()[-1]
+    assert (last["x"], last["y"], last["width"]) == (0, 24, 24)
+    assert last["properties"]["title"] == CLUSTER_PANEL[0]
+    assert last["properties"]["metrics"] == [
+        [
+            "ContainerInsights",
+            metric,
+            "ClusterName",
+            "trn-cluster",
+            {"label": label, "period": 60, "stat": "Maximum"},
+        ]
+        for metric, label in CLUSTER_PANEL[1]
+    ]
+    assert [metric for metric, _ in CLUSTER_PANEL[1]] == ["cluster_node_count", "cluster_failed_node_count"]
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""TrainingDashboard: a CloudWatch dashboard of Neuron and EFA metrics per node of a cluster."""
+"""TrainingDashboard: a CloudWatch dashboard of Neuron and EFA metrics per node, and of a cluster's failing nodes."""
 
 from __future__ import annotations
 
@@ -29,11 +29,22 @@ EKS and Kubernetes Container Insights with enhanced observability metrics" (Cont
 .html): Neuron metrics from add-on v1.5.0-eksbuild.1, EFA metrics from v1.5.2-eksbuild.1; they need the Neuron and
 EFA device plugins."""
 
+CLUSTER_PANEL: Tuple[str, Tuple[Tuple[str, str], ...]] = (
+    "Nodes, and nodes with a failing condition (a node replaced: failing, then gone, then a new one)",
+    (("cluster_node_count", "nodes"), ("cluster_failed_node_count", "nodes with a failing condition")),
+)
+"""(title, ((metric, label), ...)) of the cluster panel, dimension ClusterName: ``cluster_failed_node_count`` counts
+the nodes "suffering from any node conditions" (CloudWatch user guide, "Amazon EKS and Kubernetes Container Insights
+metrics", Container-Insights-metrics-EKS.html), which the node monitoring agent's conditions (accelerated hardware,
+networking, storage, kernel, container runtime) and the kubelet's ``Ready`` are. A gang's restarts are not in
+CloudWatch: ``python -m trainium_eks status`` reads them from the jobs."""
+
 DEFAULT_PERIOD = Duration.minutes(1)
 
 
 class TrainingDashboard(Construct):
-    """A CloudWatch dashboard with one graph per Neuron and EFA metric, one line per node, for one cluster.
+    """A CloudWatch dashboard with one graph per Neuron and EFA metric, one line per node, for one cluster, and a graph
+    of its nodes and of its nodes with a failing condition (:data:`CLUSTER_PANEL`), where a replaced node shows.
 
     The graphs use ``SEARCH`` expressions over the Container Insights metrics (namespace ``ContainerInsights``,
     dimensions ClusterName, InstanceId, NodeName), so nodes that come and go appear without a redeploy. It needs
@@ -65,9 +76,24 @@ class TrainingDashboard(Construct):
             )
             for title, metric, statistic in NODE_PANELS
         ]
-        self.dashboard = cloudwatch.Dashboard(
-            self, "Dashboard", widgets=[widgets[i : i + 2] for i in range(0, len(widgets), 2)]
+        title, lines = CLUSTER_PANEL
+        nodes = cloudwatch.GraphWidget(
+            title=title,
+            width=24,
+            left=[
+                cloudwatch.Metric(
+                    namespace=CONTAINER_INSIGHTS,
+                    metric_name=metric,
+                    dimensions_map={"ClusterName": cluster_name},
+                    statistic="Maximum",
+                    label=label,
+                    period=period,
+                )
+                for metric, label in lines
+            ],
         )
+        rows = [widgets[i : i + 2] for i in range(0, len(widgets), 2)]
+        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", widgets=[*rows, [nodes]])
 
     @staticmethod
     def _per_node(metric: str, statistic: str, cluster_name: str, period: Duration) -> cloudwatch.MathExpression:
