@@ -5,10 +5,9 @@ Real boto3 clients (fake credentials, no network) under botocore's Stubber: ever
 
 import json
 
-import boto3
 import pytest
-from botocore.stub import Stubber
 
+from tests.support.stubbed_session import StubbedSession
 from trainium_eks.commands import admin_role
 from trainium_eks.stacks.app_context import settings_from_context
 
@@ -17,13 +16,12 @@ SSO_SESSION = f"arn:aws:sts::{ACCOUNT}:assumed-role/AWSReservedSSO_Admin_0123456
 SSO_ROLE = f"arn:aws:iam::{ACCOUNT}:role/aws-reserved/sso.amazonaws.com/AWSReservedSSO_Admin_0123456789abcdef"
 
 
-class StubbedSession:
-    """A boto3 session whose STS and IAM clients are stubbed."""
+class StubbedIdentity(StubbedSession):
+    """A session whose STS client says who calls (``caller_arn``) and whose IAM client has ``role`` (or refuses
+    ``get_role`` with ``role_error``)."""
 
     def __init__(self, caller_arn, *, role=None, role_error=None):
-        session = boto3.Session(aws_access_key_id="x", aws_secret_access_key="y", region_name="us-east-1")
-        self.clients = {"sts": session.client("sts"), "iam": session.client("iam")}
-        self.stubs = {name: Stubber(client) for name, client in self.clients.items()}
+        super().__init__(("sts", "iam"), "us-east-1")
         self.stubs["sts"].add_response(
             "get_caller_identity", {"Arn": caller_arn, "Account": ACCOUNT, "UserId": "AIDEXAMPLE"}
         )
@@ -46,19 +44,10 @@ class StubbedSession:
             )
         if role_error is not None:
             self.stubs["iam"].add_client_error("get_role", role_error, "not allowed")
-        for stub in self.stubs.values():
-            stub.activate()
-
-    def client(self, name):
-        return self.clients[name]
-
-    def verify(self):
-        for stub in self.stubs.values():
-            stub.assert_no_pending_responses()
 
 
 def test_an_sso_session_becomes_its_role_with_the_roles_path(tmp_path, capsys):
-    session = StubbedSession(SSO_SESSION, role=SSO_ROLE)
+    session = StubbedIdentity(SSO_SESSION, role=SSO_ROLE)
     assert admin_role.main(["--save", "--directory", str(tmp_path)], session=session) == 0
     session.verify()
     assert json.loads((tmp_path / "cdk.context.json").read_text()) == {"adminRoleArn": SSO_ROLE}
@@ -67,7 +56,7 @@ def test_an_sso_session_becomes_its_role_with_the_roles_path(tmp_path, capsys):
 
 def test_saving_keeps_what_the_context_file_holds_and_the_app_accepts_the_value(tmp_path):
     (tmp_path / "cdk.context.json").write_text(json.dumps({"availability-zones:account=1:region=x": ["a"]}))
-    session = StubbedSession(f"arn:aws:iam::{ACCOUNT}:user/alice")
+    session = StubbedIdentity(f"arn:aws:iam::{ACCOUNT}:user/alice")
     assert admin_role.main(["--save", "--directory", str(tmp_path)], session=session) == 0
     saved = json.loads((tmp_path / "cdk.context.json").read_text())
     assert saved == {
@@ -84,7 +73,7 @@ def test_saving_keeps_what_the_context_file_holds_and_the_app_accepts_the_value(
 
 
 def test_without_save_nothing_is_written_and_the_deploy_command_is_printed(tmp_path, capsys):
-    session = StubbedSession(f"arn:aws:iam::{ACCOUNT}:role/Admin")
+    session = StubbedIdentity(f"arn:aws:iam::{ACCOUNT}:role/Admin")
     assert admin_role.main(["--directory", str(tmp_path)], session=session) == 0
     assert not (tmp_path / "cdk.context.json").exists()
     deploy = f'make deploy STACK=<stack> ARGS="-c adminRoleArn=arn:aws:iam::{ACCOUNT}:role/Admin"'
@@ -92,13 +81,13 @@ def test_without_save_nothing_is_written_and_the_deploy_command_is_printed(tmp_p
 
 
 def test_the_root_user_is_refused_with_what_to_do_instead(tmp_path, capsys):
-    session = StubbedSession(f"arn:aws:iam::{ACCOUNT}:root")
+    session = StubbedIdentity(f"arn:aws:iam::{ACCOUNT}:root")
     assert admin_role.main(["--save", "--directory", str(tmp_path)], session=session) == 1
     assert "root user" in capsys.readouterr().out and not (tmp_path / "cdk.context.json").exists()
 
 
 def test_a_role_that_cannot_be_read_says_how_to_pass_it_by_hand(tmp_path, capsys):
-    session = StubbedSession(SSO_SESSION, role_error="AccessDenied")
+    session = StubbedIdentity(SSO_SESSION, role_error="AccessDenied")
     assert admin_role.main(["--directory", str(tmp_path)], session=session) == 1
     out = capsys.readouterr().out
     assert "aws iam get-role --role-name AWSReservedSSO_Admin_0123456789abcdef" in out and "-c adminRoleArn=" in out

@@ -12,11 +12,11 @@ import subprocess
 import sys
 from typing import Any, Dict, List
 
-import boto3
 import pytest
-from botocore.stub import ANY, Stubber
+from botocore.stub import ANY
 
 from tests.support.apps import REPO
+from tests.support.stubbed_session import StubbedSession
 from trainium_eks.commands import run
 
 REGION = "us-west-2"
@@ -37,23 +37,9 @@ def fake_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
-class StubbedSession:
-    """A boto3 session whose clients are stubbed; ``check`` asserts every expected call was made."""
-
-    def __init__(self) -> None:
-        session = boto3.Session(region_name=REGION)
-        self.region_name = REGION
-        self.clients = {name: session.client(name) for name in ("cloudformation", "stepfunctions")}
-        self.stubs = {name: Stubber(client) for name, client in self.clients.items()}
-        for stub in self.stubs.values():
-            stub.activate()
-
-    def client(self, name: str) -> Any:
-        return self.clients[name]
-
-    def check(self) -> None:
-        for stub in self.stubs.values():
-            stub.assert_no_pending_responses()
+def stubbed_session() -> StubbedSession:
+    """The CloudFormation and Step Functions clients the command uses, stubbed."""
+    return StubbedSession(("cloudformation", "stepfunctions"), REGION)
 
 
 def stack_outputs(session: StubbedSession, outputs: Dict[str, str], stack: str = "KubeflowTraining") -> None:
@@ -130,7 +116,7 @@ def test_dry_run_prints_the_request_and_calls_nothing(capsys):
 
 
 def test_a_sagemaker_run_is_started_located_and_followed_to_success(capsys):
-    session = StubbedSession()
+    session = stubbed_session()
     request = {
         "training_runtime": "sagemaker",
         "hyperparameters": {"epochs": "5", "batch-size": "128"},
@@ -151,7 +137,7 @@ def test_a_sagemaker_run_is_started_located_and_followed_to_success(capsys):
         session=session,
         sleep=sleeps.append,
     )
-    session.check()
+    session.verify()
     printed = capsys.readouterr().out
     assert code == 0
     assert f"Started {EXECUTION}" in printed
@@ -163,7 +149,7 @@ def test_a_sagemaker_run_is_started_located_and_followed_to_success(capsys):
 
 
 def test_a_kubernetes_run_names_its_trainjob_and_its_release(capsys):
-    session = StubbedSession()
+    session = stubbed_session()
     request = {"training_runtime": "kubernetes", "hyperparameters": {"epochs": "2"}}
     stack_outputs(session, {"HybridStateMachineArn": STATE_MACHINE}, stack="Kubeflow")
     started(session, request)
@@ -179,7 +165,7 @@ def test_a_kubernetes_run_names_its_trainjob_and_its_release(capsys):
         session=session,
         sleep=lambda seconds: None,
     )
-    session.check()
+    session.verify()
     printed = capsys.readouterr().out
     assert code == 0
     assert "Runs on: Kubernetes TrainJob training/cifar10-ddp-9f8e7d6c5b" in printed
@@ -188,7 +174,7 @@ def test_a_kubernetes_run_names_its_trainjob_and_its_release(capsys):
 
 
 def test_a_failed_run_exits_1_with_its_reason(capsys):
-    session = StubbedSession()
+    session = stubbed_session()
     request = {"training_runtime": "sagemaker", "hyperparameters": {}}
     stack_outputs(session, {"HybridStateMachineArn": STATE_MACHINE})
     started(session, request)
@@ -196,7 +182,7 @@ def test_a_failed_run_exits_1_with_its_reason(capsys):
     described(session, "FAILED", stopDate=NOW, error="States.TaskFailed", cause=cause)
     history(session, [ENTERED, scheduled("sagemaker", "createTrainingJob.sync", {"TrainingJobName": "cifar10-ddp-1"})])
     code = run.main(["--runtime", "sagemaker"], session=session, sleep=lambda seconds: None)
-    session.check()
+    session.verify()
     printed = capsys.readouterr().out
     assert code == 1
     assert "Error: States.TaskFailed" in printed
@@ -205,7 +191,7 @@ def test_a_failed_run_exits_1_with_its_reason(capsys):
 
 
 def test_a_refused_request_prints_the_workflows_cause(capsys):
-    session = StubbedSession()
+    session = stubbed_session()
     request = {"training_runtime": "kubernetes", "hyperparameters": {}, "node_count": 9}
     stack_outputs(session, {"HybridStateMachineArn": STATE_MACHINE})
     started(session, request)
@@ -213,22 +199,22 @@ def test_a_refused_request_prints_the_workflows_cause(capsys):
     described(session, "FAILED", stopDate=NOW, error="InvalidRequest", cause=cause)
     history(session, [ENTERED])
     assert run.main(["--runtime", "kubernetes", "--node-count", "9"], session=session, sleep=lambda s: None) == 1
-    session.check()
+    session.verify()
     printed = capsys.readouterr().out
     assert "Error: InvalidRequest" in printed and f"Cause: {cause}" in printed and "Reason:" not in printed
 
 
 def test_a_stack_without_the_output_is_a_clear_error(capsys):
-    session = StubbedSession()
+    session = stubbed_session()
     stack_outputs(session, {"FileSystemId": "fs-0123456789abcdef0"})
     assert run.main(["--runtime", "sagemaker"], session=session) == 1
-    session.check()
+    session.verify()
     error = capsys.readouterr().err
     assert "stack KubeflowTraining has no output HybridStateMachineArn (its outputs: FileSystemId)" in error
 
 
 def test_a_missing_stack_is_a_clear_error(capsys):
-    session = StubbedSession()
+    session = stubbed_session()
     session.stubs["cloudformation"].add_client_error(
         "describe_stacks",
         service_error_code="ValidationError",
@@ -236,12 +222,12 @@ def test_a_missing_stack_is_a_clear_error(capsys):
         expected_params={"StackName": "Nope"},
     )
     assert run.main(["--runtime", "kubernetes", "--stack", "Nope"], session=session) == 1
-    session.check()
+    session.verify()
     assert "cannot read stack Nope: Stack with id Nope does not exist" in capsys.readouterr().err
 
 
 def test_an_execution_that_cannot_start_is_a_clear_error(capsys):
-    session = StubbedSession()
+    session = stubbed_session()
     stack_outputs(session, {"HybridStateMachineArn": STATE_MACHINE})
     session.stubs["stepfunctions"].add_client_error(
         "start_execution",
@@ -250,7 +236,7 @@ def test_an_execution_that_cannot_start_is_a_clear_error(capsys):
         expected_params={"stateMachineArn": STATE_MACHINE, "name": "my run", "input": ANY},
     )
     assert run.main(["--runtime", "sagemaker", "--name", "my run"], session=session) == 1
-    session.check()
+    session.verify()
     assert f"cannot start {STATE_MACHINE}: Invalid Name: 'my run'" in capsys.readouterr().err
 
 

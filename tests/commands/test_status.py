@@ -8,10 +8,10 @@ import time
 
 import boto3
 import pytest
-from botocore.stub import Stubber
 
 import trainium_eks.__main__ as cli
 from tests.support.fake_kubectl import fake_kubectl
+from tests.support.stubbed_session import StubbedSession
 from trainium_eks.commands import status
 from trainium_eks.core.conventions import FABRIC_SUSPECT_TAINT, HELD_JOB_LABEL
 from trainium_eks.manifests.jobs.job_release_program import RECREATED_ANNOTATION
@@ -368,13 +368,12 @@ def test_step_text_reads_the_progress_line_as_the_probe_does():
     assert status.step_text("garbage", NOW) == "unreadable progress file: 'garbage'"
 
 
-class StubbedAws:
-    """A boto3 session whose CloudFormation and EKS clients are stubbed for stack ``TrainiumEks``."""
+class StubbedAws(StubbedSession):
+    """A session whose CloudFormation and EKS clients answer for stack ``TrainiumEks``: its cluster's ``endpoint``,
+    its node ``groups``; without ``outputs``, a stack with no ClusterName output."""
 
     def __init__(self, *, endpoint=SERVER, groups=(), outputs=True):
-        session = boto3.Session(aws_access_key_id="x", aws_secret_access_key="y", region_name="us-west-2")
-        self.clients = {"cloudformation": session.client("cloudformation"), "eks": session.client("eks")}
-        self.stubs = {name: Stubber(client) for name, client in self.clients.items()}
+        super().__init__(("cloudformation", "eks"), "us-west-2")
         stack = {"StackName": "TrainiumEks", "StackStatus": "UPDATE_COMPLETE", "CreationTime": "2026-12-01T00:00:00Z"}
         if outputs:
             stack["Outputs"] = [{"OutputKey": "ClusterName", "OutputValue": "trainium-eks"}]
@@ -394,15 +393,6 @@ class StubbedAws:
                     {"nodegroup": group},
                     {"clusterName": "trainium-eks", "nodegroupName": group["nodegroupName"]},
                 )
-        for stub in self.stubs.values():
-            stub.activate()
-
-    def client(self, name):
-        return self.clients[name]
-
-    def verify(self):
-        for stub in self.stubs.values():
-            stub.assert_no_pending_responses()
 
 
 def test_the_stack_and_its_node_groups_health_come_from_aws(tmp_path, monkeypatch, capsys):

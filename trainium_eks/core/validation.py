@@ -283,6 +283,15 @@ def check_instance(problems: Problems, setting: str, value: Any, expected: Any, 
     return False
 
 
+def check_optional_settings(problems: Problems, setting: str, value: Any, kind: type, allowed: str) -> bool:
+    """``value`` is None or a ``kind`` (a settings class with ``check(problems, setting)``) whose own check passes."""
+    if value is None:
+        return True
+    if not check_instance(problems, setting, value, kind, allowed):
+        return False
+    return bool(value.check(problems, setting))
+
+
 def implements(value: Any, interface: type) -> bool:
     """Whether ``value`` is a CDK object of the jsii ``interface`` (``ec2.IVpc``, ``eks.ICluster``...).
 

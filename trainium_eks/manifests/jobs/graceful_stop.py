@@ -42,7 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
-from trainium_eks.core.validation import Problems, check_instance, check_integer
+from trainium_eks.core.validation import Problems, check_integer, check_optional_settings
 
 STOP_FILE_ENV = "TRAINIUM_EKS_STOP_FILE"
 """The environment variable that names the stop file; a training script stops at its next step once it exists."""
@@ -153,8 +153,4 @@ class GracefulStop:
 
 def check_graceful_stop(problems: Problems, setting: str, value: object) -> bool:
     """``value`` is None or a :class:`GracefulStop` whose fields are in range."""
-    if value is None:
-        return True
-    if not check_instance(problems, setting, value, GracefulStop, "None or a GracefulStop"):
-        return False
-    return value.check(problems, setting)  # type: ignore[attr-defined]
+    return check_optional_settings(problems, setting, value, GracefulStop, "None or a GracefulStop")

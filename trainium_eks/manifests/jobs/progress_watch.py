@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Dict, List
 
-from trainium_eks.core.validation import Problems, check_instance, check_integer
+from trainium_eks.core.validation import Problems, check_integer, check_optional_settings
 
 PROGRESS_FILE_ENV = "TRAINIUM_EKS_PROGRESS_FILE"
 """The environment variable that names the progress file; a training script writes there when it is set."""
@@ -123,8 +123,4 @@ def liveness_probe() -> Dict[str, Any]:
 
 def check_progress(problems: Problems, setting: str, value: object) -> bool:
     """``value`` is None or a :class:`ProgressWatch` whose fields are in range."""
-    if value is None:
-        return True
-    if not check_instance(problems, setting, value, ProgressWatch, "None or a ProgressWatch"):
-        return False
-    return value.check(problems, setting)  # type: ignore[attr-defined]
+    return check_optional_settings(problems, setting, value, ProgressWatch, "None or a ProgressWatch")
