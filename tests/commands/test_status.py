@@ -87,6 +87,8 @@ EVENTS = [
         "Pod", "bert-train-worker-1", "Unhealthy", "Liveness probe failed: no training step after step 40 for 2000 s"
     ),
     event("Pod", "bert-train-worker-1", "Scheduled", "Successfully assigned"),
+    event("Pod", "bert-train-worker-1", "Unhealthy", "Readiness probe failed: not ready"),
+    event("Pod", "bert-train-worker-0", "Evict", "Pod is evicted, because of reclaim", when="2026-12-06T10:02:00Z"),
     event("Pod", "bert-train-worker-1", "Unhealthy", "elsewhere", namespace="other"),
     event("Node", "ip-10-0-1-5", "SpotInterrupted", "Spot interruption warning was triggered", namespace="default"),
     event("NodeClaim", "trn1-abcde", "DisruptionTerminating", "Disrupting NodeClaim: Empty", namespace="", count=2),
@@ -223,13 +225,16 @@ def test_the_report_names_each_jobs_state_restarts_last_step_and_the_nodes_remov
     cifar = next(line for line in lines if line.startswith("  trainjob"))
     assert "  2  " in cifar and "0/1" in cifar  # the JobSet's restarts; the JobSet itself is not listed again
     assert "cifar-node-0" not in out.split("Nodes removed")[0].replace("cifar-node-0-0", "")
-    notes = lines[lines.index(bert) + 1 : lines.index(bert) + 3]
+    notes = lines[lines.index(bert) + 1 : lines.index(bert) + 4]
     assert notes[0].strip().startswith("release: 2026-12-06T10:00:00Z  Job/bert-train-release  CapacityHeld: held 2")
     assert notes[1].strip() == (
         "2026-12-06T10:00:00Z  Pod/bert-train-worker-1  Unhealthy: Liveness probe failed: no training step after "
         "step 40 for 2000 s"
     )
-    assert "Scheduled" not in out and "elsewhere" not in out
+    assert notes[2].strip() == (
+        "2026-12-06T10:02:00Z  Pod/bert-train-worker-0  Evict: Pod is evicted, because of reclaim"
+    )  # Volcano's scheduler's reclaim or preemption
+    assert "Scheduled" not in out and "elsewhere" not in out and "Readiness" not in out
     assert "(not served by this cluster: pytorchjobs.kubeflow.org)" in out
 
     removed = out.split("Nodes removed or being removed, and why (events of the last 1 hour):\n")[1]
@@ -238,7 +243,7 @@ def test_the_report_names_each_jobs_state_restarts_last_step_and_the_nodes_remov
         "  2026-12-06T10:00:00Z  NodeClaim/trn1-abcde  DisruptionTerminating (x2): Disrupting NodeClaim: Empty",
     ]
     assert "NodeHasSufficientMemory" not in out
-    karpenter = out.split("Nodes Karpenter's log says it removed (node repair and expiry record no event):\n")[1]
+    karpenter = out.split("Nodes Karpenter's log says it removed (a repair's reason is only there):\n")[1]
     assert karpenter.splitlines()[:2] == [
         "  2026-12-06T09:58:00.000Z  node ip-10-0-1-4, nodeclaim trn1-zzzzz  node repair: a condition unhealthy "
         "past the provider's toleration",
@@ -350,15 +355,25 @@ def test_since_is_a_duration_kubectl_takes(since, capsys):
             {"status": {"conditions": [{"type": "Created", "status": "True"}, {"type": "Running", "status": "True"}]}},
             {},
             [pod("a", {}, restarts=2), pod("b", {}, restarts=1)],
-            ("Running", 3),
+            ("Running", 2),
         ),
         (status.BATCH, {"status": {"active": 1, "failed": 2}}, {}, [], ("Running", 2)),
+        (
+            status.BATCH,
+            {"status": {"active": 1, "conditions": [{"type": "FailureTarget", "status": "True"}]}},
+            {},
+            [],
+            ("Running", 0),
+        ),
+        (status.VOLCANO, {"status": {"state": {"phase": "Aborted"}}}, {}, [], ("Aborted", 0)),
+        (status.VOLCANO, {"status": {"state": {"phase": "Terminated"}}}, {}, [], ("Terminated", 0)),
+        (status.JOBSET, {"status": {}}, {}, [pod("p", {}, phase="Pending")], ("Pending", 0)),
     ],
 )
 def test_each_kind_keeps_its_state_and_restarts_where_its_controller_does(kind, resource, jobsets, pods, expected):
     job = status.job_of(kind, {"metadata": {"name": "t"}, **resource}, jobsets, pods)
     assert (job.state, job.restarts) == expected
-    assert job.failed == (job.state == "Failed")
+    assert job.failed == (job.state in ("Failed", "Terminated"))  # a suspended Volcano job is Aborted
 
 
 def test_step_text_reads_the_progress_line_as_the_probe_does():
@@ -444,3 +459,13 @@ def test_aws_that_cannot_be_reached_is_one_line_and_the_cluster_is_still_read(tm
     out = capsys.readouterr().out
     assert out.startswith("AWS not read (no AWS credentials: sign in")
     assert "Jobs in namespace training:" in out
+
+
+def test_the_last_step_is_read_from_the_first_running_pod_that_writes_one():
+    launcher = pod("t-launcher-0-0", {"jobset.sigs.k8s.io/job-global-index": "0"}, progress=False)
+    node_1 = pod("t-node-0-1", {"jobset.sigs.k8s.io/job-global-index": "2"})
+    node_0 = pod("t-node-0-0", {"jobset.sigs.k8s.io/job-global-index": "1"})
+    waiting = pod("t-node-0-2", {"jobset.sigs.k8s.io/job-global-index": "0"}, phase="Pending")
+    found = status.progress_pod([launcher, node_1, node_0, waiting])
+    assert found is not None and found[0] is node_0 and found[1:] == ("train", PROGRESS_FILE)
+    assert status.progress_pod([launcher, waiting]) is None

@@ -10,7 +10,7 @@ read and, with AWS, says when that context is not the stack's cluster):
   not held, a gang stalled, fabric suspects);
 - **nodes replaced and why**: the events Karpenter records on Nodes and NodeClaims when it removes one or cannot
   (:data:`REPLACEMENT_REASONS`); the lines of Karpenter's log that say it removed one (:data:`KARPENTER_LOG_MESSAGES`:
-  its node repair and expiry record no event), over ``--since`` (default 24 hours) or from a saved log
+  the only event of a node repair says when, not why), over ``--since`` (default 24 hours) or from a saved log
   (``--karpenter-log``); the NodeClaims being deleted now; the nodes with a condition Karpenter's node repair acts
   on; and under each job, its pods' liveness kills for no progress, evictions and preemptions;
 - **fabric suspects**: nodes with the ``trainium-eks/fabric-suspect`` taint, with the check that named them.
@@ -39,7 +39,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from trainium_eks.commands.kubectl import KubectlError, cluster_hint, kubectl, reason, run_kubectl
 from trainium_eks.core.conventions import DEFAULT_NAMESPACE, FABRIC_SUSPECT_TAINT, HELD_JOB_LABEL
-from trainium_eks.manifests.jobs.job_release_program import RECREATED_ANNOTATION
+from trainium_eks.manifests.jobs.job_release_program import recreated_count
 from trainium_eks.manifests.jobs.progress_watch import PROGRESS_FILE, PROGRESS_FILE_ENV
 
 Object = Mapping[str, Any]
@@ -58,15 +58,16 @@ REPLACEMENT_REASONS: Dict[str, str] = {
     "InstanceStopping": "EC2 says the instance is stopping",
     "InstanceTerminating": "EC2 says the instance is terminating",
     "InstanceUnhealthy": "EC2 scheduled a change or reports the instance or its host unhealthy",
-    "TerminatingOnInterruption": "Karpenter deleted it on EC2's message (one of the four before)",
+    "TerminatingOnInterruption": "Karpenter deleted it on EC2's message (one of the five before)",
 }
 """Reasons of the events on Nodes and NodeClaims that say one is being removed, or cannot be, and what each means.
 Karpenter core (kubernetes-sigs/karpenter v1.14.1 ``pkg/controllers/disruption/events/events.go``,
 ``pkg/controllers/node/termination/terminator/events/events.go``, ``pkg/controllers/node/health/events.go``) and the
 AWS provider's interruption controller (aws/karpenter-provider-aws v1.14.1 ``pkg/controllers/interruption/events/
-events.go``). Node repair itself and expiry record no event (``node/health/controller.go``,
-``nodeclaim/expiration/controller.go``: a metric and a log line): :data:`KARPENTER_LOG_MESSAGES` finds them in the
-controller's log."""
+events.go``). Node repair records no event of its own (``node/health/controller.go``: a metric and a log line): it
+sets the NodeClaim's termination deadline, on which the termination controller records
+``TerminationGracePeriodExpiring`` (``node/termination/controller.go``), which says when, not why;
+:data:`KARPENTER_LOG_MESSAGES` finds the repair in the controller's log."""
 
 KARPENTER_LOG_MESSAGES: Dict[str, str] = {
     "deleting unhealthy node": "node repair: a condition unhealthy past the provider's toleration",
@@ -75,7 +76,9 @@ KARPENTER_LOG_MESSAGES: Dict[str, str] = {
 }
 """Karpenter's log lines (JSON, field ``message``) that say a node goes, and what each means (kubernetes-sigs/karpenter
 v1.14.1 ``pkg/controllers/node/health/controller.go``, ``pkg/controllers/disruption/queue.go``,
-``pkg/controllers/node/termination/controller.go``); a ``disrupting node(s)`` line's ``command`` field says why."""
+``pkg/controllers/node/termination/controller.go``); a ``disrupting node(s)`` line's ``command`` field says why. An
+expired NodeClaim logs its reason at debug level only (``nodeclaim/expiration/controller.go``; the chart's
+``logLevel`` is ``info``), so its node shows as ``deleted node``, without a reason."""
 
 KARPENTER_PODS = ("kube-system", "app.kubernetes.io/name=karpenter")
 """Where the stacks' Karpenter runs (:data:`~trainium_eks.constructs.karpenter_controller.KARPENTER_NAMESPACE`; the
@@ -93,10 +96,14 @@ REPAIRED_CONDITIONS: Dict[str, Tuple[str, ...]] = {
 ``pkg/cloudprovider/cloudprovider.go`` ``RepairPolicies``; :class:`~trainium_eks.constructs.karpenter_controller.
 KarpenterController` says after how long)."""
 
-POD_EVENT_REASONS = ("Unhealthy", "Evicted", "Preempted")
+POD_EVENT_REASONS = ("Unhealthy", "Evicted", "Evict", "Preempted")
 """Events on a job's pods that say why a gang restarted: a liveness kill for no progress (the kubelet's
-``Unhealthy``, ``Liveness probe failed: ...``), an eviction (the kubelet's or Karpenter's ``Evicted``), a preemption
-by a pod of higher priority (the scheduler's ``Preempted``)."""
+``Unhealthy`` whose message starts with :data:`LIVENESS_FAILED`; its readiness and startup failures are left out),
+an eviction (the kubelet's or Karpenter's ``Evicted``), a preemption or reclaim by Volcano's scheduler (``Evict``,
+volcano-sh/volcano v1.15.1 ``pkg/scheduler/cache/cache.go``) or by kube-scheduler (``Preempted``)."""
+LIVENESS_FAILED = "Liveness probe failed"
+"""How the kubelet's ``Unhealthy`` event of a failed liveness probe begins (kubernetes v1.36.3
+``pkg/kubelet/prober/prober.go``)."""
 
 
 class StatusError(KubectlError):
@@ -125,9 +132,10 @@ BATCH = JobKind("job", "jobs.batch", "batch.kubernetes.io/job-name")
 KINDS = (VOLCANO, TRAINJOB, JOBSET, PYTORCHJOB, BATCH)
 """The kinds listed, in this order. A kind whose CRD the cluster does not have is left out."""
 
-FAILED_STATES = ("Failed", "Aborted", "Terminated")
-"""States of :func:`job_of` that count as a failed job (Volcano's ``Aborted`` and ``Terminated`` included: a job
-ended by its policy, or by a person)."""
+FAILED_STATES = ("Failed", "Terminated")
+"""States of :func:`job_of` that count as a failed job: Volcano's ``Terminated`` included (a job its policy ended,
+``TerminateJob``), not its ``Aborted``, which ``vcctl job suspend`` also leads to and a resume leaves
+(volcano-sh/volcano v1.15.1 ``pkg/cli/job/suspend.go``, ``pkg/controllers/job/state/aborted.go``)."""
 
 
 @dataclass
@@ -168,20 +176,27 @@ def _true_conditions(resource: Object) -> List[str]:
     return [str(c.get("type")) for c in conditions if str(c.get("status")) == "True"]
 
 
-def _last_of(conditions: Sequence[str], terminal: Sequence[str], otherwise: str) -> str:
-    """The first of ``terminal`` in ``conditions``, else the last condition, else ``otherwise``."""
-    for state in terminal:
-        if state in conditions:
-            return state
-    return conditions[-1] if conditions else otherwise
+def _first_of(conditions: Sequence[str], terminal: Sequence[str], otherwise: str) -> str:
+    """The first of ``terminal`` in ``conditions``, else ``otherwise``."""
+    return next((state for state in terminal if state in conditions), otherwise)
 
 
-def _container_restarts(pods: Iterable[Object]) -> int:
-    return sum(
+def _pods_state(pods: Sequence[Object]) -> str:
+    """``Running`` when a pod of ``pods`` runs, ``Pending`` when there are pods, else ``Created``."""
+    if any((pod.get("status") or {}).get("phase") == "Running" for pod in pods):
+        return "Running"
+    return "Pending" if pods else "Created"
+
+
+def _most_container_restarts(pods: Iterable[Object]) -> int:
+    """The most restarts of one container of ``pods``: a PyTorchJob restarts its containers in place, each stalled
+    peer in turn, so one restart of the gang is one restart of each container."""
+    counts = [
         int(status.get("restartCount") or 0)
         for pod in pods
         for status in (pod.get("status") or {}).get("containerStatuses") or ()
-    )
+    ]
+    return max(counts, default=0)
 
 
 def job_of(kind: JobKind, resource: Object, jobsets: Mapping[str, Object], pods: Sequence[Object]) -> Job:
@@ -190,35 +205,33 @@ def job_of(kind: JobKind, resource: Object, jobsets: Mapping[str, Object], pods:
 
     Where each kind keeps its state and restarts: a Volcano job, ``status.state.phase`` and ``status.retryCount``;
     a JobSet, its conditions and ``status.restarts``; a TrainJob, its conditions and its JobSet's restarts; a
-    PyTorchJob, its conditions and its containers' restarts (it restarts containers in place); a batch Job, its
+    PyTorchJob, its conditions and the most restarts of one of its containers (it restarts containers in place);
+    a batch Job, its
     conditions and ``status.failed`` (pods retried under ``backoffLimit``)."""
     metadata = resource.get("metadata") or {}
     status = resource.get("status") or {}
     name = str(metadata.get("name"))
     held = HELD_JOB_LABEL in (metadata.get("labels") or {})
-    recreated = str((metadata.get("annotations") or {}).get(RECREATED_ANNOTATION, "0"))
     conditions = _true_conditions(resource)
     if kind is VOLCANO:
         state = str((status.get("state") or {}).get("phase") or "Pending")
         restarts: Optional[int] = int(status.get("retryCount") or 0)
     elif kind is JOBSET:
-        state = _last_of(conditions, ("Failed", "Completed", "Suspended"), "Running" if pods else "Created")
+        state = _first_of(conditions, ("Failed", "Completed", "Suspended"), _pods_state(pods))
         restarts = int(status.get("restarts") or 0)
     elif kind is TRAINJOB:
-        state = _last_of(conditions, ("Failed", "Complete", "Suspended"), "Running" if pods else "Created")
+        state = _first_of(conditions, ("Failed", "Complete", "Suspended"), _pods_state(pods))
         jobset = jobsets.get(name)
         restarts = int((jobset.get("status") or {}).get("restarts") or 0) if jobset else None
     elif kind is PYTORCHJOB:
-        state = _last_of(conditions, ("Failed", "Succeeded"), "Created")
-        restarts = _container_restarts(pods)
+        state = _first_of(conditions, ("Failed", "Succeeded"), conditions[-1] if conditions else "Created")
+        restarts = _most_container_restarts(pods)
     else:
-        state = _last_of(
+        state = _first_of(
             conditions, ("Failed", "Complete", "Suspended"), "Running" if status.get("active") else "Pending"
         )
         restarts = int(status.get("failed") or 0)
-    return Job(
-        kind, name, state, restarts, recreated=int(recreated) if recreated.isdigit() else 0, held=held, pods=list(pods)
-    )
+    return Job(kind, name, state, restarts, recreated=recreated_count(resource), held=held, pods=list(pods))
 
 
 def _owned_by(resource: Object, kinds: Sequence[str]) -> bool:
@@ -244,16 +257,18 @@ def jobs_of(listed: Mapping[JobKind, Sequence[Object]], pods: Sequence[Object]) 
 
 
 INDEX_LABELS = (
-    "jobset.sigs.k8s.io/job-index",
+    "jobset.sigs.k8s.io/job-global-index",
     "batch.kubernetes.io/job-completion-index",
     "volcano.sh/task-index",
     "training.kubeflow.org/replica-index",
 )
-"""Labels that number a job's pods, in the order that ranks them (a JobSet's job first, then its pod)."""
+"""Labels that number a job's pods, in the order that ranks them (a JobSet's job across its replicated jobs, then
+its pod)."""
 
 
-def first_running(pods: Sequence[Object]) -> Optional[Object]:
-    """The running pod of ``pods`` with the lowest index labels (node 0 when it runs), or None."""
+def progress_pod(pods: Sequence[Object]) -> Optional[Tuple[Object, str, str]]:
+    """``(pod, container, path)`` of the running pod of ``pods`` with a progress file (:func:`progress_target`) and
+    the lowest index labels (node 0 when it runs), or None."""
 
     def rank(pod: Object) -> Tuple[Any, ...]:
         labels = (pod.get("metadata") or {}).get("labels") or {}
@@ -263,8 +278,11 @@ def first_running(pods: Sequence[Object]) -> Optional[Object]:
             numbers.append(int(text) if text.isdigit() else 0)
         return (*numbers, str(pod["metadata"]["name"]))
 
-    running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
-    return min(running, key=rank) if running else None
+    running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running" and progress_target(p)]
+    if not running:
+        return None
+    pod = min(running, key=rank)
+    return (pod, *progress_target(pod))  # type: ignore[misc]
 
 
 def progress_target(pod: Object) -> Optional[Tuple[str, str]]:
@@ -344,7 +362,8 @@ def add_event_notes(jobs: Sequence[Job], events: Sequence[Object]) -> None:
                 job.notes.append(f"release: {_event_line(release[-1])}")
         for pod in job.pods:
             for event in by_object.get(("Pod", str(pod["metadata"]["name"])), []):
-                if event.get("reason") in POD_EVENT_REASONS:
+                liveness = event.get("reason") != "Unhealthy" or str(event.get("message")).startswith(LIVENESS_FAILED)
+                if event.get("reason") in POD_EVENT_REASONS and liveness:
                     job.notes.append(_event_line(event))
 
 
@@ -493,11 +512,10 @@ def read_cluster(
     pods = _list(["-n", namespace, "get", "pods"], stack, "get pods") or []
     jobs = jobs_of(listed, pods)
     for job in jobs:
-        pod = first_running(job.pods)
-        target = progress_target(pod) if pod else None
-        if pod is None or target is None:
+        found = progress_pod(job.pods)
+        if found is None:
             continue
-        container, path = target
+        pod, container, path = found
         name = str(pod["metadata"]["name"])
         done = run_kubectl(["-n", namespace, "exec", name, "-c", container, "--", "cat", path], stack, "exec")
         if done.returncode == 0:
@@ -587,7 +605,7 @@ def render(state: ClusterState, namespace: str) -> List[str]:
     lines += ["", f"Nodes removed or being removed, and why (events of the last {EVENT_TTL}):"]
     lines += [f"  {line}" for line in replaced] or ["  none"]
     if state.nodeclaims is not None:
-        lines += ["", "Nodes Karpenter's log says it removed (node repair and expiry record no event):"]
+        lines += ["", "Nodes Karpenter's log says it removed (a repair's reason is only there):"]
         lines += [f"  {line}" for line in state.karpenter]
         lines += ["", "NodeClaims being deleted now:"]
         lines += [f"  {line}" for line in deleting_nodeclaims(state.nodeclaims)] or ["  none"]

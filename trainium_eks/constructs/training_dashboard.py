@@ -30,21 +30,25 @@ EKS and Kubernetes Container Insights with enhanced observability metrics" (Cont
 EFA device plugins."""
 
 CLUSTER_PANEL: Tuple[str, Tuple[Tuple[str, str], ...]] = (
-    "Nodes, and nodes with a failing condition (a node replaced: failing, then gone, then a new one)",
-    (("cluster_node_count", "nodes"), ("cluster_failed_node_count", "nodes with a failing condition")),
+    "Nodes, and nodes the agent counts as failed (a node lost: failed, then gone, then a new one)",
+    (("cluster_node_count", "nodes"), ("cluster_failed_node_count", "nodes under pressure or not reporting")),
 )
-"""(title, ((metric, label), ...)) of the cluster panel, dimension ClusterName: ``cluster_failed_node_count`` counts
-the nodes "suffering from any node conditions" (CloudWatch user guide, "Amazon EKS and Kubernetes Container Insights
-metrics", Container-Insights-metrics-EKS.html), which the node monitoring agent's conditions (accelerated hardware,
-networking, storage, kernel, container runtime) and the kubelet's ``Ready`` are. A gang's restarts are not in
-CloudWatch: ``python -m trainium_eks status`` reads them from the jobs."""
+"""(title, ((metric, label), ...)) of the cluster panel, dimension ClusterName (CloudWatch user guide, "Amazon EKS and
+Kubernetes Container Insights metrics", Container-Insights-metrics-EKS.html). The CloudWatch agent counts a node as
+failed when its ``MemoryPressure``, ``DiskPressure``, ``PIDPressure`` or ``NetworkUnavailable`` condition is not
+``False`` (open-telemetry/opentelemetry-collector-contrib ``internal/aws/k8s/k8sclient/node.go``
+``failedNodeConditions``, which the agent builds on): a node whose kubelet stopped reporting counts (the node
+lifecycle controller sets those conditions ``Unknown``: kubernetes v1.36.3
+``pkg/controller/nodelifecycle/node_lifecycle_controller.go``), a node the repair replaces for its accelerators
+(``AcceleratedHardwareReady``) or one Karpenter drifts or consolidates shows only in the node count. A gang's
+restarts are not in CloudWatch: ``python -m trainium_eks status`` reads them from the jobs."""
 
 DEFAULT_PERIOD = Duration.minutes(1)
 
 
 class TrainingDashboard(Construct):
     """A CloudWatch dashboard with one graph per Neuron and EFA metric, one line per node, for one cluster, and a graph
-    of its nodes and of its nodes with a failing condition (:data:`CLUSTER_PANEL`), where a replaced node shows.
+    of its nodes and of those the CloudWatch agent counts as failed (:data:`CLUSTER_PANEL`).
 
     The graphs use ``SEARCH`` expressions over the Container Insights metrics (namespace ``ContainerInsights``,
     dimensions ClusterName, InstanceId, NodeName), so nodes that come and go appear without a redeploy. It needs

@@ -682,6 +682,15 @@ def test_a_gang_with_a_pod_placed_but_not_started_past_the_stall_time_is_deleted
     assert gang_watch.recreated == 1  # the annotation the gang created again carries
 
 
+def test_the_count_goes_on_from_the_gang_taken_back_so_a_restarted_release_keeps_it(monkeypatch):
+    api, gang_watch = watch(monkeypatch, **{"stall-seconds": 10})
+    api.pods = [gang_pod("a", reason="Schedulable")]
+    again = {**vcjob("Pending"), "metadata": {"annotations": {program.RECREATED_ANNOTATION: "2"}}}
+    for now in (0, 10):
+        action, _ = gang_watch.step(again, now)
+    assert action == "hold" and gang_watch.recreated == 3
+
+
 def test_the_stall_time_starts_again_when_no_pod_waits_placed(monkeypatch):
     api, gang_watch = watch(monkeypatch, **{"stall-seconds": 300})
     api.pods = [gang_pod("a", reason="Schedulable")]
@@ -1069,8 +1078,9 @@ def test_a_second_round_does_the_same_on_the_new_nodes(monkeypatch, capsys):
 
 
 def test_a_manifest_created_again_says_how_often():
-    held = {"metadata": {"name": "train-1", "annotations": {"a": "b"}}}
-    assert program.RECREATED_ANNOTATION not in owned_manifest(held, "r", "u")["metadata"]["annotations"]
+    held = {"metadata": {"name": "train-1", "annotations": {"a": "b", program.RECREATED_ANNOTATION: "7"}}}
+    assert owned_manifest(held, "r", "u")["metadata"]["annotations"] == {"a": "b"}  # a stale count is not kept
+    held["metadata"]["annotations"].pop(program.RECREATED_ANNOTATION)
     again = owned_manifest(held, "r", "u", 3)["metadata"]
     assert again["annotations"] == {"a": "b", program.RECREATED_ANNOTATION: "3"} and held["metadata"][
         "annotations"

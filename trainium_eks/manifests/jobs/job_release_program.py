@@ -229,13 +229,21 @@ keeps the count for ``python -m trainium_eks status``."""
 
 def owned_manifest(manifest, owner_name, owner_uid, recreated=0):
     """``manifest`` owned by the release Job ``owner_name`` (the garbage collector deletes it with that Job); with
-    ``recreated`` (the times the release created it before), :data:`RECREATED_ANNOTATION` says so."""
+    ``recreated`` (the times the release created it before), :data:`RECREATED_ANNOTATION` says so, and without, the
+    manifest carries none."""
     owned = json.loads(json.dumps(manifest))
     metadata = owned.setdefault("metadata", {})
     metadata["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": owner_name, "uid": owner_uid}]
+    (metadata.get("annotations") or {}).pop(RECREATED_ANNOTATION, None)
     if recreated:
         metadata.setdefault("annotations", {})[RECREATED_ANNOTATION] = str(recreated)
     return owned
+
+
+def recreated_count(job):
+    """:data:`RECREATED_ANNOTATION` of ``job`` as a number (0 without it or when it is not one)."""
+    text = str(((job.get("metadata") or {}).get("annotations") or {}).get(RECREATED_ANNOTATION, "0"))
+    return int(text) if text.isdigit() else 0
 
 
 def give_up_time(release_job):
@@ -636,14 +644,17 @@ class GangWatch:
         self.held_ref, self.settings, self.suspects = held_ref, settings, suspects
         self.stalled_since = None
         self.restarts = 0
+        self.recreated = 0
+        """How often the gang was taken back to be created again (its stalls, its fabric check's rounds), counted from
+        the annotation of the gang taken back, so that a release pod that restarted goes on counting."""
         self.taken_back = False
         """This watch deleted the gang to create it again: until a gang not being deleted is seen (the new one), the
         gang being deleted, ended or not, is only waited for."""
 
-    @property
-    def recreated(self):
-        """How often this watch took the gang back to create it again: its stalls and its fabric check's rounds."""
-        return self.restarts + (self.suspects.rounds if self.suspects is not None else 0)
+    def take_back(self, job):
+        """Count ``job``, taken back to be created again, in :attr:`recreated`."""
+        self.taken_back = True
+        self.recreated = recreated_count(job) + 1
 
     def step(self, job, now):
         """One look at the gang ``job``: ('end', message) once it has completed or failed; ('watch', message);
@@ -656,12 +667,13 @@ class GangWatch:
             self.taken_back = False
         if ended != "waiting" and not (deleting and self.taken_back):
             if ended == "failed" and deleting and self.suspects is not None:
-                self.taken_back = True  # an earlier run of this release (its pod restarted) deleted it for a round
+                self.take_back(job)  # an earlier run of this release (its pod restarted) deleted it for a round
                 return "hold", f"{self.held_ref} failed and is being deleted to run again; holding its nodes again"
             if ended == "failed" and self.suspects is not None:
                 found = self.suspects.step()
                 if found is not None:
-                    self.taken_back = found[0] == "hold"
+                    if found[0] == "hold":
+                        self.take_back(job)
                     return found
             return "end", f"{self.held_ref} {'completed' if ended == 'done' else 'failed'}"
         if deleting:
@@ -682,7 +694,7 @@ class GangWatch:
         self.stalled_since = None
         self.restarts += 1
         request(self.base + object_path(self.namespace, self.held_ref), {"propagationPolicy": "Foreground"}, "DELETE")
-        self.taken_back = True
+        self.take_back(job)
         allowed = self.settings["restarts"]
         if self.restarts > allowed:
             message = f"{stalled}, after {allowed} restarts; deleted it"
