@@ -13,7 +13,7 @@ from tests.support.apps import REPO
 def test_an_unknown_command_is_named_in_one_line_with_the_commands(capsys):
     assert cli.main(["bogus"]) == 2
     err = capsys.readouterr().err
-    commands = "admin-role, run, cost, preflight, fabric, release"
+    commands = "admin-role, run, cost, preflight, fabric, release, status"
     assert err == f"error: unknown command 'bogus': one of {commands} (python -m trainium_eks --help)\n"
 
 
