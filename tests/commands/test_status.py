@@ -12,24 +12,16 @@ import pytest
 import trainium_eks.__main__ as cli
 from tests.support.fake_kubectl import fake_kubectl
 from tests.support.stubbed_session import StubbedSession
-from trainium_eks.commands import status
+from tests.support.training_pods import training_pod
+from trainium_eks.commands import node_events, status
 from trainium_eks.core.conventions import FABRIC_SUSPECT_TAINT, HELD_JOB_LABEL
 from trainium_eks.manifests.jobs.job_release_program import RECREATED_ANNOTATION
-from trainium_eks.manifests.jobs.progress_watch import PROGRESS_FILE, PROGRESS_FILE_ENV
+from trainium_eks.manifests.jobs.progress_watch import PROGRESS_FILE
 
 CONTEXT = "arn:aws:eks:us-west-2:111122223333:cluster/trainium-eks"
 SERVER = "https://ABCDEF.gr7.us-west-2.eks.amazonaws.com"
 NOW = 1_800_000_000
 NOT_SERVED = 'error: the server doesn\'t have a resource type "pytorchjobs"'
-
-
-def pod(name, labels, phase="Running", progress=True, restarts=0):
-    env = [{"name": PROGRESS_FILE_ENV, "value": PROGRESS_FILE}] if progress else []
-    return {
-        "metadata": {"name": name, "namespace": "training", "labels": labels},
-        "spec": {"containers": [{"name": "sidecar"}, {"name": "train", "env": env}]},
-        "status": {"phase": phase, "containerStatuses": [{"name": "train", "restartCount": restarts}]},
-    }
 
 
 def event(kind, name, reason, message, namespace="training", when="2026-12-06T10:00:00Z", count=1):
@@ -75,10 +67,10 @@ STAGING = {
 JOBSET_CHILD = {"metadata": {"name": "cifar-node-0", "ownerReferences": [{"kind": "JobSet", "name": "cifar"}]}}
 
 PODS = [
-    pod("bert-train-worker-1", {"volcano.sh/job-name": "bert-train", "volcano.sh/task-index": "1"}),
-    pod("bert-train-worker-0", {"volcano.sh/job-name": "bert-train", "volcano.sh/task-index": "0"}),
-    pod("cifar-node-0-0", {"jobset.sigs.k8s.io/jobset-name": "cifar"}, phase="Succeeded"),
-    pod("stage-data-x", {"batch.kubernetes.io/job-name": "stage-data"}, phase="Succeeded", progress=False),
+    training_pod("bert-train-worker-1", {"volcano.sh/job-name": "bert-train", "volcano.sh/task-index": "1"}),
+    training_pod("bert-train-worker-0", {"volcano.sh/job-name": "bert-train", "volcano.sh/task-index": "0"}),
+    training_pod("cifar-node-0-0", {"jobset.sigs.k8s.io/jobset-name": "cifar"}, phase="Succeeded"),
+    training_pod("stage-data-x", {"batch.kubernetes.io/job-name": "stage-data"}, phase="Succeeded", progress=False),
 ]
 EVENTS = [
     event("Job", "bert-train-release", "CapacityQueued", "waiting for 2 nodes", when="2026-12-06T09:00:00Z"),
@@ -128,7 +120,7 @@ NODECLAIMS = [
         "metadata": {
             "name": "trn1-sick",
             "deletionTimestamp": "2026-12-06T10:01:00Z",
-            "annotations": {status.TERMINATION_DEADLINE_ANNOTATION: "2026-12-06T10:01:00Z"},
+            "annotations": {node_events.TERMINATION_DEADLINE_ANNOTATION: "2026-12-06T10:01:00Z"},
         },
         "status": {"nodeName": "ip-10-0-1-4"},
     },
@@ -325,64 +317,6 @@ def test_since_is_a_duration_kubectl_takes(since, capsys):
     assert "is not a duration such as 90m or 24h" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(
-    "kind, resource, jobsets, pods, expected",
-    [
-        (status.VOLCANO, {"status": {}}, {}, [], ("Pending", 0)),
-        (status.VOLCANO, {"status": {"state": {"phase": "Restarting"}, "retryCount": 2}}, {}, [], ("Restarting", 2)),
-        (status.TRAINJOB, {"status": {}}, {}, [], ("Created", None)),
-        (status.TRAINJOB, {"status": {}}, {"t": {"status": {"restarts": 1}}}, [pod("p", {})], ("Running", 1)),
-        (
-            status.TRAINJOB,
-            {
-                "status": {
-                    "conditions": [{"type": "Failed", "status": "True"}, {"type": "Suspended", "status": "False"}]
-                }
-            },
-            {},
-            [],
-            ("Failed", None),
-        ),
-        (
-            status.JOBSET,
-            {"status": {"conditions": [{"type": "Suspended", "status": "True"}]}},
-            {},
-            [],
-            ("Suspended", 0),
-        ),
-        (
-            status.PYTORCHJOB,
-            {"status": {"conditions": [{"type": "Created", "status": "True"}, {"type": "Running", "status": "True"}]}},
-            {},
-            [pod("a", {}, restarts=2), pod("b", {}, restarts=1)],
-            ("Running", 2),
-        ),
-        (status.BATCH, {"status": {"active": 1, "failed": 2}}, {}, [], ("Running", 2)),
-        (
-            status.BATCH,
-            {"status": {"active": 1, "conditions": [{"type": "FailureTarget", "status": "True"}]}},
-            {},
-            [],
-            ("Running", 0),
-        ),
-        (status.VOLCANO, {"status": {"state": {"phase": "Aborted"}}}, {}, [], ("Aborted", 0)),
-        (status.VOLCANO, {"status": {"state": {"phase": "Terminated"}}}, {}, [], ("Terminated", 0)),
-        (status.JOBSET, {"status": {}}, {}, [pod("p", {}, phase="Pending")], ("Pending", 0)),
-    ],
-)
-def test_each_kind_keeps_its_state_and_restarts_where_its_controller_does(kind, resource, jobsets, pods, expected):
-    job = status.job_of(kind, {"metadata": {"name": "t"}, **resource}, jobsets, pods)
-    assert (job.state, job.restarts) == expected
-    assert job.failed == (job.state in ("Failed", "Terminated"))  # a suspended Volcano job is Aborted
-
-
-def test_step_text_reads_the_progress_line_as_the_probe_does():
-    assert status.step_text("1200 1799992700\n", NOW) == "step 1200, 2 h 1 min ago"
-    assert status.step_text("1200 1799996400\n", NOW) == "step 1200, 60 min ago"
-    assert status.step_text("start 1800000100", NOW) == "no step yet, started 0 s ago"
-    assert status.step_text("garbage", NOW) == "unreadable progress file: 'garbage'"
-
-
 class StubbedAws(StubbedSession):
     """A session whose CloudFormation and EKS clients answer for stack ``TrainiumEks``: its cluster's ``endpoint``,
     its node ``groups``; without ``outputs``, a stack with no ClusterName output."""
@@ -459,13 +393,3 @@ def test_aws_that_cannot_be_reached_is_one_line_and_the_cluster_is_still_read(tm
     out = capsys.readouterr().out
     assert out.startswith("AWS not read (no AWS credentials: sign in")
     assert "Jobs in namespace training:" in out
-
-
-def test_the_last_step_is_read_from_the_first_running_pod_that_writes_one():
-    launcher = pod("t-launcher-0-0", {"jobset.sigs.k8s.io/job-global-index": "0"}, progress=False)
-    node_1 = pod("t-node-0-1", {"jobset.sigs.k8s.io/job-global-index": "2"})
-    node_0 = pod("t-node-0-0", {"jobset.sigs.k8s.io/job-global-index": "1"})
-    waiting = pod("t-node-0-2", {"jobset.sigs.k8s.io/job-global-index": "0"}, phase="Pending")
-    found = status.progress_pod([launcher, node_1, node_0, waiting])
-    assert found is not None and found[0] is node_0 and found[1:] == ("train", PROGRESS_FILE)
-    assert status.progress_pod([launcher, waiting]) is None
