@@ -35,3 +35,9 @@ def test_other_lines_and_lines_that_are_not_json_objects_are_left_out():
         "",
     ]
     assert node_events.karpenter_removals("\n".join(lines)) == []
+
+
+def test_the_log_is_read_where_the_stacks_karpenter_runs():
+    from trainium_eks.constructs.karpenter_controller import KARPENTER_NAMESPACE
+
+    assert node_events.KARPENTER_PODS == (KARPENTER_NAMESPACE, "app.kubernetes.io/name=karpenter")
