@@ -82,6 +82,8 @@ NEAR_VALID: Dict[str, st.SearchStrategy] = {
     "kubernetesVersion": st.sampled_from(list(versions.KUBERNETES_VERSIONS) + ["1.33", "1.37", "v1.36", "1.36.0"]),
     "lustreStorageGiB": st.integers(0, 10**10) | st.sampled_from([1200, 2400, 4800, 3600, "2400"]),
     "dataBucketName": st.text("abcxyz019.-", min_size=1, max_size=70) | st.sampled_from(["xn--a1b", "a..b", "1.2.3.4"]),
+    "dataBucketPrefix": st.text("ab/. -", max_size=12) | st.sampled_from(["", "datasets/", "/datasets"]),
+    "dataExportPrefix": st.text("ab/. -", max_size=12) | st.sampled_from(["", "runs/", "/runs"]),
     "adminRoleArn": st.sampled_from(
         [
             "arn:aws:iam::123456789012:role/Admin",
@@ -160,6 +162,9 @@ def check_accepted_settings(stacks: Dict[str, Any], key: str, value: Any) -> Non
         assert stack.region in AZ_IDS_BY_REGION
         if key == "dataBucketName" and value:
             assert bucket_name_problem(value) is None
+        if key in ("dataBucketPrefix", "dataExportPrefix") and value:
+            assert isinstance(value, str) and not value.startswith("/") and value == value.strip()
+            assert key != "dataExportPrefix", "an export prefix needs a data bucket"
         if key == "account" and value:
             assert isinstance(value, str) and len(value) == 12 and value.isdigit()
         if key == "adminRoleArn" and value:
@@ -418,6 +423,8 @@ PROPS = {
         "deployment_type",
         "bucket_path",
         "data_bucket_prefix",
+        "export_prefix",
+        "export_path",
         "automatic_backup_retention",
         "client_security_groups",
         "kms_key",
@@ -437,7 +444,14 @@ PROPS = {
         "after_nodes",
         "kubernetes_api_addresses",
     ],
-    "TrainingPodIdentity": ["namespace", "service_account", "data_bucket", "cluster"],
+    "TrainingPodIdentity": [
+        "namespace",
+        "service_account",
+        "data_bucket",
+        "data_read_prefix",
+        "data_write_prefix",
+        "cluster",
+    ],
     "TrainingDashboard": ["cluster_name", "period"],
     "Preflight": ["timeout", "log_retention"],
     "TrainingImageRepository": ["repository_name", "image_directory", "build_args", "existing_repository"],

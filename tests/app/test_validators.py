@@ -20,6 +20,8 @@ VARIANTS = {
             "instanceType": "trn1n.32xlarge",
             "nodeCount": "4",
             "dataBucketName": "my-training-data",
+            "dataBucketPrefix": "datasets/",
+            "dataExportPrefix": "runs/",
             "adminRoleArn": ADMIN,
         },
     ),

@@ -7,6 +7,7 @@ import pytest
 from aws_cdk import assertions
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_fsx as fsx
+from aws_cdk import aws_s3 as s3
 
 from tests.support.apps import BUCKET_CONTEXT, default_template, new_app, only, resources_of
 from trainium_eks.constructs.lustre_storage import LustreStorage
@@ -91,7 +92,7 @@ def test_no_data_repository_association_without_a_bucket(template):
     template.resource_count_is("AWS::FSx::DataRepositoryAssociation", 0)
 
 
-def test_data_bucket_is_linked_with_automatic_import_and_export_without_deletes():
+def test_data_bucket_is_imported_and_nothing_is_exported_by_default():
     template = default_template(**BUCKET_CONTEXT)
     association = only(template, "AWS::FSx::DataRepositoryAssociation")
     assert association["DeletionPolicy"] == "Retain"
@@ -99,8 +100,65 @@ def test_data_bucket_is_linked_with_automatic_import_and_export_without_deletes(
     assert props["DataRepositoryPath"] == "s3://my-training-data/"
     assert props["FileSystemPath"] == "/bucket"
     assert props["BatchImportMetaDataOnCreate"] is True
-    assert props["S3"]["AutoImportPolicy"]["Events"] == ["NEW", "CHANGED", "DELETED"]
-    assert props["S3"]["AutoExportPolicy"]["Events"] == ["NEW", "CHANGED"]
+    assert props["S3"] == {"AutoImportPolicy": {"Events": ["NEW", "CHANGED", "DELETED"]}}, "import only"
+
+
+def test_an_export_prefix_gets_its_own_association_that_exports_new_and_changed_files_only():
+    template = default_template(**BUCKET_CONTEXT, dataBucketPrefix="datasets/", dataExportPrefix="runs/")
+    associations = {
+        r["Properties"]["FileSystemPath"]: r
+        for r in resources_of(template, "AWS::FSx::DataRepositoryAssociation").values()
+    }
+    assert set(associations) == {"/bucket", "/export"}
+    imported, exported = associations["/bucket"], associations["/export"]
+    assert imported["Properties"]["DataRepositoryPath"] == "s3://my-training-data/datasets/"
+    assert "AutoExportPolicy" not in imported["Properties"]["S3"]
+    assert exported["Properties"]["DataRepositoryPath"] == "s3://my-training-data/runs/"
+    assert exported["Properties"]["S3"] == {
+        "AutoImportPolicy": {"Events": ["NEW", "CHANGED", "DELETED"]},
+        "AutoExportPolicy": {"Events": ["NEW", "CHANGED"]},
+    }, "a deletion on the file system never deletes an object"
+    assert exported["DeletionPolicy"] == "Retain"
+
+
+@pytest.mark.parametrize(
+    "props, problem",
+    [
+        ({"export_prefix": "runs/"}, "export_prefix='runs/': a prefix outside the imported one (the whole bucket;"),
+        ({"data_bucket_prefix": "data", "export_prefix": "data/runs"}, "export_prefix='data/runs': a prefix outside"),
+        ({"data_bucket_prefix": "data/runs/", "export_prefix": "data"}, "export_prefix='data': a prefix outside"),
+        ({"data_bucket_prefix": "data/", "export_prefix": ""}, "export_prefix='': a key prefix in the bucket"),
+        (
+            {"data_bucket_prefix": "data/", "export_prefix": "runs/", "export_path": "/bucket/runs"},
+            "export_path='/bucket/runs': a path outside /bucket (FSx: two data repository associations",
+        ),
+        ({"data_bucket": None, "export_prefix": "runs/"}, "export_prefix='runs/': set only with a data bucket"),
+    ],
+)
+def test_prefixes_and_paths_two_associations_cannot_share_are_refused(props, problem):
+    stack = cdk.Stack(new_app(), "S")
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2)
+    props = {"data_bucket": s3.Bucket(stack, "Bucket"), **props}
+    with pytest.raises(ConfigurationError) as raised:
+        LustreStorage(stack, "Fs", vpc=vpc, subnet=vpc.private_subnets[0], **props)
+    (found,) = raised.value.problems
+    assert found.startswith(problem)
+
+
+def test_sibling_prefixes_that_share_their_first_letters_are_not_nested():
+    stack = cdk.Stack(new_app(), "S")
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2)
+    storage = LustreStorage(
+        stack,
+        "Fs",
+        vpc=vpc,
+        subnet=vpc.private_subnets[0],
+        data_bucket=s3.Bucket(stack, "Bucket"),
+        data_bucket_prefix="data",
+        export_prefix="data-runs/",
+        export_path="/bucket-runs",
+    )
+    assert storage.export_path == "/bucket-runs" and storage.export_association is not None
 
 
 def test_scratch_file_systems_take_no_throughput_and_no_backups():

@@ -1,6 +1,13 @@
 """TrainingPodIdentity: the training pods' role, trusted by EKS Pod Identity and limited to the data bucket."""
 
-from tests.support.apps import BUCKET_CONTEXT, default_template, resources_of, role_by_description
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_s3 as s3
+
+from tests.support.apps import BUCKET_CONTEXT, default_template, new_app, resources_of, role_by_description
+from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
+from trainium_eks.core.validation import ConfigurationError
 
 
 def test_training_role_trusts_pod_identity_and_is_bound_to_the_training_service_account(template):
@@ -18,17 +25,55 @@ def test_training_role_trusts_pod_identity_and_is_bound_to_the_training_service_
     ], "without a data bucket the role has no permissions"
 
 
-def test_training_role_is_limited_to_the_data_bucket_and_cannot_delete():
-    template = default_template(**BUCKET_CONTEXT)
+def _statements_of(template):
     role_id, _ = role_by_description(template, "Training pods")
     (policy,) = [
         p for p in resources_of(template, "AWS::IAM::Policy").values() if {"Ref": role_id} in p["Properties"]["Roles"]
     ]
-    statements = policy["Properties"]["PolicyDocument"]["Statement"]
-    by_resource = {
-        s["Resource"]: sorted([s["Action"]] if isinstance(s["Action"], str) else s["Action"]) for s in statements
+    return {
+        tuple([s["Action"]] if isinstance(s["Action"], str) else sorted(s["Action"])): (
+            s["Resource"],
+            s.get("Condition"),
+        )
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
     }
-    assert by_resource == {
-        "arn:aws:s3:::my-training-data": ["s3:ListBucket"],
-        "arn:aws:s3:::my-training-data/*": ["s3:AbortMultipartUpload", "s3:GetObject", "s3:PutObject"],
+
+
+def test_training_role_reads_the_data_bucket_and_cannot_write_or_delete_by_default():
+    assert _statements_of(default_template(**BUCKET_CONTEXT)) == {
+        ("s3:ListBucket",): ("arn:aws:s3:::my-training-data", None),
+        ("s3:GetObject",): ("arn:aws:s3:::my-training-data/*", None),
     }
+
+
+def test_training_role_reads_both_prefixes_and_writes_only_below_the_export_prefix():
+    template = default_template(**BUCKET_CONTEXT, dataBucketPrefix="datasets/", dataExportPrefix="runs/")
+    assert _statements_of(template) == {
+        ("s3:ListBucket",): (
+            "arn:aws:s3:::my-training-data",
+            {"StringLike": {"s3:prefix": ["datasets/*", "runs/*"]}},
+        ),
+        ("s3:GetObject",): (["arn:aws:s3:::my-training-data/datasets/*", "arn:aws:s3:::my-training-data/runs/*"], None),
+        ("s3:AbortMultipartUpload", "s3:PutObject"): ("arn:aws:s3:::my-training-data/runs/*", None),
+    }
+
+
+@pytest.mark.parametrize(
+    "props, problem",
+    [
+        ({"data_write_prefix": "runs/"}, "data_write_prefix='runs/': set only with a data bucket"),
+        (
+            {"data_write_prefix": ""},
+            "data_write_prefix='': a key prefix in the bucket, without a leading '/', not empty",
+        ),
+        ({"data_read_prefix": "/datasets"}, "data_read_prefix='/datasets': a key prefix in the bucket"),
+    ],
+)
+def test_prefixes_that_s3_keys_cannot_have_are_refused(props, problem):
+    stack = cdk.Stack(new_app(), "S")
+    cluster = eks.Cluster.from_cluster_attributes(stack, "Cluster", cluster_name="c")
+    bucket = None if "data_write_prefix" in props and props["data_write_prefix"] else s3.Bucket(stack, "Bucket")
+    with pytest.raises(ConfigurationError) as raised:
+        TrainingPodIdentity(stack, "Identity", cluster=cluster, data_bucket=bucket, **props)
+    (found,) = raised.value.problems
+    assert found.startswith(problem)

@@ -148,6 +148,25 @@ def test_data_bucket_name_that_s3_does_not_allow():
     assert problem.startswith("dataBucketName='My_Bucket': the name of an existing S3 bucket")
 
 
+@pytest.mark.parametrize(
+    "context, problem",
+    [
+        ({"dataExportPrefix": "runs/"}, "dataExportPrefix='runs/': set only with a data bucket"),
+        (
+            {"dataBucketName": "my-training-data", "dataExportPrefix": "runs/"},
+            "dataExportPrefix='runs/': a prefix outside the imported one (the whole bucket;",
+        ),
+        (
+            {"dataBucketName": "my-training-data", "dataBucketPrefix": "/datasets"},
+            "dataBucketPrefix='/datasets': a key prefix in the bucket",
+        ),
+    ],
+)
+def test_data_bucket_prefixes_the_file_system_cannot_link_are_refused_naming_the_key(context, problem):
+    (found,) = problems_of(**context)
+    assert found.startswith(problem)
+
+
 def test_lustre_storage_construct_refuses_a_throughput_and_size_together():
     import aws_cdk as cdk
     from aws_cdk import aws_ec2 as ec2

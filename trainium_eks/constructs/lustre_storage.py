@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import List, Mapping, Optional, Sequence
+from typing import Any, List, Mapping, Optional, Sequence
 
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -21,6 +21,7 @@ from trainium_eks.core.validation import (
     check_absolute_path,
     check_implements,
     check_instance,
+    check_key_prefix,
     is_concrete,
     is_integer,
 )
@@ -38,7 +39,10 @@ DEFAULT_THROUGHPUT_PER_TIB = 250
 """MB/s per TiB of storage: 300 MB/s on 1.2 TiB, enough to read the phase-1 shards and write checkpoints."""
 
 DEFAULT_BUCKET_PATH = "/bucket"
-"""Where the data bucket appears in the file system (at ``/data/bucket`` in the training pods)."""
+"""Where the data bucket's import prefix appears in the file system (at ``/data/bucket`` in the training pods)."""
+
+DEFAULT_EXPORT_PATH = "/export"
+"""Where the data bucket's export prefix appears in the file system (at ``/data/export`` in the training pods)."""
 
 DEFAULT_BACKUP_RETENTION = Duration.days(7)
 """Daily automatic backups kept for a week."""
@@ -54,10 +58,14 @@ ALLOWED_THROUGHPUT_PER_TIB: Mapping[str, Sequence[int]] = {
 }
 """PerUnitStorageThroughput on SSD storage. Source: FSx API reference, CreateFileSystemLustreConfiguration."""
 
-EXPORT_EVENTS = ("NEW", "CHANGED")
 IMPORT_EVENTS = ("NEW", "CHANGED", "DELETED")
-"""Data repository association events: S3 changes (including deletions) flow into the file system; files written
-on the file system flow out to S3, but a deletion on the file system never deletes objects in the bucket."""
+"""Automatic import of both data repository associations: S3 changes (deletions included) flow into the file
+system."""
+
+EXPORT_EVENTS = ("NEW", "CHANGED")
+"""Automatic export, of the export association only: files written below the export path flow out to the export
+prefix; a deletion on the file system never deletes an object in the bucket. The import association exports nothing,
+so no pod can overwrite the data set it was given."""
 
 
 class LustreStorage(Construct):
@@ -69,8 +77,15 @@ class LustreStorage(Construct):
     - a security group that allows Lustre (TCP 988 and 1018-1023) from itself and from each client security group,
       and on each client group the same ports from the file system's group (:meth:`allow_clients`); the tutorial
       opened 988 one way only, and FSx refuses to create a file system without 1018-1023;
-    - optionally a data repository association with an S3 bucket, imported automatically and exported
-      automatically (:data:`IMPORT_EVENTS`, :data:`EXPORT_EVENTS`);
+    - optionally the data bucket, import only: a data repository association of ``data_bucket_prefix`` at
+      ``bucket_path`` that imports changes (:data:`IMPORT_EVENTS`) and exports nothing, so nothing written on the file
+      system reaches the bucket; with ``export_prefix``, a second association of that prefix at ``export_path`` that
+      imports and exports new and changed files (:data:`EXPORT_EVENTS`), never deletions. FSx lets two associations
+      of one file system share neither a file-system path nor an S3 prefix (CreateDataRepositoryAssociation: "Each
+      data repository association must have a unique Amazon FSx file system directory and a unique S3 bucket or
+      prefix"; FileSystemPath: "Two data repository associations cannot have overlapping file system paths"); the
+      library also refuses nested prefixes, whose objects two associations would both import. Turn on the bucket's
+      versioning: an exported file overwrites the object of its key;
     - removal policy RETAIN: deleting the stack, or replacing the resource, never deletes the data. The logical ID
       and the replacement-causing properties (subnet, security group, KMS key) depend only on this construct's own
       settings.
@@ -83,8 +98,11 @@ class LustreStorage(Construct):
     :param deployment_type: ``PERSISTENT_2``, ``PERSISTENT_1`` or ``SCRATCH_2``. Default: ``PERSISTENT_2``.
     :param throughput_per_tib: MB/s/TiB. Default: :data:`DEFAULT_THROUGHPUT_PER_TIB` (None for scratch).
     :param data_bucket: S3 bucket to link. Default: none.
-    :param data_bucket_prefix: Prefix in the bucket. Default: the whole bucket.
-    :param bucket_path: Path of the bucket in the file system. Default: :data:`DEFAULT_BUCKET_PATH`.
+    :param data_bucket_prefix: Prefix in the bucket to import. Default: the whole bucket.
+    :param bucket_path: Path of the imported prefix in the file system. Default: :data:`DEFAULT_BUCKET_PATH`.
+    :param export_prefix: Prefix in the bucket that files written below ``export_path`` are exported to; it must not
+        contain, or be inside, ``data_bucket_prefix``. Default: none (nothing is exported).
+    :param export_path: Path of the exported prefix in the file system. Default: :data:`DEFAULT_EXPORT_PATH`.
     :param kms_key: Customer managed key for data at rest. Default: the account's ``aws/fsx`` key. Changing it
         later replaces the file system (the old one is retained).
     :param automatic_backup_retention: Default: :data:`DEFAULT_BACKUP_RETENTION` (none for scratch).
@@ -105,6 +123,8 @@ class LustreStorage(Construct):
         data_bucket: Optional[s3.IBucket] = None,
         data_bucket_prefix: str = "",
         bucket_path: str = DEFAULT_BUCKET_PATH,
+        export_prefix: Optional[str] = None,
+        export_path: str = DEFAULT_EXPORT_PATH,
         kms_key: Optional[kms.IKey] = None,
         automatic_backup_retention: Duration = DEFAULT_BACKUP_RETENTION,
         setting_names: Optional[Mapping[str, str]] = None,
@@ -122,8 +142,14 @@ class LustreStorage(Construct):
         if kms_key is not None:
             check_implements(problems, "kms_key", kms_key, kms.IKey, "a kms.IKey")
         check_instance(problems, "automatic_backup_retention", automatic_backup_retention, Duration, "a Duration")
-        if not isinstance(data_bucket_prefix, str) or data_bucket_prefix.startswith("/"):
-            problems.add("data_bucket_prefix", data_bucket_prefix, "a key prefix in the bucket, without a leading '/'")
+        check_bucket_prefixes(
+            problems,
+            data_bucket_prefix=data_bucket_prefix,
+            export_prefix=export_prefix,
+            bucket_path=bucket_path,
+            export_path=export_path,
+            has_bucket=data_bucket is not None,
+        )
         check_lustre_settings(
             problems,
             storage_capacity_gib=storage_capacity_gib,
@@ -172,26 +198,19 @@ class LustreStorage(Construct):
             storage_gib=storage_capacity_gib,
         )
         self.bucket_path: Optional[str] = None
+        self.export_path: Optional[str] = None
         self.data_repository_association: Optional[fsx.CfnDataRepositoryAssociation] = None
+        self.export_association: Optional[fsx.CfnDataRepositoryAssociation] = None
         if data_bucket is not None:
             self.bucket_path = bucket_path
-            self.data_repository_association = fsx.CfnDataRepositoryAssociation(
-                self,
-                "DataRepositoryAssociation",
-                file_system_id=self.file_system_id,
-                file_system_path=bucket_path,
-                data_repository_path=f"s3://{data_bucket.bucket_name}/{data_bucket_prefix}",
-                batch_import_meta_data_on_create=True,
-                s3=fsx.CfnDataRepositoryAssociation.S3Property(
-                    auto_import_policy=fsx.CfnDataRepositoryAssociation.AutoImportPolicyProperty(
-                        events=list(IMPORT_EVENTS)
-                    ),
-                    auto_export_policy=fsx.CfnDataRepositoryAssociation.AutoExportPolicyProperty(
-                        events=list(EXPORT_EVENTS)
-                    ),
-                ),
+            self.data_repository_association = self._associate(
+                "DataRepositoryAssociation", data_bucket, data_bucket_prefix, bucket_path, export=False
             )
-            self.data_repository_association.apply_removal_policy(RemovalPolicy.RETAIN)
+            if export_prefix is not None:
+                self.export_path = export_path
+                self.export_association = self._associate(
+                    "ExportAssociation", data_bucket, export_prefix, export_path, export=True
+                )
         region = stack_region(self)
         self.storage_capacity_gib = storage_capacity_gib
         self.throughput_per_tib = throughput_per_tib
@@ -205,6 +224,30 @@ class LustreStorage(Construct):
         )
         """USD per hour of the storage (throughput included; backups not), or None where the library has no
         verified price (scratch file systems have none)."""
+
+    def _associate(
+        self, id_: str, bucket: s3.IBucket, prefix: str, path: str, *, export: bool
+    ) -> fsx.CfnDataRepositoryAssociation:
+        """A data repository association of ``prefix`` at ``path``, importing changes and, with ``export``,
+        exporting new and changed files; retained with the file system."""
+        association = fsx.CfnDataRepositoryAssociation(
+            self,
+            id_,
+            file_system_id=self.file_system_id,
+            file_system_path=path,
+            data_repository_path=f"s3://{bucket.bucket_name}/{prefix}",
+            batch_import_meta_data_on_create=True,
+            s3=fsx.CfnDataRepositoryAssociation.S3Property(
+                auto_import_policy=fsx.CfnDataRepositoryAssociation.AutoImportPolicyProperty(
+                    events=list(IMPORT_EVENTS)
+                ),
+                auto_export_policy=fsx.CfnDataRepositoryAssociation.AutoExportPolicyProperty(events=list(EXPORT_EVENTS))
+                if export
+                else None,
+            ),
+        )
+        association.apply_removal_policy(RemovalPolicy.RETAIN)
+        return association
 
     def _keep_own_rules_with_the_file_system(self) -> None:
         """Create the file system only after the ingress rules of its security group from the group itself, and keep
@@ -357,6 +400,49 @@ def check_lustre_settings(
     if allowed and throughput_per_tib not in allowed:
         problems.add("throughput_per_tib", throughput_per_tib, f"{kind} allows {', '.join(map(str, allowed))} MB/s/TiB")
     check_absolute_path(problems, "bucket_path", bucket_path)
+
+
+def check_bucket_prefixes(
+    problems: Problems,
+    *,
+    data_bucket_prefix: Any,
+    export_prefix: Any,
+    bucket_path: Any = DEFAULT_BUCKET_PATH,
+    export_path: Any = DEFAULT_EXPORT_PATH,
+    has_bucket: bool = True,
+) -> None:
+    """Record the problems of the data bucket's prefixes in ``problems``: key prefixes without a leading '/', an
+    export prefix that is not empty, only with a bucket, and neither prefix inside the other (the whole bucket,
+    ``""``, contains every prefix); and an export path that neither contains nor lies in the bucket path."""
+    imported = check_key_prefix(problems, "data_bucket_prefix", data_bucket_prefix)
+    if export_prefix is None or not check_key_prefix(problems, "export_prefix", export_prefix, empty=False):
+        return
+    if not has_bucket:
+        problems.add("export_prefix", export_prefix, "set only with a data bucket to export to")
+        return
+    if imported and _nested(_as_folder(data_bucket_prefix), _as_folder(export_prefix)):
+        problems.add(
+            "export_prefix",
+            export_prefix,
+            f"a prefix outside the imported one ({data_bucket_prefix or 'the whole bucket'}; import the data set's own "
+            "prefix): FSx links a prefix to one data repository association, and both would import it",
+        )
+    if check_absolute_path(problems, "export_path", export_path) and isinstance(bucket_path, str):
+        if _nested(bucket_path.rstrip("/") + "/", export_path + "/"):
+            problems.add(
+                "export_path",
+                export_path,
+                f"a path outside {bucket_path} (FSx: two data repository associations cannot have overlapping file "
+                "system paths)",
+            )
+
+
+def _as_folder(prefix: str) -> str:
+    return prefix if not prefix or prefix.endswith("/") else prefix + "/"
+
+
+def _nested(one: str, other: str) -> bool:
+    return one.startswith(other) or other.startswith(one)
 
 
 def _neighbours(value, step: int) -> str:

@@ -20,22 +20,31 @@ from trainium_eks.core.validation import (
     check_dns_label,
     check_dns_subdomain,
     check_implements,
+    check_key_prefix,
 )
 
-DATA_BUCKET_OBJECT_ACTIONS = ("s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload")
-"""What training pods may do with the objects of the data bucket (plus s3:ListBucket on the bucket)."""
+DATA_READ_ACTIONS = ("s3:GetObject",)
+"""What training pods may do with the objects below the data bucket's read prefixes (plus ``s3:ListBucket`` of
+those prefixes)."""
+
+DATA_WRITE_ACTIONS = ("s3:PutObject", "s3:AbortMultipartUpload")
+"""What training pods may do with the objects below the data bucket's write prefix, when there is one."""
 
 
 class TrainingPodIdentity(Construct):
     """The IAM role of training pods and its EKS Pod Identity association with their service account.
 
-    The role may list the data bucket, read its objects and write objects (checkpoints, logs), and nothing else; it
-    cannot delete objects. Only ``namespace/service_account`` of ``cluster`` can assume it
+    The role may list and read the data bucket below ``data_read_prefix`` (:data:`DATA_READ_ACTIONS`), and, only
+    with ``data_write_prefix``, write objects below that prefix and read them back (:data:`DATA_WRITE_ACTIONS`), and
+    nothing else; it cannot delete objects. So by default no training pod can overwrite the data it trains from. Only
+    ``namespace/service_account`` of ``cluster`` can assume it
     (:class:`~trainium_eks.constructs.pod_identity_role.PodIdentityRole`). Without a data bucket it has no permissions
     at all, ready for the caller's grants.
 
     :param cluster: Required.
     :param data_bucket: Default: none.
+    :param data_read_prefix: Key prefix the pods may list and read. Default: the whole bucket.
+    :param data_write_prefix: Key prefix the pods may also write. Default: none (read only).
     :param namespace: Default: :data:`DEFAULT_NAMESPACE`.
     :param service_account: Default: :data:`DEFAULT_SERVICE_ACCOUNT`.
     """
@@ -47,6 +56,8 @@ class TrainingPodIdentity(Construct):
         *,
         cluster: eks.ICluster,
         data_bucket: Optional[s3.IBucket] = None,
+        data_read_prefix: str = "",
+        data_write_prefix: Optional[str] = None,
         namespace: str = DEFAULT_NAMESPACE,
         service_account: str = DEFAULT_SERVICE_ACCOUNT,
     ) -> None:
@@ -55,6 +66,12 @@ class TrainingPodIdentity(Construct):
         check_cluster(problems, "cluster", cluster)
         if data_bucket is not None:
             check_implements(problems, "data_bucket", data_bucket, s3.IBucket, "an s3.IBucket")
+        check_key_prefix(problems, "data_read_prefix", data_read_prefix)
+        if data_write_prefix is not None and check_key_prefix(
+            problems, "data_write_prefix", data_write_prefix, empty=False
+        ):
+            if data_bucket is None:
+                problems.add("data_write_prefix", data_write_prefix, "set only with a data bucket")
         check_dns_label(problems, "namespace", namespace)
         check_dns_subdomain(problems, "service_account", service_account)
         problems.raise_if_any()
@@ -69,20 +86,7 @@ class TrainingPodIdentity(Construct):
             description=f"Training pods ({namespace}/{service_account})",
         ).role
         if data_bucket is not None:
-            objects = data_bucket.arn_for_objects("*")
-            self.role.add_to_principal_policy(
-                iam.PolicyStatement(actions=["s3:ListBucket"], resources=[data_bucket.bucket_arn])
-            )
-            self.role.add_to_principal_policy(
-                iam.PolicyStatement(actions=list(DATA_BUCKET_OBJECT_ACTIONS), resources=[objects])
-            )
-            acknowledge(
-                self.role,
-                "AwsSolutions-IAM5",
-                "Training pods read and write objects anywhere in the one data bucket they train from "
-                "(datasets, checkpoints); they cannot delete objects or touch another bucket.",
-                "Resource::" + cfn_text(Stack.of(self).resolve(objects)),
-            )
+            self._grant_data_bucket(data_bucket, data_read_prefix, data_write_prefix)
         self.association = eks.CfnPodIdentityAssociation(
             self,
             "Association",
@@ -90,4 +94,25 @@ class TrainingPodIdentity(Construct):
             namespace=namespace,
             service_account=service_account,
             role_arn=self.role.role_arn,
+        )
+
+    def _grant_data_bucket(self, bucket: s3.IBucket, read_prefix: str, write_prefix: Optional[str]) -> None:
+        """List and read below the read prefix (and the write prefix), write below the write prefix."""
+        prefixes = [read_prefix] + ([write_prefix] if write_prefix is not None else [])
+        listing = iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn])
+        if read_prefix:
+            listing.add_condition("StringLike", {"s3:prefix": [f"{prefix}*" for prefix in prefixes]})
+        self.role.add_to_principal_policy(listing)
+        readable = [bucket.arn_for_objects(f"{prefix}*") for prefix in prefixes]
+        self.role.add_to_principal_policy(iam.PolicyStatement(actions=list(DATA_READ_ACTIONS), resources=readable))
+        writable = [bucket.arn_for_objects(f"{write_prefix}*")] if write_prefix is not None else []
+        if writable:
+            self.role.add_to_principal_policy(iam.PolicyStatement(actions=list(DATA_WRITE_ACTIONS), resources=writable))
+        stack = Stack.of(self)
+        acknowledge(
+            self.role,
+            "AwsSolutions-IAM5",
+            "Training pods read the objects below the data bucket's read prefix, and write only below its write "
+            "prefix when one is set; they cannot delete objects or touch another bucket.",
+            *("Resource::" + cfn_text(stack.resolve(arn)) for arn in dict.fromkeys(readable + writable)),
         )

@@ -224,6 +224,15 @@ def check_absolute_path(problems: Problems, setting: str, value: Any) -> bool:
     return False
 
 
+def check_key_prefix(problems: Problems, setting: str, value: Any, *, empty: bool = True) -> bool:
+    """``value`` is an S3 key prefix: a string without a leading '/' or surrounding spaces, empty (the whole bucket)
+    only with ``empty``."""
+    if isinstance(value, str) and not value.startswith("/") and value == value.strip() and (empty or value):
+        return True
+    problems.add(setting, value, "a key prefix in the bucket, without a leading '/'" + ("" if empty else ", not empty"))
+    return False
+
+
 def check_label_key(problems: Problems, setting: str, value: Any) -> bool:
     """``value`` is a Kubernetes label or taint key: an optional DNS-subdomain prefix and '/', then a name of at
     most 63 characters (alphanumerics, '-', '_', '.', starting and ending with an alphanumeric). A '/' needs a

@@ -48,6 +48,8 @@ STACK_KEYS: Mapping[str, Mapping[str, str]] = {
         "availability_zone_id": "trainiumAzId",
         "lustre_storage_gib": "lustreStorageGiB",
         "data_bucket_name": "dataBucketName",
+        "data_bucket_prefix": "dataBucketPrefix",
+        "data_export_prefix": "dataExportPrefix",
     },
     "KubeflowTraining": {
         "availability_zone_id": "kubeflowAzId",
@@ -95,6 +97,8 @@ AZ_KEYS: Mapping[str, str] = {stack: keys["availability_zone_id"] for stack, key
 _OPTIONAL_KEYS = (
     "account",
     "dataBucketName",
+    "dataBucketPrefix",
+    "dataExportPrefix",
     "adminRoleArn",
     "kubeflowAcceleratedType",
     "idleMinutes",

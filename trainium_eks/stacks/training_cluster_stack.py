@@ -282,14 +282,22 @@ class TrainingClusterStack(Stack):
         group.nodegroup.node.add_dependency(self.cluster.addons["vpc-cni"])
         return group
 
-    def build_pod_identity(self, *, data_bucket_name: Optional[str] = None) -> TrainingPodIdentity:
+    def build_pod_identity(
+        self, *, data_bucket_name: Optional[str] = None, read_prefix: str = "", write_prefix: Optional[str] = None
+    ) -> TrainingPodIdentity:
         """The jobs' service account and role (:class:`TrainingPodIdentity`, id ``TrainingIdentity``), allowed to read
-        ``data_bucket_name`` when given."""
+        ``data_bucket_name`` below ``read_prefix`` and ``write_prefix``, and to write below ``write_prefix``, when
+        given."""
         self.data_bucket = (
             s3.Bucket.from_bucket_name(self, "DataBucket", data_bucket_name) if data_bucket_name else None
         )
         self.training_identity = TrainingPodIdentity(
-            self, "TrainingIdentity", cluster=self.cluster.cluster, data_bucket=self.data_bucket
+            self,
+            "TrainingIdentity",
+            cluster=self.cluster.cluster,
+            data_bucket=self.data_bucket,
+            data_read_prefix=read_prefix,
+            data_write_prefix=write_prefix,
         )
         return self.training_identity
 

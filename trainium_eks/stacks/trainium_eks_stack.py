@@ -10,6 +10,7 @@ from trainium_eks.constructs.efa_layout import EfaLayout
 from trainium_eks.constructs.lustre_storage import (
     DEFAULT_STORAGE_CAPACITY_GIB,
     LustreStorage,
+    check_bucket_prefixes,
     check_lustre_settings,
 )
 from trainium_eks.constructs.node_capacity import NodeCapacity
@@ -49,8 +50,13 @@ class TrainiumEksStack(TrainingClusterStack):
     :param instance_type: Accelerated instance type. Default: ``trn1.32xlarge``.
     :param node_count: Accelerated nodes. Default: 2.
     :param lustre_storage_gib: Default: 1200.
-    :param data_bucket_name: An existing S3 bucket linked to the file system and readable by training pods.
-        Default: none.
+    :param data_bucket_name: An existing S3 bucket (versioning on, recommended) whose ``data_bucket_prefix`` the file
+        system imports at ``/bucket`` and training pods may read; nothing is exported to it unless
+        ``data_export_prefix`` is set. Default: none.
+    :param data_bucket_prefix: The prefix of the data bucket to import and read. Default: the whole bucket.
+    :param data_export_prefix: A prefix of the data bucket, outside ``data_bucket_prefix``, that the file system
+        imports at ``/export`` and exports new and changed files below ``/export`` to, and that training pods may
+        write. Default: none (nothing written in the cluster reaches the bucket).
     :param efa_layout: Default: ``EfaLayout.IP_OPTIMIZED``.
     :param capacity: Default: on demand.
     :param props: :class:`~trainium_eks.stacks.cluster_stack_props.ClusterStackProps` and ``Stack``'s (``env``, ...).
@@ -65,6 +71,8 @@ class TrainiumEksStack(TrainingClusterStack):
         node_count: int = DEFAULT_NODE_COUNT,
         lustre_storage_gib: int = DEFAULT_STORAGE_CAPACITY_GIB,
         data_bucket_name: Optional[str] = None,
+        data_bucket_prefix: str = "",
+        data_export_prefix: Optional[str] = None,
         efa_layout: EfaLayout = EfaLayout.IP_OPTIMIZED,
         capacity: Optional[NodeCapacity] = None,
         **props: Any,
@@ -93,6 +101,12 @@ class TrainiumEksStack(TrainingClusterStack):
                 data_bucket_name,
                 f"the name of an existing S3 bucket: {bucket_name_problem(data_bucket_name)}",
             )
+        check_bucket_prefixes(
+            problems.renamed({"data_bucket_prefix": "data_bucket_prefix", "export_prefix": "data_export_prefix"}),
+            data_bucket_prefix=data_bucket_prefix,
+            export_prefix=data_export_prefix,
+            has_bucket=data_bucket_name is not None,
+        )
         problems.raise_if_any()
 
         vpc, node_subnet = self.build_network()
@@ -106,7 +120,9 @@ class TrainiumEksStack(TrainingClusterStack):
             capacity=capacity,
         )
 
-        self.build_pod_identity(data_bucket_name=data_bucket_name)
+        self.build_pod_identity(
+            data_bucket_name=data_bucket_name, read_prefix=data_bucket_prefix, write_prefix=data_export_prefix
+        )
         self.storage = LustreStorage(
             self,
             "Storage",
@@ -118,6 +134,8 @@ class TrainiumEksStack(TrainingClusterStack):
             ],
             storage_capacity_gib=lustre_storage_gib,
             data_bucket=self.data_bucket,
+            data_bucket_prefix=data_bucket_prefix,
+            export_prefix=data_export_prefix,
             setting_names=setting_names,
         )
         self.storage.grant_csi_driver(self.cluster.fsx_csi_driver_role)
