@@ -450,6 +450,7 @@ PROPS = {
         "data_bucket",
         "data_read_prefix",
         "data_write_prefix",
+        "data_bucket_endpoint",
         "cluster",
     ],
     "TrainingDashboard": ["cluster_name", "period"],

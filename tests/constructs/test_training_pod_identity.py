@@ -2,10 +2,12 @@
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk import assertions
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_s3 as s3
 
 from tests.support.apps import BUCKET_CONTEXT, default_template, new_app, resources_of, role_by_description
+from tests.support.clusters import ENV
 from trainium_eks.constructs.training_pod_identity import TrainingPodIdentity
 from trainium_eks.core.validation import ConfigurationError
 
@@ -39,22 +41,44 @@ def _statements_of(template):
     }
 
 
-def test_training_role_reads_the_data_bucket_and_cannot_write_or_delete_by_default():
-    assert _statements_of(default_template(**BUCKET_CONTEXT)) == {
-        ("s3:ListBucket",): ("arn:aws:s3:::my-training-data", None),
-        ("s3:GetObject",): ("arn:aws:s3:::my-training-data/*", None),
+def _through_the_endpoint(template):
+    (endpoint,) = resources_of(template, "AWS::EC2::VPCEndpoint")
+    return {"StringEquals": {"aws:SourceVpce": {"Ref": endpoint}}}
+
+
+def test_training_role_reads_the_data_bucket_through_the_stack_s_endpoint_and_cannot_write_or_delete_by_default():
+    template = default_template(**BUCKET_CONTEXT)
+    through = _through_the_endpoint(template)
+    assert _statements_of(template) == {
+        ("s3:ListBucket",): ("arn:aws:s3:::my-training-data", through),
+        ("s3:GetObject",): ("arn:aws:s3:::my-training-data/*", through),
     }
 
 
 def test_training_role_reads_both_prefixes_and_writes_only_below_the_export_prefix():
     template = default_template(**BUCKET_CONTEXT, dataBucketPrefix="datasets/", dataExportPrefix="runs/")
+    through = _through_the_endpoint(template)
     assert _statements_of(template) == {
         ("s3:ListBucket",): (
             "arn:aws:s3:::my-training-data",
-            {"StringLike": {"s3:prefix": ["datasets/*", "runs/*"]}},
+            {"StringLike": {"s3:prefix": ["datasets/*", "runs/*"]}, **through},
         ),
-        ("s3:GetObject",): (["arn:aws:s3:::my-training-data/datasets/*", "arn:aws:s3:::my-training-data/runs/*"], None),
-        ("s3:AbortMultipartUpload", "s3:PutObject"): ("arn:aws:s3:::my-training-data/runs/*", None),
+        ("s3:GetObject",): (
+            ["arn:aws:s3:::my-training-data/datasets/*", "arn:aws:s3:::my-training-data/runs/*"],
+            through,
+        ),
+        ("s3:AbortMultipartUpload", "s3:PutObject"): ("arn:aws:s3:::my-training-data/runs/*", through),
+    }
+
+
+def test_without_an_endpoint_the_role_carries_no_endpoint_condition():
+    stack = cdk.Stack(new_app(), "S", env=ENV)
+    cluster = eks.Cluster.from_cluster_attributes(stack, "Cluster", cluster_name="c")
+    bucket = s3.Bucket.from_bucket_name(stack, "Bucket", "my-training-data")
+    TrainingPodIdentity(stack, "Identity", cluster=cluster, data_bucket=bucket)
+    assert _statements_of(assertions.Template.from_stack(stack)) == {
+        ("s3:ListBucket",): ("arn:aws:s3:::my-training-data", None),
+        ("s3:GetObject",): ("arn:aws:s3:::my-training-data/*", None),
     }
 
 

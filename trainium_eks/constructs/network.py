@@ -157,13 +157,15 @@ class TrainingNetwork(Construct):
             ipv4_cidr_block=str(quarters[2]),
         )
 
-        endpoint = ec2.GatewayVpcEndpoint(
+        self.s3_endpoint = endpoint = ec2.GatewayVpcEndpoint(
             self,
             "S3Endpoint",
             vpc=self.vpc,
             service=ec2.GatewayVpcEndpointAwsService.S3,
             subnets=[ec2.SubnetSelection(subnets=list(self.vpc.private_subnets) + [self.node_subnet])],
         )
+        """The S3 gateway endpoint of the private subnets and the node subnet: S3 requests of the region from them pass
+        through it, so a policy can require it (``aws:SourceVpce``)."""
         for subnet, parts in zip(
             [*self.vpc.private_subnets, self.node_subnet], [*private_parts, accelerated], strict=True
         ):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from aws_cdk import Stack
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
@@ -36,7 +37,9 @@ class TrainingPodIdentity(Construct):
 
     The role may list and read the data bucket below ``data_read_prefix`` (:data:`DATA_READ_ACTIONS`), and, only
     with ``data_write_prefix``, write objects below that prefix and read them back (:data:`DATA_WRITE_ACTIONS`), and
-    nothing else; it cannot delete objects. So by default no training pod can overwrite the data it trains from. Only
+    nothing else; it cannot delete objects. So by default no training pod can overwrite the data it trains from. With
+    ``data_bucket_endpoint``, every one of these statements requires the request to come through that VPC endpoint
+    (``aws:SourceVpce``), so credentials taken out of a pod do not reach the bucket from anywhere else. Only
     ``namespace/service_account`` of ``cluster`` can assume it
     (:class:`~trainium_eks.constructs.pod_identity_role.PodIdentityRole`). Without a data bucket it has no permissions
     at all, ready for the caller's grants.
@@ -45,6 +48,8 @@ class TrainingPodIdentity(Construct):
     :param data_bucket: Default: none.
     :param data_read_prefix: Key prefix the pods may list and read. Default: the whole bucket.
     :param data_write_prefix: Key prefix the pods may also write. Default: none (read only).
+    :param data_bucket_endpoint: The S3 gateway endpoint the pods' requests pass through (a
+        :class:`~trainium_eks.constructs.network.TrainingNetwork`'s ``s3_endpoint``). Default: none (no condition).
     :param namespace: Default: :data:`DEFAULT_NAMESPACE`.
     :param service_account: Default: :data:`DEFAULT_SERVICE_ACCOUNT`.
     """
@@ -58,6 +63,7 @@ class TrainingPodIdentity(Construct):
         data_bucket: Optional[s3.IBucket] = None,
         data_read_prefix: str = "",
         data_write_prefix: Optional[str] = None,
+        data_bucket_endpoint: Optional[ec2.IVpcEndpoint] = None,
         namespace: str = DEFAULT_NAMESPACE,
         service_account: str = DEFAULT_SERVICE_ACCOUNT,
     ) -> None:
@@ -72,6 +78,10 @@ class TrainingPodIdentity(Construct):
         ):
             if data_bucket is None:
                 problems.add("data_write_prefix", data_write_prefix, "set only with a data bucket")
+        if data_bucket_endpoint is not None:
+            check_implements(
+                problems, "data_bucket_endpoint", data_bucket_endpoint, ec2.IVpcEndpoint, "an ec2.IVpcEndpoint"
+            )
         check_dns_label(problems, "namespace", namespace)
         check_dns_subdomain(problems, "service_account", service_account)
         problems.raise_if_any()
@@ -86,7 +96,7 @@ class TrainingPodIdentity(Construct):
             description=f"Training pods ({namespace}/{service_account})",
         ).role
         if data_bucket is not None:
-            self._grant_data_bucket(data_bucket, data_read_prefix, data_write_prefix)
+            self._grant_data_bucket(data_bucket, data_read_prefix, data_write_prefix, data_bucket_endpoint)
         self.association = eks.CfnPodIdentityAssociation(
             self,
             "Association",
@@ -96,18 +106,30 @@ class TrainingPodIdentity(Construct):
             role_arn=self.role.role_arn,
         )
 
-    def _grant_data_bucket(self, bucket: s3.IBucket, read_prefix: str, write_prefix: Optional[str]) -> None:
-        """List and read below the read prefix (and the write prefix), write below the write prefix."""
+    def _grant_data_bucket(
+        self,
+        bucket: s3.IBucket,
+        read_prefix: str,
+        write_prefix: Optional[str],
+        endpoint: Optional[ec2.IVpcEndpoint],
+    ) -> None:
+        """List and read below the read prefix (and the write prefix), write below the write prefix, each through
+        ``endpoint`` when given."""
+        through = {"StringEquals": {"aws:SourceVpce": endpoint.vpc_endpoint_id}} if endpoint is not None else {}
         prefixes = [read_prefix] + ([write_prefix] if write_prefix is not None else [])
-        listing = iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn])
-        if read_prefix:
-            listing.add_condition("StringLike", {"s3:prefix": [f"{prefix}*" for prefix in prefixes]})
-        self.role.add_to_principal_policy(listing)
+        listed = {"StringLike": {"s3:prefix": [f"{prefix}*" for prefix in prefixes]}} if read_prefix else {}
         readable = [bucket.arn_for_objects(f"{prefix}*") for prefix in prefixes]
-        self.role.add_to_principal_policy(iam.PolicyStatement(actions=list(DATA_READ_ACTIONS), resources=readable))
         writable = [bucket.arn_for_objects(f"{write_prefix}*")] if write_prefix is not None else []
-        if writable:
-            self.role.add_to_principal_policy(iam.PolicyStatement(actions=list(DATA_WRITE_ACTIONS), resources=writable))
+        grants = [
+            (["s3:ListBucket"], [bucket.bucket_arn], {**listed, **through}),
+            (list(DATA_READ_ACTIONS), readable, through),
+            (list(DATA_WRITE_ACTIONS), writable, through),
+        ]
+        for actions, resources, conditions in grants:
+            if resources:
+                self.role.add_to_principal_policy(
+                    iam.PolicyStatement(actions=actions, resources=resources, conditions=conditions or None)
+                )
         stack = Stack.of(self)
         acknowledge(
             self.role,

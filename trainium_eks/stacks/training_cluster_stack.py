@@ -287,7 +287,7 @@ class TrainingClusterStack(Stack):
     ) -> TrainingPodIdentity:
         """The jobs' service account and role (:class:`TrainingPodIdentity`, id ``TrainingIdentity``), allowed to read
         ``data_bucket_name`` below ``read_prefix`` and ``write_prefix``, and to write below ``write_prefix``, when
-        given."""
+        given; only through the S3 endpoint of the stack's own :class:`TrainingNetwork`, when it built one."""
         self.data_bucket = (
             s3.Bucket.from_bucket_name(self, "DataBucket", data_bucket_name) if data_bucket_name else None
         )
@@ -298,6 +298,7 @@ class TrainingClusterStack(Stack):
             data_bucket=self.data_bucket,
             data_read_prefix=read_prefix,
             data_write_prefix=write_prefix,
+            data_bucket_endpoint=self.network.s3_endpoint if self.network is not None else None,
         )
         return self.training_identity
 
