@@ -40,12 +40,14 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 
 def _import_checks() -> Any:
-    """``preflight_checks``: the Lambda's own module, or the sibling file when this one was loaded by path."""
+    """``preflight_checks``: the Lambda's own package, or the sibling folder when this module was loaded by path."""
     try:
         import preflight_checks as module
     except ModuleNotFoundError:
-        path = Path(__file__).with_name("preflight_checks.py")
-        spec = importlib.util.spec_from_file_location("preflight_checks", path)
+        folder = Path(__file__).with_name("preflight_checks")
+        spec = importlib.util.spec_from_file_location(
+            "preflight_checks", folder / "__init__.py", submodule_search_locations=[str(folder)]
+        )
         module = importlib.util.module_from_spec(spec)
         sys.modules["preflight_checks"] = module
         try:

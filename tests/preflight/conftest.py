@@ -16,15 +16,17 @@ from typing import Any, Dict, List
 import pytest
 
 from tests.support.preflight_aws import MixedSession
+from trainium_eks.core.lambda_sources import module_spec
 
 SOURCE = Path(__file__).resolve().parents[2] / "lambda" / "preflight"
 
 
 def _load(name: str) -> ModuleType:
-    """``lambda/preflight/<name>.py`` as the module ``name`` (index.py imports ``preflight_checks`` by that name)."""
-    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(SOURCE / f"{name}.py"):
+    """``lambda/preflight/<name>.py``, or the package ``lambda/preflight/<name>/``, as the module ``name`` (index.py
+    imports ``preflight_checks`` by that name)."""
+    spec = module_spec(name, SOURCE, name)
+    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == spec.origin:
         return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, SOURCE / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)

@@ -95,3 +95,44 @@ class MixedSession:
     def assert_no_pending_responses(self) -> None:
         for stubber in self.stubbers.values():
             stubber.assert_no_pending_responses()
+
+
+def put_usage(region: str, dimensions: Dict[str, str], value: float) -> None:
+    """Put one ``AWS/Usage`` ``ResourceCount`` figure of ``dimensions`` into moto's CloudWatch, five minutes old."""
+    cloudwatch = boto3.client("cloudwatch", region_name=region, aws_access_key_id="t", aws_secret_access_key="t")
+    cloudwatch.put_metric_data(
+        Namespace="AWS/Usage",
+        MetricData=[
+            {
+                "MetricName": "ResourceCount",
+                "Dimensions": [{"Name": k, "Value": v} for k, v in dimensions.items()],
+                "Value": value,
+                "Timestamp": dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=5),
+            }
+        ],
+    )
+
+
+def aws_context(checks, session, plan_=None, region="us-west-2", previous=None):
+    """The checks' ``AwsContext`` of ``session`` for ``plan_`` (default: :func:`plan`)."""
+    return checks.AwsContext(session, region, plan_ or plan(), previous=previous)
+
+
+def by_check(results) -> Dict[str, Any]:
+    """Check name -> result."""
+    return {result.check: result for result in results}
+
+
+def cluster_versions(status: str, version: str = "1.36") -> Dict[str, Any]:
+    """An ``eks:DescribeClusterVersions`` answer of one version in ``status`` (``STANDARD_SUPPORT``...)."""
+    return {
+        "clusterVersions": [
+            {
+                "clusterVersion": version,
+                "clusterType": "eks",
+                "versionStatus": status,
+                "endOfStandardSupportDate": START,
+                "endOfExtendedSupportDate": END,
+            }
+        ]
+    }

@@ -4,7 +4,7 @@ The stacks are built in this process from the project's settings (``cdk.json``, 
 key=value``; nothing is synthesized or deployed); the plan of what each launches (instance types and counts, AZ IDs,
 capacity reservations, an existing node subnet, the Kubernetes version, the file systems) is the one its
 :class:`~trainium_eks.constructs.preflight.Preflight` custom resource carries, and the checks are the Lambda's own
-(``lambda/preflight/preflight_checks.py``), made with the credentials and region of the AWS CLI's configuration
+(``lambda/preflight/preflight_checks/``), made with the credentials and region of the AWS CLI's configuration
 (``--profile``, ``--region``: default the stack's region).
 
 Exit status: 0 when no check failed (a check that could not be made is shown as ``unknown`` with the reason), 1 when

@@ -71,7 +71,7 @@ class PlannedNodes:
     provisioning: str
 
     def manifest(self) -> Dict[str, Any]:
-        """The entry of the plan's ``nodes`` (``lambda/preflight/preflight_checks.py`` documents the plan)."""
+        """The entry of the plan's ``nodes`` (``lambda/preflight/preflight_checks/__init__.py`` documents the plan)."""
         return {
             "name": self.name,
             "instanceType": self.instance.name,
@@ -91,7 +91,7 @@ class Preflight(Construct):
     the instance families the stack launches against their use, each instance type's offering in its AZ ID and its
     EFA, a Capacity Block's or reservation's type, AZ, size and state, the free addresses of an existing node subnet,
     the Kubernetes version in the region, and the storage quotas the API exposes. The checks are those of
-    ``lambda/preflight/preflight_checks.py``, which ``python -m trainium_eks preflight`` runs from the user's
+    ``lambda/preflight/preflight_checks/``, which ``python -m trainium_eks preflight`` runs from the user's
     credentials before a deploy.
 
     Build it last in a stack: it reads the plan from the library's constructs already in the stack
@@ -133,7 +133,10 @@ class Preflight(Construct):
         check_instance(problems, "log_retention", log_retention, logs.RetentionDays, "a logs.RetentionDays")
         problems.raise_if_any()
         stack = Stack.of(self)
-        checks = lambda_constants(SOURCE, "preflight_checks", "PLAN_VERSION", "IAM_ACTIONS", "HANDLER_IAM_ACTIONS")
+        checks = {
+            **lambda_constants(SOURCE, "preflight_checks/plan", "PLAN_VERSION"),
+            **lambda_constants(SOURCE, "preflight_checks/aws_context", "IAM_ACTIONS", "HANDLER_IAM_ACTIONS"),
+        }
         self.plan: Dict[str, Any] = plan_of(stack, checks["PLAN_VERSION"])
         """The plan the checks read (JSON form), from the library's constructs in the stack."""
         self.log_group = logs.LogGroup(self, "Logs", retention=log_retention, removal_policy=RemovalPolicy.RETAIN)

@@ -11,9 +11,10 @@ from __future__ import annotations
 import ast
 import importlib.util
 import sys
+from importlib.machinery import ModuleSpec
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 LAMBDA_ROOT = Path(__file__).resolve().parents[2] / "lambda"
 """The project's ``lambda/`` folder (the repository root's, beside ``trainium_eks/``)."""
@@ -31,15 +32,15 @@ def lambda_source(name: str) -> Path:
 
 
 def load_lambda_module(name: str, module: str) -> ModuleType:
-    """The module ``module`` of the handler ``name``, imported from ``lambda/<name>/<module>.py`` (once per process,
-    as ``trainium_eks_lambda_<name>_<module>``)."""
+    """The module or package ``module`` of the handler ``name``, imported from ``lambda/<name>/<module>.py`` or
+    ``lambda/<name>/<module>/__init__.py`` (once per process, as ``trainium_eks_lambda_<name>_<module>``; a
+    package's modules import each other relatively, so they load under that name too)."""
     qualified = f"trainium_eks_lambda_{name}_{module}"
     if qualified in sys.modules:
         return sys.modules[qualified]
-    path = lambda_source(name) / f"{module}.py"
-    spec = importlib.util.spec_from_file_location(qualified, path)
+    spec = module_spec(qualified, lambda_source(name), module)
     if spec is None or spec.loader is None:
-        raise ImportError(f"{path}: not a Python module")
+        raise ImportError(f"{lambda_source(name) / module}: not a Python module or package")
     loaded = importlib.util.module_from_spec(spec)
     sys.modules[qualified] = loaded
     try:
@@ -50,8 +51,20 @@ def load_lambda_module(name: str, module: str) -> ModuleType:
     return loaded
 
 
+def module_spec(qualified: str, folder: Path, module: str) -> Optional[ModuleSpec]:
+    """The import spec of ``folder/<module>.py``, or of the package ``folder/<module>/`` (its ``__init__.py``, with
+    the folder as where its modules are found), named ``qualified``."""
+    package = folder / module
+    if package.is_dir():
+        return importlib.util.spec_from_file_location(
+            qualified, package / "__init__.py", submodule_search_locations=[str(package)]
+        )
+    return importlib.util.spec_from_file_location(qualified, folder / f"{module}.py")
+
+
 def lambda_constants(name: str, module: str, *names: str) -> Dict[str, Any]:
-    """The module-level constants ``names`` of ``lambda/<name>/<module>.py``, read from its source without running it
+    """The module-level constants ``names`` of ``lambda/<name>/<module>.py`` (``module`` may name a package's module:
+    ``preflight_checks/plan``), read from its source without running it
     (literals only: numbers, strings, tuples...), so that synth does not import what the handler imports (boto3 costs
     about 0.15 s). Raises ``KeyError`` naming a constant the module does not assign a literal to."""
     path = lambda_source(name) / f"{module}.py"
