@@ -82,8 +82,8 @@ NEAR_VALID: Dict[str, st.SearchStrategy] = {
     "kubernetesVersion": st.sampled_from(list(versions.KUBERNETES_VERSIONS) + ["1.33", "1.37", "v1.36", "1.36.0"]),
     "lustreStorageGiB": st.integers(0, 10**10) | st.sampled_from([1200, 2400, 4800, 3600, "2400"]),
     "dataBucketName": st.text("abcxyz019.-", min_size=1, max_size=70) | st.sampled_from(["xn--a1b", "a..b", "1.2.3.4"]),
-    "dataBucketPrefix": st.text("ab/. -", max_size=12) | st.sampled_from(["", "datasets/", "/datasets"]),
-    "dataExportPrefix": st.text("ab/. -", max_size=12) | st.sampled_from(["", "runs/", "/runs"]),
+    "dataBucketPrefix": st.text("ab/.*? -", max_size=12) | st.sampled_from(["", "datasets/", "datasets", "/d/"]),
+    "dataExportPrefix": st.text("ab/.*? -", max_size=12) | st.sampled_from(["", "runs/", "runs", "/runs/"]),
     "adminRoleArn": st.sampled_from(
         [
             "arn:aws:iam::123456789012:role/Admin",
@@ -163,7 +163,8 @@ def check_accepted_settings(stacks: Dict[str, Any], key: str, value: Any) -> Non
         if key == "dataBucketName" and value:
             assert bucket_name_problem(value) is None
         if key in ("dataBucketPrefix", "dataExportPrefix") and value:
-            assert isinstance(value, str) and not value.startswith("/") and value == value.strip()
+            assert isinstance(value, str) and value.endswith("/") and not value.startswith("/")
+            assert value == value.strip() and not {"*", "?"} & set(value)
             assert key != "dataExportPrefix", "an export prefix needs a data bucket"
         if key == "account" and value:
             assert isinstance(value, str) and len(value) == 12 and value.isdigit()

@@ -100,7 +100,10 @@ def test_data_bucket_is_imported_and_nothing_is_exported_by_default():
     assert props["DataRepositoryPath"] == "s3://my-training-data/"
     assert props["FileSystemPath"] == "/bucket"
     assert props["BatchImportMetaDataOnCreate"] is True
-    assert props["S3"] == {"AutoImportPolicy": {"Events": ["NEW", "CHANGED", "DELETED"]}}, "import only"
+    assert props["S3"] == {
+        "AutoImportPolicy": {"Events": ["NEW", "CHANGED", "DELETED"]},
+        "AutoExportPolicy": {"Events": []},
+    }, "import only, said explicitly: an update of an association that exported turns its export off"
 
 
 def test_an_export_prefix_gets_its_own_association_that_exports_new_and_changed_files_only():
@@ -112,7 +115,7 @@ def test_an_export_prefix_gets_its_own_association_that_exports_new_and_changed_
     assert set(associations) == {"/bucket", "/export"}
     imported, exported = associations["/bucket"], associations["/export"]
     assert imported["Properties"]["DataRepositoryPath"] == "s3://my-training-data/datasets/"
-    assert "AutoExportPolicy" not in imported["Properties"]["S3"]
+    assert imported["Properties"]["S3"]["AutoExportPolicy"] == {"Events": []}
     assert exported["Properties"]["DataRepositoryPath"] == "s3://my-training-data/runs/"
     assert exported["Properties"]["S3"] == {
         "AutoImportPolicy": {"Events": ["NEW", "CHANGED", "DELETED"]},
@@ -125,8 +128,15 @@ def test_an_export_prefix_gets_its_own_association_that_exports_new_and_changed_
     "props, problem",
     [
         ({"export_prefix": "runs/"}, "export_prefix='runs/': a prefix outside the imported one (the whole bucket;"),
-        ({"data_bucket_prefix": "data", "export_prefix": "data/runs"}, "export_prefix='data/runs': a prefix outside"),
-        ({"data_bucket_prefix": "data/runs/", "export_prefix": "data"}, "export_prefix='data': a prefix outside"),
+        (
+            {"data_bucket_prefix": "data/", "export_prefix": "data/runs/"},
+            "export_prefix='data/runs/': a prefix outside",
+        ),
+        ({"data_bucket_prefix": "data/runs/", "export_prefix": "data/"}, "export_prefix='data/': a prefix outside"),
+        ({"data_bucket_prefix": "data/", "export_prefix": "data/"}, "export_prefix='data/': a prefix outside"),
+        ({"data_bucket_prefix": "data", "export_prefix": "runs/"}, "data_bucket_prefix='data': a key prefix in the"),
+        ({"data_bucket_prefix": "data/", "export_prefix": "runs"}, "export_prefix='runs': a key prefix in the bucket"),
+        ({"data_bucket_prefix": "data/*/", "export_prefix": "runs/"}, "data_bucket_prefix='data/*/': a key prefix"),
         ({"data_bucket_prefix": "data/", "export_prefix": ""}, "export_prefix='': a key prefix in the bucket"),
         (
             {"data_bucket_prefix": "data/", "export_prefix": "runs/", "export_path": "/bucket/runs"},
@@ -154,7 +164,7 @@ def test_sibling_prefixes_that_share_their_first_letters_are_not_nested():
         vpc=vpc,
         subnet=vpc.private_subnets[0],
         data_bucket=s3.Bucket(stack, "Bucket"),
-        data_bucket_prefix="data",
+        data_bucket_prefix="data/",
         export_prefix="data-runs/",
         export_path="/bucket-runs",
     )

@@ -88,9 +88,11 @@ def test_without_an_endpoint_the_role_carries_no_endpoint_condition():
         ({"data_write_prefix": "runs/"}, "data_write_prefix='runs/': set only with a data bucket"),
         (
             {"data_write_prefix": ""},
-            "data_write_prefix='': a key prefix in the bucket, without a leading '/', not empty",
+            "data_write_prefix='': a key prefix in the bucket that ends with '/'",
         ),
-        ({"data_read_prefix": "/datasets"}, "data_read_prefix='/datasets': a key prefix in the bucket"),
+        ({"data_read_prefix": "/datasets/"}, "data_read_prefix='/datasets/': a key prefix in the bucket"),
+        ({"data_read_prefix": "datasets"}, "data_read_prefix='datasets': a key prefix in the bucket that ends with"),
+        ({"data_read_prefix": "*/"}, "data_read_prefix='*/': a key prefix in the bucket that ends with '/'"),
     ],
 )
 def test_prefixes_that_s3_keys_cannot_have_are_refused(props, problem):

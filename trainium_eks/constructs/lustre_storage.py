@@ -229,7 +229,9 @@ class LustreStorage(Construct):
         self, id_: str, bucket: s3.IBucket, prefix: str, path: str, *, export: bool
     ) -> fsx.CfnDataRepositoryAssociation:
         """A data repository association of ``prefix`` at ``path``, importing changes and, with ``export``,
-        exporting new and changed files; retained with the file system."""
+        exporting new and changed files; retained with the file system. Without ``export`` the export policy is
+        written with no events rather than left out, so that a stack deployed before exports were opt-in has its
+        association updated to export nothing (an absent property could leave FSx's current policy as it is)."""
         association = fsx.CfnDataRepositoryAssociation(
             self,
             id_,
@@ -241,9 +243,9 @@ class LustreStorage(Construct):
                 auto_import_policy=fsx.CfnDataRepositoryAssociation.AutoImportPolicyProperty(
                     events=list(IMPORT_EVENTS)
                 ),
-                auto_export_policy=fsx.CfnDataRepositoryAssociation.AutoExportPolicyProperty(events=list(EXPORT_EVENTS))
-                if export
-                else None,
+                auto_export_policy=fsx.CfnDataRepositoryAssociation.AutoExportPolicyProperty(
+                    events=list(EXPORT_EVENTS) if export else []
+                ),
             ),
         )
         association.apply_removal_policy(RemovalPolicy.RETAIN)
@@ -420,7 +422,7 @@ def check_bucket_prefixes(
     if not has_bucket:
         problems.add("export_prefix", export_prefix, "set only with a data bucket to export to")
         return
-    if imported and _nested(_as_folder(data_bucket_prefix), _as_folder(export_prefix)):
+    if imported and _nested(data_bucket_prefix, export_prefix):
         problems.add(
             "export_prefix",
             export_prefix,
@@ -435,10 +437,6 @@ def check_bucket_prefixes(
                 f"a path outside {bucket_path} (FSx: two data repository associations cannot have overlapping file "
                 "system paths)",
             )
-
-
-def _as_folder(prefix: str) -> str:
-    return prefix if not prefix or prefix.endswith("/") else prefix + "/"
 
 
 def _nested(one: str, other: str) -> bool:

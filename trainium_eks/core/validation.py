@@ -225,11 +225,19 @@ def check_absolute_path(problems: Problems, setting: str, value: Any) -> bool:
 
 
 def check_key_prefix(problems: Problems, setting: str, value: Any, *, empty: bool = True) -> bool:
-    """``value`` is an S3 key prefix: a string without a leading '/' or surrounding spaces, empty (the whole bucket)
-    only with ``empty``."""
-    if isinstance(value, str) and not value.startswith("/") and value == value.strip() and (empty or value):
+    """``value`` is an S3 "folder": empty (the whole bucket; only with ``empty``) or a key prefix that ends with '/',
+    without a leading '/', surrounding spaces or the wildcards '*' and '?'. The same string is then the prefix of an
+    FSx data repository path (``s3://bucket/prefix/``), of an IAM resource (``bucket/prefix/*``) and of an
+    ``s3:prefix`` condition, and means the same objects in all three: ``data`` would also grant ``data-old/``."""
+    if isinstance(value, str) and (
+        (value == "" and empty)
+        or (
+            value.endswith("/") and not value.startswith("/") and value == value.strip() and not {"*", "?"} & set(value)
+        )
+    ):
         return True
-    problems.add(setting, value, "a key prefix in the bucket, without a leading '/'" + ("" if empty else ", not empty"))
+    allowed = "a key prefix in the bucket that ends with '/' (datasets/), without a leading '/', '*' or '?'"
+    problems.add(setting, value, allowed + ("" if empty else ", not empty"))
     return False
 
 
