@@ -92,12 +92,58 @@ def test_only_the_given_errors_keep_the_release_and_only_its_own_run_deletes_it(
     assert states["Created by this run?"]["Default"] == "Release of another run kept"
 
 
-def test_both_calls_go_to_the_clusters_endpoint_and_any_failure_ends_in_nothing_deleted(built):
+def test_a_started_cleanup_deletes_only_for_an_execution_of_the_workflow_that_ended_badly(built):
+    states = built["definition"]["States"]
+    assert states["Ended with its logs to keep?"]["Default"] == "Confirm the run ended badly"
+    confirm = states["Confirm the run ended badly"]
+    assert confirm["Resource"] == "arn:aws:states:::aws-sdk:sfn:describeExecution"
+    assert confirm["Catch"] == [{"ErrorEquals": ["States.ALL"], "Next": "Nothing deleted"}]
+    assert confirm["Next"] == "Ended badly?"
+    event = {"detail": {"name": "Run-42", "executionArn": RUN, "status": "FAILED"}}
+    camel = {"status": "RUNNING", "stateMachineArn": WORKFLOW}
+    pascal = {"Status": "ABORTED", "StateMachineArn": WORKFLOW}
+    arn, passed, status_camel, machine_camel, status_pascal, machine_pascal = evaluate_all(
+        (confirm["Arguments"]["ExecutionArn"], {"states": {"input": event}}),
+        (confirm["Output"], {"states": {"input": event, "result": camel}}),
+        (confirm["Assign"]["run_status"], {"states": {"input": event, "result": camel}}),
+        (confirm["Assign"]["run_machine"], {"states": {"input": event, "result": camel}}),
+        (confirm["Assign"]["run_status"], {"states": {"input": event, "result": pascal}}),
+        (confirm["Assign"]["run_machine"], {"states": {"input": event, "result": pascal}}),
+    )
+    assert arn == RUN and passed == event, "the event goes on to the states that read it"
+    assert (status_camel, machine_camel, status_pascal, machine_pascal) == ("RUNNING", WORKFLOW, "ABORTED", WORKFLOW)
+    (ended,) = states["Ended badly?"]["Choices"]
+    other = WORKFLOW.replace("Workflow", "Other")
+    verdicts = evaluate_all(
+        *((ended["Condition"], {"run_status": status, "run_machine": WORKFLOW}) for status in ENDED_BADLY),
+        (ended["Condition"], {"run_status": "RUNNING", "run_machine": WORKFLOW}),
+        (ended["Condition"], {"run_status": "SUCCEEDED", "run_machine": WORKFLOW}),
+        (ended["Condition"], {"run_status": "FAILED", "run_machine": other}),
+    )
+    assert verdicts == [True, True, True, False, False, False]
+    assert ended["Next"] == "Read release of the run"
+    assert states[states["Ended badly?"]["Default"]]["Type"] == "Succeed"
+    assert states["Ended badly?"]["Default"] == "Run not ended badly"
+
+
+def test_the_role_may_describe_the_workflows_executions(built):
+    stack, template = built["stack"], built["template"]
+    role_id = stack.get_logical_id(built["role"].node.default_child)
+    policy_id = stack.get_logical_id(built["cleanup"].describe_policy.node.default_child)
+    policy = template.to_json()["Resources"][policy_id]
+    assert policy["Properties"]["Roles"] == [{"Ref": role_id}]
+    (describe,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert describe["Action"] == "states:DescribeExecution"
+    assert cfn_text(describe["Resource"]) == "arn:aws:states:us-west-2:123456789012:execution:Workflow:*"
+    assert policy_id in built["machine"]["DependsOn"], "the cleanup starts once it may describe"
+
+
+def test_every_call_goes_to_its_service_and_any_failure_ends_in_nothing_deleted(built):
     definition = built["definition"]
     assert definition["StartAt"] == "Ended with its logs to keep?"
-    assert definition["States"]["Ended with its logs to keep?"]["Default"] == "Read release of the run"
     tasks = {name: s for name, s in definition["States"].items() if s["Type"] == "Task"}
-    assert set(tasks) == {"Read release of the run", "Delete release of the run"}
+    assert set(tasks) == {"Confirm the run ended badly", "Read release of the run", "Delete release of the run"}
+    del tasks["Confirm the run ended badly"]
     for task in tasks.values():
         assert task["Resource"] == EKS_CALL
         cluster = {key: task["Arguments"][key] for key in ("ClusterName", "CertificateAuthority", "Endpoint")}
