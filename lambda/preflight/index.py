@@ -53,7 +53,8 @@ def _import_checks() -> Any:
         try:
             spec.loader.exec_module(module)
         except BaseException:
-            del sys.modules["preflight_checks"]
+            for name in [name for name in sys.modules if name.split(".")[0] == "preflight_checks"]:
+                del sys.modules[name]
             raise
     return module
 

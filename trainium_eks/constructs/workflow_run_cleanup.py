@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence, Union
 
-from aws_cdk import Arn, ArnFormat, Stack
+from aws_cdk import Arn, ArnFormat, Duration, Stack
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -23,6 +23,13 @@ EKS_CALL = "arn:aws:states:::eks:call"
 DESCRIBE_EXECUTION = "arn:aws:states:::aws-sdk:sfn:describeExecution"
 """The AWS SDK integration that reads an execution (Step Functions API reference, DescribeExecution)."""
 
+STATUS_LOOKS = 6
+STATUS_WAIT_SECONDS = 10
+"""How often, and how far apart, the cleanup asks for the status of an execution that still reads ``RUNNING``:
+DescribeExecution "is eventually consistent. The results are best effort and may not reflect very recent updates"
+(Step Functions API reference), so the answer right after the status-change event may be stale. Six looks 10 s apart
+stay well inside an Express execution's 5 minutes."""
+
 ENDED_BADLY = ("FAILED", "TIMED_OUT", "ABORTED")
 """Execution statuses whose run may have left a TrainJob behind: a failed call or read, a timeout, a stopped
 execution (no state of the workflow runs after ``StopExecution``). Step Functions sends each status change of a
@@ -36,10 +43,13 @@ class WorkflowRunCleanup(Construct):
 
     An EventBridge rule on the workflow's "Step Functions Execution Status Change" events (status in
     :data:`ENDED_BADLY`) starts an Express state machine that first asks Step Functions about the execution the event
-    names (``states:DescribeExecution``, granted on the workflow's executions) and goes on only when it is an
-    execution of ``workflow`` that has ended in one of :data:`ENDED_BADLY`: nothing in the stack keeps a principal
-    whose own policy allows ``states:StartExecution`` on it from starting it with any input, so an input that names a
-    running execution, or another state machine's, deletes nothing (``Run not ended badly``). It then computes the
+    names (``states:DescribeExecution``, granted on the workflow's executions, retried on errors) and goes on only
+    when it is an execution of ``workflow`` that has ended in one of :data:`ENDED_BADLY`; one that still reads
+    ``RUNNING`` is asked again (:data:`STATUS_LOOKS` times, :data:`STATUS_WAIT_SECONDS` apart: the answer is eventually
+    consistent). Nothing in the stack keeps a principal whose own policy allows ``states:StartExecution`` on it from
+    starting it with any input, so an input that names a running execution, or another state machine's, deletes
+    nothing (``Run not ended badly``), and what is kept is decided by the error Step Functions answers, not the
+    input's. It then computes the
     name of the run's release Job from the execution's name (as the workflow does), reads that Job, and deletes it
     with ``eks:call`` (``propagationPolicy: Background``: Kubernetes' garbage collector then deletes what the release
     created and owns, the TrainJob with its JobSet and pods, and any capacity Job) only if its ``owner_annotation``
@@ -135,9 +145,15 @@ class WorkflowRunCleanup(Construct):
             )
             .otherwise(another)
         )
+
         # DescribeExecution's answer is read under both spellings of its fields: Step Functions' own API names them in
-        # camelCase (status, stateMachineArn), and the developer guide documents the PascalCase of an SDK
+        # camelCase (status, stateMachineArn, error), and the developer guide documents the PascalCase of an SDK
         # integration's parameters, not of its answers.
+        def answer(field: str) -> str:
+            pascal = field[0].upper() + field[1:]
+            return f"$exists($states.result.{pascal}) ? $states.result.{pascal} : $states.result.{field}"
+
+        first = sfn.CustomState(self, "First look", state_json={"Type": "Pass", "Assign": {"looks": 0}})
         confirm = sfn.CustomState(
             self,
             "Confirm the run ended badly",
@@ -146,23 +162,41 @@ class WorkflowRunCleanup(Construct):
                 "Resource": DESCRIBE_EXECUTION,
                 "Arguments": {"ExecutionArn": "{% $states.input.detail.executionArn %}"},
                 "Assign": {
-                    "run_status": "{% $exists($states.result.Status) ? $states.result.Status"
-                    " : $states.result.status %}",
-                    "run_machine": "{% $exists($states.result.StateMachineArn) ? $states.result.StateMachineArn"
-                    " : $states.result.stateMachineArn %}",
+                    "run_status": f"{{% {answer('status')} %}}",
+                    "run_machine": f"{{% {answer('stateMachineArn')} %}}",
+                    "run_error": f"{{% {answer('error')} %}}",
+                    "looks": "{% $looks + 1 %}",
                 },
                 "Output": "{% $states.input %}",
             },
         )
+        confirm.add_retry(errors=["States.ALL"], interval=Duration.seconds(2), max_attempts=3, backoff_rate=2)
         confirm.add_catch(nothing, errors=["States.ALL"])
+        workflow_arn = workflow.state_machine_arn
         statuses = ", ".join(f"'{status}'" for status in ENDED_BADLY)
+        errors = ", ".join(f"'{error}'" for error in kept_errors)
+        keep = (
+            sfn.Choice.jsonata(self, "Ended with its logs to keep?")
+            .when(
+                sfn.Condition.jsonata(f"{{% $run_error in [{errors}] %}}"),
+                sfn.Succeed.jsonata(self, "Release kept for its logs"),
+            )
+            .otherwise(read.next(ours))
+        )
+        wait = sfn.Wait.jsonata(
+            self, "Wait for the run's status", time=sfn.WaitTime.duration(Duration.seconds(STATUS_WAIT_SECONDS))
+        )
         ended = (
             sfn.Choice.jsonata(self, "Ended badly?")
             .when(
+                sfn.Condition.jsonata(f"{{% $run_machine = '{workflow_arn}' and $run_status in [{statuses}] %}}"),
+                keep,
+            )
+            .when(
                 sfn.Condition.jsonata(
-                    f"{{% $run_status in [{statuses}] and $run_machine = '{workflow.state_machine_arn}' %}}"
+                    f"{{% $run_machine = '{workflow_arn}' and $run_status = 'RUNNING' and $looks < {STATUS_LOOKS} %}}"
                 ),
-                read.next(ours),
+                wait.next(confirm),
             )
             .otherwise(
                 sfn.Succeed.jsonata(
@@ -172,13 +206,7 @@ class WorkflowRunCleanup(Construct):
                 )
             )
         )
-        kept = sfn.Succeed.jsonata(self, "Release kept for its logs")
-        errors = ", ".join(f"'{error}'" for error in kept_errors)
-        start = (
-            sfn.Choice.jsonata(self, "Ended with its logs to keep?")
-            .when(sfn.Condition.jsonata(f"{{% $states.input.detail.error in [{errors}] %}}"), kept)
-            .otherwise(confirm.next(ended))
-        )
+        start = first.next(confirm).next(ended)
         self.log_group, self.state_machine = logged_state_machine(
             self,
             start=start,

@@ -46,7 +46,8 @@ def load_lambda_module(name: str, module: str) -> ModuleType:
     try:
         spec.loader.exec_module(loaded)
     except BaseException:
-        del sys.modules[qualified]
+        for name in [name for name in sys.modules if name.split(".")[0] == qualified]:
+            del sys.modules[name]
         raise
     return loaded
 

@@ -1,4 +1,4 @@
-"""The EC2 On-Demand vCPU quotas, and the Service Quotas and CloudWatch reads every quota check shares."""
+"""The EC2 On-Demand vCPU quotas (the Service Quotas and CloudWatch reads are :mod:`.service_quotas`')."""
 
 from __future__ import annotations
 
