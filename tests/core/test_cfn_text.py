@@ -4,7 +4,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_s3 as s3
 
-from trainium_eks.core.cfn_text import cfn_text
+from trainium_eks.core.cfn_text import cfn_text, compact_json
 
 
 def test_plain_strings_and_joins_of_references_and_attributes():
@@ -31,3 +31,12 @@ def test_what_cdk_nag_names_a_bucket_objects_resource():
 def test_any_other_expression_is_refused(value):
     with pytest.raises(ValueError, match="not a string expression"):
         cfn_text(value)
+
+
+def test_another_intrinsic_inside_a_join_is_written_as_cdk_nag_writes_it_when_asked():
+    select = {"Fn::Select": [6, {"Fn::Split": [":", {"Ref": "Workflow"}]}]}
+    expression = {
+        "Fn::Join": ["", ["arn:aws:states:us-west-2:", {"Ref": "AWS::AccountId"}, ":execution:", select, ":*"]]
+    }
+    name = '{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"Workflow"}]}]}'
+    assert cfn_text(expression, other=compact_json) == f"arn:aws:states:us-west-2:<AWS::AccountId>:execution:{name}:*"

@@ -7,11 +7,12 @@ Acknowledging a construct covers its descendants. Every acknowledgement carries 
 
 from __future__ import annotations
 
-import json
 from typing import Any, Iterable
 
 from aws_cdk import Acknowledgment, Validations
 from constructs import IConstruct
+
+from trainium_eks.core.cfn_text import compact_json
 
 AWS_MANAGED_POLICY = "Policy::arn:<AWS::Partition>:iam::aws:policy/{}"
 """Finding id of AwsSolutions-IAM4 for an AWS managed policy (name with its path, e.g. service-role/...)."""
@@ -31,4 +32,4 @@ def managed_policy_findings(policy_names: Iterable[str]) -> list:
 
 def token_finding(kind: str, value: Any) -> str:
     """The finding id cdk-nag derives from a CloudFormation expression (compact JSON, as ``JSON.stringify``)."""
-    return f"{kind}::{json.dumps(value, separators=(',', ':'))}"
+    return f"{kind}::{compact_json(value)}"
