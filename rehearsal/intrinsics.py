@@ -48,6 +48,16 @@ VERSIONED_ATTRIBUTES: Mapping[str, Set[str]] = {
 """Attributes that change when the resource is updated in place: an update of a launch template's data creates a
 new version (EC2 user guide, "Modify a launch template (manage launch template versions)")."""
 
+ARN_FORMATS: Mapping[str, str] = {
+    "AWS::StepFunctions::StateMachine": "arn:{partition}:states:{region}:{account}:stateMachine:{name}",
+}
+"""ARNs whose form is not ``<service>:<region>:<account>:<type>/<id>`` (Step Functions API reference, "Amazon
+Resource Names": a state machine's ARN ends ``stateMachine:<name>``)."""
+
+REF_IS_ARN = frozenset({"AWS::StepFunctions::StateMachine"})
+"""Resource types whose ``Ref`` is their ARN, not their name (CloudFormation template reference,
+AWS::StepFunctions::StateMachine, "Return values": "Ref returns the ARN of the created state machine")."""
+
 NO_VALUE = object()
 """``Ref: AWS::NoValue``: the property is removed."""
 
@@ -83,6 +93,10 @@ class StackIdentity:
         """A made-up ARN of a resource of ``resource_type`` (``physical_id`` itself when it is an ARN)."""
         if physical_id.startswith("arn:"):
             return physical_id
+        if resource_type in ARN_FORMATS:
+            return ARN_FORMATS[resource_type].format(
+                partition=self.partition, region=self.region, account=self.account, name=physical_id
+            )
         _, service, resource = resource_type.split("::")
         service = service.lower()
         region = "" if service == "iam" else self.region
@@ -199,7 +213,10 @@ class Resolver:
                 raise ResolutionError(f"parameter {name!r} has no value")
             return parameters[name]["Default"]
         if name in self.resources:
-            return self.resources[name].physical_id
+            resource = self.resources[name]
+            if resource.resource_type in REF_IS_ARN:
+                return self.identity.arn(resource.resource_type, resource.physical_id)
+            return resource.physical_id
         raise ResolutionError(f"Ref to {name!r}, which is neither a parameter nor a known resource")
 
     def get_att(self, logical_id: str, attribute: str) -> Any:

@@ -48,7 +48,7 @@ from trainium_eks.constructs.hybrid_workflow import (
 from trainium_eks.constructs.image_repository import TrainingImageRepository
 from trainium_eks.constructs.logged_state_machine import MAX_STATE_MACHINE_NAME, state_machine_name
 from trainium_eks.constructs.network import TrainingNetwork
-from trainium_eks.core.cfn_text import cfn_text
+from trainium_eks.core.cfn_text import cfn_text, compact_json
 from trainium_eks.core.validation import ConfigurationError
 from trainium_eks.facts.catalog import INSTANCE_CATALOG, Accelerator
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
@@ -137,6 +137,7 @@ def flatten(value: Any) -> str:
         value,
         reference=lambda logical_id: f"<Ref:{logical_id}>",
         attribute=lambda parts: f"<GetAtt:{'.'.join(parts)}>",
+        other=compact_json,
     )
 
 
@@ -553,7 +554,17 @@ def test_state_machine_role_has_exactly_its_statements(built):
     statements = [normalized(s) for s in statements_of(template, stack, workflow.role)]
     assert all(s["Effect"] == "Allow" for s in statements_of(template, stack, workflow.role))
     job_role = stack.get_logical_id(workflow.sagemaker_role.node.default_child)
+    selected_name = json.dumps(
+        {"Fn::Select": [6, {"Fn::Split": [":", {"Ref": logical_id(stack, workflow.state_machine)}]}]},
+        separators=(",", ":"),
+    )
     expected = [
+        {
+            "Sid": None,
+            "Action": ["states:DescribeExecution"],
+            "Resource": [f"arn:aws:states:us-west-2:123456789012:execution:{selected_name}:*"],
+            "Condition": None,
+        },
         {
             "Sid": "TrainingJobs",
             "Action": ["sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob"],
@@ -1013,13 +1024,33 @@ def release_of(execution: str) -> Dict[str, Any]:
 
 DELETED = {"ResponseBody": {"status": "Success"}, "StatusCode": 200}
 
+CONFIRM = "Confirm the run ended badly"
 
-def test_a_run_that_ended_badly_has_its_release_deleted_with_its_trainjob_jobset_and_pods(cleanup):
+
+@pytest.fixture(scope="module")
+def workflow_arn(built) -> str:
+    """The workflow's ARN as the cleanup's definition names it (its ``Ref``, as :func:`flatten` writes one)."""
+    stack, workflow, _ = built
+    return f"<Ref:{logical_id(stack, workflow.state_machine)}>"
+
+
+def described(workflow_arn: str, status: str, error: str = "") -> Dict[str, Any]:
+    """Step Functions' answer to DescribeExecution of a workflow execution (camelCase, as its API names the fields)."""
+    return {"status": status, "stateMachineArn": workflow_arn} | ({"error": error} if error else {})
+
+
+def test_a_run_that_ended_badly_has_its_release_deleted_with_its_trainjob_jobset_and_pods(cleanup, workflow_arn):
     for event in (ended("TIMED_OUT"), ended("ABORTED"), ended("FAILED", "EKS.403"), ended("FAILED", "States.ALL")):
-        results = {"Read release of the run": [release_of(EXECUTION)], "Delete release of the run": [DELETED]}
+        detail = event["detail"]
+        results = {
+            CONFIRM: [described(workflow_arn, detail["status"], detail.get("error", ""))],
+            "Read release of the run": [release_of(EXECUTION)],
+            "Delete release of the run": [DELETED],
+        }
         (run,) = walk(cleanup, event, results=results)
         assert run["end"] == "Succeed" and run["steps"][-1] == "Deleted", event
-        read, delete = run["calls"]
+        confirm, read, delete = run["calls"]
+        assert confirm["arguments"] == {"ExecutionArn": execution_arn(EXECUTION)}
         path = f"/apis/batch/v1/namespaces/training/jobs/{JOB}-release"
         assert read["arguments"]["Method"] == "GET" and read["arguments"]["Path"] == path
         arguments = delete["arguments"]
@@ -1028,16 +1059,20 @@ def test_a_run_that_ended_badly_has_its_release_deleted_with_its_trainjob_jobset
         assert arguments["QueryParameters"] == {"propagationPolicy": ["Background"]}
 
 
-def test_the_cleanup_deletes_only_the_release_its_own_execution_created(definition, cleanup):
+def test_the_cleanup_deletes_only_the_release_its_own_execution_created(definition, cleanup, workflow_arn):
     """Should a release of the run's name exist already (another execution's, should their digests agree, or one made
     by hand), the run's create fails, and its cleanup must leave that release (and its TrainJob) alone."""
     first, second = "exp-1-lr0001", "exp1lr0001"
     (run,) = walk(definition, {"training_runtime": "kubernetes"}, execution=first)
     job = run["calls"][0]["arguments"]["RequestBody"]
     assert job["metadata"]["annotations"]["trainium-eks/execution"] == execution_arn(first)
-    results = {"Read release of the run": [release_of(first)], "Delete release of the run": [DELETED]}
+    results = {
+        CONFIRM: [described(workflow_arn, "FAILED", "EKS.409")],
+        "Read release of the run": [release_of(first)],
+        "Delete release of the run": [DELETED],
+    }
     (kept,) = walk(cleanup, ended("FAILED", "EKS.409", execution=second), results=results)
-    assert kept["steps"][-1] == "Release of another run kept" and len(kept["calls"]) == 1
+    assert kept["steps"][-1] == "Release of another run kept" and len(kept["calls"]) == 2
     assert kept["output"]["created_by"] == execution_arn(first)
     unannotated = {"StatusCode": 200, "ResponseBody": {"metadata": {"name": job["metadata"]["name"]}}}
     results["Read release of the run"] = [unannotated]
@@ -1045,24 +1080,65 @@ def test_the_cleanup_deletes_only_the_release_its_own_execution_created(definiti
     assert kept["steps"][-1] == "Release of another run kept", "a Job made by hand is not the run's"
 
 
-def test_the_cleanup_computes_the_same_job_name_as_the_run(definition, cleanup):
+def test_the_cleanup_computes_the_same_job_name_as_the_run(definition, cleanup, workflow_arn):
     execution = str(uuid.uuid4())
     (run,) = walk(definition, {"training_runtime": "kubernetes"}, execution=execution)
     created = run["calls"][0]["arguments"]["RequestBody"]["metadata"]["name"]
-    results = {"Read release of the run": [release_of(execution)], "Delete release of the run": [DELETED]}
+    results = {
+        CONFIRM: [described(workflow_arn, "ABORTED")],
+        "Read release of the run": [release_of(execution)],
+        "Delete release of the run": [DELETED],
+    }
     (deletion,) = walk(cleanup, ended("ABORTED", execution=execution), results=results)
     assert deletion["calls"][-1]["arguments"]["Path"].endswith(f"/jobs/{created}")
 
 
-def test_a_failed_trainjob_or_release_is_kept_for_its_logs_and_nothing_to_delete_is_no_error(cleanup):
+def test_a_failed_trainjob_or_release_is_kept_for_its_logs_and_nothing_to_delete_is_no_error(cleanup, workflow_arn):
     for error in ("TrainJobFailed", "ReleaseFailed"):
-        (kept,) = walk(cleanup, ended("FAILED", error))
-        assert kept["end"] == "Succeed" and kept["steps"][-1] == "Release kept for its logs" and not kept["calls"]
+        results = {CONFIRM: [described(workflow_arn, "FAILED", error)]}
+        (kept,) = walk(cleanup, ended("FAILED", error), results=results)
+        assert kept["end"] == "Succeed" and kept["steps"][-1] == "Release kept for its logs"
+        assert [call["state"] for call in kept["calls"]] == [CONFIRM], "nothing read, nothing deleted"
     missing = {"Error": "EKS.404", "Cause": '{"StatusCode": 404, "StatusText": "Not Found"}'}
-    results = {"Read release of the run": [missing]}
+    results = {CONFIRM: [described(workflow_arn, "FAILED", "States.TaskFailed")], "Read release of the run": [missing]}
     (sagemaker_run,) = walk(cleanup, ended("FAILED", "States.TaskFailed"), results=results)
     assert sagemaker_run["end"] == "Succeed" and sagemaker_run["steps"][-1] == "Nothing deleted"
-    assert sagemaker_run["output"]["Error"] == "EKS.404" and len(sagemaker_run["calls"]) == 1
+    assert sagemaker_run["output"]["Error"] == "EKS.404" and len(sagemaker_run["calls"]) == 2
+
+
+def test_a_cleanup_started_by_hand_deletes_nothing_of_a_running_run_and_keeps_by_the_real_error(cleanup, workflow_arn):
+    """Anyone allowed to start the cleanup may give it any input: what it deletes and keeps follows what Step
+    Functions answers about the execution, not the input."""
+    results = {
+        CONFIRM: [described(workflow_arn, "RUNNING")],
+        "Read release of the run": [release_of(EXECUTION)],
+        "Delete release of the run": [DELETED],
+    }
+    (forged,) = walk(cleanup, ended("ABORTED"), results=results)
+    assert forged["steps"][-1] == "Run not ended badly" and forged["output"]["status"] == "RUNNING"
+    assert {call["state"] for call in forged["calls"]} == {CONFIRM}, "asked again, never read nor deleted"
+    assert forged["steps"].count("Wait for the run's status") == 5, "six looks in all"
+    results[CONFIRM] = [described(workflow_arn, "SUCCEEDED")]
+    (succeeded,) = walk(cleanup, ended("FAILED"), results=results)
+    assert succeeded["steps"][-1] == "Run not ended badly"
+    results[CONFIRM] = [described(workflow_arn, "FAILED", "TrainJobFailed")]
+    (kept,) = walk(cleanup, ended("FAILED"), results=results)
+    assert kept["steps"][-1] == "Release kept for its logs", "the error Step Functions answers, not the input's"
+    results[CONFIRM] = [{"status": "FAILED", "stateMachineArn": "arn:aws:states:us-west-2:1:stateMachine:Other"}]
+    (other,) = walk(cleanup, ended("FAILED"), results=results)
+    assert other["steps"][-1] == "Run not ended badly", "another state machine's execution"
+
+
+def test_a_status_that_reads_running_just_after_the_event_is_asked_again_until_it_has_ended(cleanup, workflow_arn):
+    """DescribeExecution is eventually consistent: right after the event the answer may still say RUNNING."""
+    results = {
+        CONFIRM: [described(workflow_arn, "RUNNING"), {"Status": "TIMED_OUT", "StateMachineArn": workflow_arn}],
+        "Read release of the run": [release_of(EXECUTION)],
+        "Delete release of the run": [DELETED],
+    }
+    (run,) = walk(cleanup, ended("TIMED_OUT"), results=results)
+    assert run["steps"][-1] == "Deleted" and run["steps"].count("Wait for the run's status") == 1
+    assert [call["state"] for call in run["calls"]][:2] == [CONFIRM, CONFIRM], "PascalCase read as well"
 
 
 def test_the_cleanup_runs_on_the_workflows_bad_endings_only_as_the_workflows_role_and_logs_everything(built):

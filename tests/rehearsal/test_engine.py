@@ -216,6 +216,16 @@ def test_intrinsics_resolve_to_what_cloudformation_passes():
     }
 
 
+def test_a_state_machine_s_ref_is_its_arn_and_its_name_is_the_arn_s_seventh_part():
+    tmpl = {"Resources": {"Machine": {"Type": "AWS::StepFunctions::StateMachine"}}}
+    machine = PhysicalResource("Machine", "AWS::StepFunctions::StateMachine", "Stack-Workflow-1cda1a45")
+    resolver = Resolver(tmpl, {"Machine": machine}, IDENTITY)
+    arn = "arn:aws:states:us-west-2:123456789012:stateMachine:Stack-Workflow-1cda1a45"
+    assert resolver.resolve({"Ref": "Machine"}) == resolver.resolve({"Fn::GetAtt": ["Machine", "Arn"]}) == arn
+    name = {"Fn::Select": [6, {"Fn::Split": [":", {"Ref": "Machine"}]}]}
+    assert resolver.resolve(name) == "Stack-Workflow-1cda1a45"
+
+
 def test_physical_ids_are_stable_per_generation_and_names_win():
     assert new_physical_id(IDENTITY, "Vpc", "AWS::EC2::VPC", 0) == new_physical_id(IDENTITY, "Vpc", "AWS::EC2::VPC", 0)
     assert new_physical_id(IDENTITY, "Vpc", "AWS::EC2::VPC", 0) != new_physical_id(IDENTITY, "Vpc", "AWS::EC2::VPC", 1)
