@@ -79,10 +79,13 @@ e2e-build: install
 	$(BIN)/python -m e2e.build
 
 # tests/e2e in a network namespace of their own with only loopback up: nothing they start can reach or be reached
-# from outside, and a component that dials a pod or service address fails at once.
+# from outside, and a component that dials a pod or service address fails at once. The tests run on E2E_WORKERS
+# pytest-xdist workers, longest first (tests/e2e/conftest.py; each test starts a control plane of its own on ports
+# the system picks); most of a test's time is waiting for the controllers' periods, so two share the two cores.
+E2E_WORKERS ?= 2
 e2e: e2e-build
 	unshare --net -- sh -c 'ip link set lo up && TRAINIUM_EKS_E2E_NETNS=1 exec $(BIN)/python -m pytest -m e2e \
-		-p no:cacheprovider tests/e2e $(PYTEST_ARGS)'
+		-p no:cacheprovider -n $(E2E_WORKERS) --durations=0 tests/e2e $(PYTEST_ARGS)'
 
 bench: install
 	$(BIN)/python scripts/bench_synth.py

