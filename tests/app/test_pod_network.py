@@ -120,6 +120,19 @@ def test_only_the_staging_jobs_reach_the_internet(stack):
         assert not cluster.allowed(pod, S3, 80), owner
 
 
+def test_no_pod_of_the_namespace_reaches_a_pod_that_reaches_the_internet(stack):
+    """A staging pod is nobody's way out: it admits no connection, from its own job's other pod either."""
+    _, cluster, pods = stack
+    every_pod = [pod for group in pods.values() for pod in group]
+    staging = [pod for owner, group in pods.items() for pod in group if role_of(owner, pod) == "staging"]
+    assert staging
+    for target in staging:
+        for source in every_pod:
+            if source is not target:
+                for port in (22, 443, 1080, 3128, MASTER_PORT, EPHEMERAL):
+                    assert not cluster.allowed(source, target, port), (source.labels, port)
+
+
 def test_no_pod_reaches_the_node_role_the_vpc_other_namespaces_or_the_file_servers(stack):
     _, cluster, pods = stack
     for owner, (pod, _) in pods.items():

@@ -127,17 +127,18 @@ def test_volcano_is_installed_from_its_pinned_chart_on_the_system_nodes(template
     assert props["Namespace"] == "volcano-system" and props["Release"] == "volcano"
     assert props["Wait"] is True
     assert json.loads(props["Values"]) == {
+        "basic": {"image_pull_policy": "IfNotPresent"},
         "custom": {
             "default_ns": {"trainium-eks/node-role": "system"},
             "scheduler_config_override": SCALE_FROM_ZERO_SCHEDULER_CONF,
-        }
+        },
     }
 
 
 def test_with_standing_nodes_only_volcano_keeps_its_charts_scheduler_configuration():
     template = default_template(provisioning="node-group")
     (helm,) = [r for r in resources_of(template, HELM).values() if r["Properties"]["Release"] == "volcano"]
-    assert json.loads(helm["Properties"]["Values"]) == {"custom": {"default_ns": {"trainium-eks/node-role": "system"}}}
+    assert json.loads(helm["Properties"]["Values"])["custom"] == {"default_ns": {"trainium-eks/node-role": "system"}}
 
 
 def test_the_scale_from_zero_configuration_is_the_charts_without_enqueue():

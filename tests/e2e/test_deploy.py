@@ -48,6 +48,7 @@ def test_a_deploy_applies_everything_runs_the_seed_jobs_and_a_destroy_removes_it
         deployed = live.deploy(template)
         assert not deployed.failures, f"{deployed.describe_failures()}\n{runner.describe()}\n{cluster.describe()}"
         runner.check()
+        assert volcano_pull_policies(cluster.api) == {"IfNotPresent"}, "the release's basic.image_pull_policy"
         objects = applied_objects(live)
         kept = applied_objects(live, retained=True)
         assert objects, "the template applies Kubernetes objects"
@@ -74,3 +75,14 @@ def test_a_deploy_applies_everything_runs_the_seed_jobs_and_a_destroy_removes_it
         assert {obj["kind"] for obj in kept} <= RETAINED_KINDS
         # Karpenter's nodes went before Karpenter did (the EC2NodeClass's finalizer held its delete until then).
         assert [node["metadata"]["name"] for node in cluster.api.list("v1", "Node")] == [], cluster.describe()
+
+
+def volcano_pull_policies(api) -> set:
+    """The ``imagePullPolicy`` of every container of the Volcano release's Deployments, as Helm rendered them."""
+    deployments = api.list("apps/v1", "Deployment", namespace="volcano-system")
+    assert deployments, "the Volcano release has Deployments"
+    return {
+        container["imagePullPolicy"]
+        for deployment in deployments
+        for container in deployment["spec"]["template"]["spec"]["containers"]
+    }

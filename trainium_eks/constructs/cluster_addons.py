@@ -58,6 +58,13 @@ KUBECTL_HANDLER_TIMEOUT = Duration.minutes(15)
 stack (aws-cdk ``packages/aws-cdk-lib/aws-eks-v2/lib/kubectl-provider.ts``: ``timeout: Duration.minutes(15)``; no
 isComplete step, so a command must end within one invocation)."""
 
+VOLCANO_BASIC_VALUES = {"image_pull_policy": "IfNotPresent"}
+"""The Volcano release's ``basic`` values: its images are pulled once per node, not on every start. The chart's
+default is ``Always`` (volcano-sh/volcano v1.15.1 ``installer/helm/chart/volcano/values.yaml``
+``basic.image_pull_policy``, the ``imagePullPolicy`` of every container its templates write), which asks Docker Hub
+on each restart of the controller, scheduler or webhook: a tag moved there, or the registry's pull limit, would then
+change or stop the cluster's scheduler. The tag stays the chart's (``v1.15.1``)."""
+
 VOLCANO_DEFAULT_QUEUE = "default"
 """The queue Volcano's scheduler creates at start (``pkg/scheduler/cache/cache.go`` at v1.15.1)."""
 
@@ -257,7 +264,7 @@ class ClusterAddons(Construct):
             create_namespace=True,
             wait=True,
             timeout=helm_timeout(versions.VOLCANO),
-            values={"custom": self._volcano_custom_values()},
+            values={"basic": dict(VOLCANO_BASIC_VALUES), "custom": self._volcano_custom_values()},
         )
         for nodes in after_nodes:
             self.volcano.node.add_dependency(nodes)

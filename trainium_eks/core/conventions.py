@@ -59,6 +59,11 @@ INGRESS_POLICY_LABEL = "trainium-eks/ingress-policy"
 """Label of pods whose ingress a NetworkPolicy of their own governs (its value is that policy's name, such as
 ``tensorboard-clients``): the training namespace's rule that admits every pod of the namespace leaves them out."""
 
+NO_INGRESS_POLICY = "namespace-baseline"
+"""The training namespace's NetworkPolicy that selects every pod and admits no ingress: the value of
+:data:`INGRESS_POLICY_LABEL` on pods that take no connection at all (the dataset staging Jobs, which reach the
+internet: no pod of the namespace can use them as a relay)."""
+
 EGRESS_KUBERNETES_API_LABEL = "trainium-eks/egress-kubernetes-api"
 """Label (value ``"true"``) of the pods in the training namespace that may reach the Kubernetes API: the release
 Jobs."""

@@ -8,7 +8,7 @@ import tarfile
 import pytest
 
 from tests.support.k8s_validation import validate_objects
-from trainium_eks.core.conventions import Taint
+from trainium_eks.core.conventions import EGRESS_INTERNET_LABEL, INGRESS_POLICY_LABEL, NO_INGRESS_POLICY, Taint
 from trainium_eks.core.validation import ConfigurationError
 from trainium_eks.manifests.jobs.dataset_staging import (
     DEFAULT_DEADLINE_SECONDS,
@@ -47,6 +47,13 @@ def test_job_manifest(tmp_path):
     assert pod["tolerations"][0]["key"] == "aws.amazon.com/neuron"
     assert pod["volumes"] == [{"name": "shared", "persistentVolumeClaim": {"claimName": "fsx-claim"}}]
     validate_objects([manifest], tmp_path)
+
+
+def test_the_staging_pod_reaches_the_internet_and_admits_no_connection():
+    (manifest,) = chart().manifests()
+    labels = manifest["spec"]["template"]["metadata"]["labels"]
+    assert labels[EGRESS_INTERNET_LABEL] == "true"
+    assert labels[INGRESS_POLICY_LABEL] == NO_INGRESS_POLICY, "left out of the namespace's peer rule"
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from trainium_eks.core.conventions import (
     EGRESS_INTERNET_LABEL,
     EGRESS_KUBERNETES_API_LABEL,
     INGRESS_POLICY_LABEL,
+    NO_INGRESS_POLICY,
 )
 from trainium_eks.core.validation import Problems, check_dns_label, check_strings
 from trainium_eks.manifests.chart import LibraryChart
@@ -43,12 +44,14 @@ HTTPS = 443
 class TrainingNetworkPolicyChart(LibraryChart):
     """The NetworkPolicies of the training namespace: nothing reaches its pods, and its pods reach nothing, except:
 
-    - ``namespace-baseline`` (every pod): no ingress; egress to every pod of the namespace on every port (the
-      rendezvous on node 0, the collectives' bootstrap, ssh between a fabric check's pods, etcd), to CoreDNS (UDP and
-      TCP 53) and to the EKS Pod Identity agent (:data:`POD_IDENTITY_AGENT`, TCP 80);
+    - ``namespace-baseline`` (every pod; :data:`~trainium_eks.core.conventions.NO_INGRESS_POLICY`): no ingress;
+      egress to every pod of the namespace on every port (the rendezvous on node 0, the collectives' bootstrap, ssh
+      between a fabric check's pods, etcd), to CoreDNS (UDP and TCP 53) and to the EKS Pod Identity agent
+      (:data:`POD_IDENTITY_AGENT`, TCP 80);
     - ``namespace-peers`` (every pod without :data:`~trainium_eks.core.conventions.INGRESS_POLICY_LABEL`): ingress from
       every pod of the namespace, on every port. Pods with that label (TensorBoard, etcd) admit only what their own
-      policy names;
+      policy names; the dataset staging Jobs' pods, which reach the internet, carry it with the value
+      ``namespace-baseline`` and so admit nothing;
     - ``kubernetes-api`` (pods labelled ``trainium-eks/egress-kubernetes-api: "true"``, the release Jobs): TCP 443
       to the ``kubernetes`` Service (``kubernetes_api_addresses``);
     - ``internet`` (pods labelled ``trainium-eks/egress-internet: "true"``, the dataset staging Jobs and jobs with
@@ -92,7 +95,7 @@ class TrainingNetworkPolicyChart(LibraryChart):
         super().__init__("training-network-policy", namespace=namespace)
         every_pod: Dict[str, Any] = {}
         self._policy(
-            "namespace-baseline",
+            NO_INGRESS_POLICY,
             every_pod,
             egress=[
                 {"to": [{"podSelector": {}}]},

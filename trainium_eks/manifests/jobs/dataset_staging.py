@@ -9,6 +9,8 @@ from trainium_eks.core.conventions import (
     DEFAULT_NAMESPACE,
     DEFAULT_SERVICE_ACCOUNT,
     EGRESS_INTERNET_LABEL,
+    INGRESS_POLICY_LABEL,
+    NO_INGRESS_POLICY,
     SHARED_MOUNT,
 )
 from trainium_eks.core.validation import (
@@ -100,7 +102,10 @@ class DatasetStagingChart(JobChart):
       service-account token (the AWS CLI's credentials come from EKS Pod Identity, whose token EKS mounts apart). Its
       pods may open HTTPS connections outside the VPC
       (label :data:`~trainium_eks.core.conventions.EGRESS_INTERNET_LABEL`, admitted by the training namespace's
-      NetworkPolicies). It is not deleted when it finishes: the release Jobs of later jobs read its status.
+      NetworkPolicies) and accept no connection from any pod (label
+      :data:`~trainium_eks.core.conventions.INGRESS_POLICY_LABEL` =
+      :data:`~trainium_eks.core.conventions.NO_INGRESS_POLICY`): a pod of the namespace cannot use one as its way
+      out. It is not deleted when it finishes: the release Jobs of later jobs read its status.
     - ``activeDeadlineSeconds`` = ``deadline_seconds`` bounds the whole Job, its retries included: once past, the Job
       controller deletes its pod and the Job fails with the reason ``DeadlineExceeded``
       (:mod:`~trainium_eks.manifests.jobs.job_deadline` cites the controller's source); a copy cut short has no marker,
@@ -222,7 +227,12 @@ class DatasetStagingChart(JobChart):
             "spec": {
                 "backoffLimit": backoff_limit,
                 "activeDeadlineSeconds": deadline_seconds,
-                "template": {"metadata": {"labels": {**labels, EGRESS_INTERNET_LABEL: "true"}}, "spec": pod},
+                "template": {
+                    "metadata": {
+                        "labels": {**labels, EGRESS_INTERNET_LABEL: "true", INGRESS_POLICY_LABEL: NO_INGRESS_POLICY}
+                    },
+                    "spec": pod,
+                },
             },
         }
         self.add_job(manifest, resolve)
