@@ -8,6 +8,7 @@ from trainium_eks.constructs.hybrid_workflow import HybridTrainingWorkflow
 from trainium_eks.constructs.image_repository import TrainingImageRepository
 from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.constructs.karpenter_controller import KarpenterController
+from trainium_eks.constructs.kubectl_handler_guard import KubectlHandlerGuard
 from trainium_eks.constructs.kubeflow_trainer import KubeflowTrainer
 from trainium_eks.constructs.lustre_storage import LustreStorage
 from trainium_eks.constructs.network import TrainingNetwork
@@ -30,6 +31,7 @@ __all__ = [
     "HybridTrainingWorkflow",
     "JobSequence",
     "KarpenterController",
+    "KubectlHandlerGuard",
     "KubeflowTrainer",
     "LustreStorage",
     "LustreVolumeSource",

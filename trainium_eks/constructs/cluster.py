@@ -14,6 +14,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from trainium_eks.constructs.kubectl_handler_guard import KubectlHandlerGuard
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.node_launch_template import DEFAULT_ROOT_VOLUME_GIB, NodeLaunchTemplate
 from trainium_eks.constructs.node_role import NodeRole
@@ -257,6 +258,10 @@ class TrainingCluster(Construct):
             ),
         )
         self._acknowledge_cluster_internals()
+        self.kubectl_handler_guard = KubectlHandlerGuard(
+            self, "KubectlHandlerGuard", provider=self.cluster.node.find_child("KubectlProvider")
+        )
+        """Denies the invocation of the kubectl handler to every principal but its provider framework."""
         if isinstance(vpc.node.scope, TrainingNetwork):
             Annotations.of(self.cluster).acknowledge_warning(
                 "@aws-cdk/aws-eks:clusterMustManuallyTagSubnet",

@@ -1,0 +1,81 @@
+"""KubectlHandlerGuard: no principal but its own provider framework may invoke the cluster's kubectl handler."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from trainium_eks.core.validation import Problems
+
+
+class KubectlHandlerGuard(Construct):
+    """A resource-based policy on aws-eks-v2's kubectl handler function (``AWS::Lambda::ResourcePolicy``) that denies
+    ``lambda:InvokeFunction`` to every principal but the role of the provider framework's onEvent function.
+
+    The handler applies whatever manifest, Helm chart or patch its event carries, as a role that EKS maps to
+    ``AmazonEKSClusterAdminPolicy``; without a guard, anyone whose own IAM policy allows ``lambda:InvokeFunction`` on it
+    (``AWSLambdaRole``, ``AWSLambda_FullAccess``, ``PowerUserAccess``) could run a privileged pod, and with it a node
+    and the roles it reaches. Its only caller is the custom-resource provider framework that aws-eks-v2 builds around
+    it (aws-cdk-lib 2.275.0 ``aws-eks-v2/lib/kubectl-provider.js``: ``new cr.Provider(this, "Provider",
+    {onEventHandler: handler})``; ``custom-resources/lib/provider-framework/provider.js`` ``addPermissions``:
+    ``userDefinedHandlerLambda.grantInvoke(frameworkLambda)``), whose onEvent function CloudFormation invokes.
+
+    An explicit deny in a function's resource-based policy applies to principals of the function's own account too,
+    and ``AWS::Lambda::ResourcePolicy``, unlike ``AWS::Lambda::Permission``, takes ``Deny`` statements and any IAM
+    condition key (CloudFormation template reference, AWS::Lambda::ResourcePolicy: "You can also deny access to
+    specific entities"). The statement matches on ``aws:PrincipalArn``, which for a role's session is the role's ARN.
+    The policy replaces the function's whole resource-based policy (Lambda developer guide,
+    permissions-function-services: "Using put-resource-policy replaces any existing resource-based policy"); the handler
+    has none other (nothing grants a service or account access to it).
+
+    Not covered: the framework's onEvent function passes any event it is given on to the handler, so a principal
+    allowed to invoke that function can still reach the handler through it; guarding it needs the principal
+    CloudFormation invokes a custom resource's ServiceToken as, which a first deploy settles. Nor does it stop a
+    principal that may change the function or its policy (``lambda:UpdateFunctionCode``, ``lambda:PutResourcePolicy``,
+    ``lambda:DeleteResourcePolicy``): only IAM on those principals, or an SCP, can.
+
+    :param provider: The cluster's kubectl provider (``eks.Cluster``'s child ``KubectlProvider``). Required.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, provider: Construct) -> None:
+        problems = Problems(f"{scope.node.path}/{id}")
+        handler = provider.node.try_find_child("Handler") if isinstance(provider, Construct) else None
+        framework = provider.node.try_find_child("Provider") if isinstance(provider, Construct) else None
+        on_event = framework.node.try_find_child("framework-onEvent") if framework is not None else None
+        if not isinstance(handler, lambda_.Function) or not isinstance(on_event, lambda_.Function):
+            problems.add(
+                "provider",
+                provider,
+                "the kubectl provider an eks.Cluster builds (its child KubectlProvider), with its Handler function "
+                "and its Provider's framework-onEvent function",
+            )
+        problems.raise_if_any()
+        super().__init__(scope, id)
+        self.handler: lambda_.Function = handler
+        """The kubectl handler function."""
+        self.caller_role: iam.IRole = on_event.role
+        """The role of the provider framework's onEvent function: the only principal that may invoke the handler."""
+        self.policy = lambda_.CfnResourcePolicy(
+            self, "Policy", resource_arn=handler.function_arn, policy_document=self.policy_document()
+        )
+        """The handler's resource-based policy."""
+
+    def policy_document(self) -> Dict[str, Any]:
+        """The policy: one statement that denies every other principal."""
+        arn = self.handler.function_arn
+        return {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "OnlyTheProviderFramework",
+                    "Effect": "Deny",
+                    "Principal": "*",
+                    "Action": "lambda:InvokeFunction",
+                    "Resource": [arn, f"{arn}:*"],
+                    "Condition": {"ArnNotEquals": {"aws:PrincipalArn": self.caller_role.role_arn}},
+                }
+            ],
+        }
