@@ -37,6 +37,15 @@ def test_only_the_provider_frameworks_role_may_invoke_the_handler(template):
     assert role["Fn::GetAtt"][1] == "Arn"
 
 
+def test_the_provider_framework_starts_only_once_the_policy_holds(template):
+    """No manifest is applied before the guard exists, and a replaced framework role is named before it invokes."""
+    (guard,) = resources_of(template, "AWS::Lambda::ResourcePolicy")
+    framework = resources_of(template, "AWS::Lambda::Function")[
+        logical_id(template, "AWS CDK resource provider framework - onEvent")
+    ]
+    assert guard in framework["DependsOn"]
+
+
 def test_the_handler_has_no_other_resource_policy(template):
     """The policy replaces the function's whole resource-based policy: nothing else may grant access to it."""
     handler = logical_id(template, "onEvent handler for EKS kubectl resource provider")

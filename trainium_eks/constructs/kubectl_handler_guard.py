@@ -17,25 +17,31 @@ class KubectlHandlerGuard(Construct):
 
     The handler applies whatever manifest, Helm chart or patch its event carries, as a role that EKS maps to
     ``AmazonEKSClusterAdminPolicy``; without a guard, anyone whose own IAM policy allows ``lambda:InvokeFunction`` on it
-    (``AWSLambdaRole``, ``AWSLambda_FullAccess``, ``PowerUserAccess``) could run a privileged pod, and with it a node
-    and the roles it reaches. Its only caller is the custom-resource provider framework that aws-eks-v2 builds around
-    it (aws-cdk-lib 2.275.0 ``aws-eks-v2/lib/kubectl-provider.js``: ``new cr.Provider(this, "Provider",
-    {onEventHandler: handler})``; ``custom-resources/lib/provider-framework/provider.js`` ``addPermissions``:
-    ``userDefinedHandlerLambda.grantInvoke(frameworkLambda)``), whose onEvent function CloudFormation invokes.
+    could run a privileged pod with one call, and with it a node and the roles it reaches. Its only caller is the
+    custom-resource provider framework that aws-eks-v2 builds around it (aws-cdk-lib 2.275.0
+    ``aws-eks-v2/lib/kubectl-provider.js``: ``new cr.Provider(this, "Provider", {onEventHandler: handler})``, no
+    isComplete step; ``custom-resources/lib/provider-framework/provider.js`` ``addPermissions``:
+    ``userDefinedHandlerLambda.grantInvoke(frameworkLambda)``, a synchronous invocation), whose onEvent function
+    CloudFormation invokes. The onEvent function waits for the policy, so no manifest is applied before it holds and
+    a replaced framework role is named in it before that role invokes.
 
     An explicit deny in a function's resource-based policy applies to principals of the function's own account too,
-    and ``AWS::Lambda::ResourcePolicy``, unlike ``AWS::Lambda::Permission``, takes ``Deny`` statements and any IAM
-    condition key (CloudFormation template reference, AWS::Lambda::ResourcePolicy: "You can also deny access to
-    specific entities"). The statement matches on ``aws:PrincipalArn``, which for a role's session is the role's ARN.
+    and ``AWS::Lambda::ResourcePolicy``, unlike ``AWS::Lambda::Permission``, takes ``Deny`` statements and the full
+    range of IAM global condition keys (CloudFormation template reference, AWS::Lambda::ResourcePolicy: "You can also
+    deny access to specific entities"). The statement matches on ``aws:PrincipalArn``, which for a role's session is
+    the role's ARN; a request without it is denied (a negated condition operator is true when its key is absent).
     The policy replaces the function's whole resource-based policy (Lambda developer guide,
     permissions-function-services: "Using put-resource-policy replaces any existing resource-based policy"); the handler
     has none other (nothing grants a service or account access to it).
 
-    Not covered: the framework's onEvent function passes any event it is given on to the handler, so a principal
-    allowed to invoke that function can still reach the handler through it; guarding it needs the principal
-    CloudFormation invokes a custom resource's ServiceToken as, which a first deploy settles. Nor does it stop a
-    principal that may change the function or its policy (``lambda:UpdateFunctionCode``, ``lambda:PutResourcePolicy``,
-    ``lambda:DeleteResourcePolicy``): only IAM on those principals, or an SCP, can.
+    It closes the direct call only. The framework's onEvent function passes any event it is given on to the handler,
+    so a principal allowed to invoke that function still reaches the handler through it (guarding it needs the
+    principal CloudFormation invokes a custom resource's ServiceToken as, which a first deploy settles); and a
+    principal that may change either function or its policy (``lambda:UpdateFunctionCode``,
+    ``lambda:UpdateFunctionConfiguration``, ``lambda:PutResourcePolicy``, ``lambda:DeleteResourcePolicy``), pass the
+    handler's role to code of its own, or create a function with the framework's role (``lambda:CreateFunction`` with
+    ``iam:PassRole``: its sessions carry the admitted ``aws:PrincipalArn``) goes around it. Only IAM on those
+    principals, or a service control policy, can stop them.
 
     :param provider: The cluster's kubectl provider (``eks.Cluster``'s child ``KubectlProvider``). Required.
     """
@@ -62,6 +68,7 @@ class KubectlHandlerGuard(Construct):
             self, "Policy", resource_arn=handler.function_arn, policy_document=self.policy_document()
         )
         """The handler's resource-based policy."""
+        on_event.node.default_child.add_dependency(self.policy)  # the function only: the policy names its role
 
     def policy_document(self) -> Dict[str, Any]:
         """The policy: one statement that denies every other principal."""
