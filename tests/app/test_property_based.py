@@ -13,6 +13,7 @@ import pytest
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -25,6 +26,7 @@ from trainium_eks.constructs.hybrid_workflow import HybridTrainingWorkflow
 from trainium_eks.constructs.image_repository import TrainingImageRepository
 from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.constructs.karpenter_controller import KarpenterController
+from trainium_eks.constructs.kubectl_handler_guard import KubectlHandlerGuard
 from trainium_eks.constructs.kubeflow_trainer import KubeflowTrainer
 from trainium_eks.constructs.lustre_storage import LustreStorage
 from trainium_eks.constructs.network import TrainingNetwork
@@ -271,6 +273,14 @@ class Scene:
         return KarpenterController(self.stack, "Karpenter", cluster=self.cluster)
 
     @functools.cached_property
+    def kubectl_provider(self) -> eks.KubectlProvider:
+        """A kubectl provider built in the scene, with its handler and provider framework (for the guard)."""
+        layer = lambda_.LayerVersion.from_layer_version_arn(
+            self.stack, "KubectlLayer", "arn:aws:lambda:us-west-2:123456789012:layer:kubectl:1"
+        )
+        return eks.KubectlProvider(self.stack, "BuiltKubectl", cluster=self.cluster, kubectl_layer=layer)
+
+    @functools.cached_property
     def efs(self) -> EfsStorage:
         """A file system in the scene's VPC (for the workflow)."""
         return EfsStorage(self.stack, "SharedEfs", vpc=self.network.vpc)
@@ -311,6 +321,9 @@ def construct_factories(case: str) -> Dict[str, Callable[..., Any]]:
         ),
         "KarpenterController": lambda **p: KarpenterController(
             s.stack, s.next_id("Karpenter"), **{"cluster": s.cluster, **p}
+        ),
+        "KubectlHandlerGuard": lambda **p: KubectlHandlerGuard(
+            s.stack, s.next_id("Guard"), **{"provider": s.kubectl_provider, **p}
         ),
         "LustreStorage": lambda **p: LustreStorage(
             s.stack,
@@ -418,6 +431,7 @@ PROPS = {
         "placement_group",
     ],
     "KarpenterController": ["cluster", "after", "node_repair"],
+    "KubectlHandlerGuard": ["provider"],
     "LustreStorage": [
         "storage_capacity_gib",
         "throughput_per_tib",
