@@ -21,6 +21,7 @@ import app as default_app
 from tests.support.apps import TRAINIUM_EKS, build_default_app, build_default_stack, new_app
 from trainium_eks.constructs.cluster import ADMIN_PRINCIPAL_ARN, TrainingCluster, public_endpoint_cidr_problem
 from trainium_eks.constructs.cluster_addons import ClusterAddons
+from trainium_eks.constructs.dns_firewall import DnsFirewall
 from trainium_eks.constructs.efs_storage import EfsStorage
 from trainium_eks.constructs.hybrid_workflow import HybridTrainingWorkflow
 from trainium_eks.constructs.image_repository import TrainingImageRepository
@@ -39,6 +40,7 @@ from trainium_eks.core.conventions import EfsVolumeSource, LustreVolumeSource, T
 from trainium_eks.core.validation import ConfigurationError, bucket_name_problem
 from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import INSTANCE_CATALOG, Accelerator
+from trainium_eks.facts.dns_domains import domain_pattern_problem
 from trainium_eks.facts.regions import AZ_IDS_BY_REGION, partition_of
 from trainium_eks.manifests.access.job_release_access import JobReleaseAccessChart, JobReleaseCreatorChart
 from trainium_eks.manifests.access.training_namespace import TrainingNamespaceChart
@@ -122,6 +124,9 @@ NEAR_VALID: Dict[str, st.SearchStrategy] = {
         ]
     )
     | st.lists(st.sampled_from(["203.0.113.0/24", "192.0.2.1/32", "192.0.2.1/24", " 192.0.2.0/24"]), max_size=3),
+    "dnsFirewall": st.sampled_from(["block", "alert", "off", "Block", "deny", ""]),
+    "dnsAllowedDomains": st.text("ab.*-_ ,", max_size=16)
+    | st.lists(st.sampled_from(["example.com", "*.example.com", "*", "EXAMPLE.org", "a..b", ""]), max_size=3),
 }
 
 STACK_OF_KEY = {key: stack for stack, keys in STACK_KEYS.items() for key in keys.values()}
@@ -188,6 +193,13 @@ def check_accepted_settings(stacks: Dict[str, Any], key: str, value: Any) -> Non
             assert list(config.public_access_cidrs or []) == cidrs
         if key == "provisioning":
             assert stack.props.provisioning.value == (value or "karpenter"), "unset (null) is the default"
+        if key == "dnsFirewall":
+            mode = value or "block"
+            assert (stack.dns_firewall is None) is (mode == "off")
+            assert stack.dns_firewall is None or stack.dns_firewall.mode.value == mode
+        if key == "dnsAllowedDomains" and value:
+            assert all(domain_pattern_problem(domain) is None for domain in stack.dns_firewall.domains)
+            assert len(set(stack.dns_firewall.domains)) == len(stack.dns_firewall.domains)
         if key == "lustreStorageGiB":
             assert (
                 stack.storage.volume_source.storage_gib in (1200, 2400)
@@ -322,6 +334,7 @@ def construct_factories(case: str) -> Dict[str, Callable[..., Any]]:
         "KarpenterController": lambda **p: KarpenterController(
             s.stack, s.next_id("Karpenter"), **{"cluster": s.cluster, **p}
         ),
+        "DnsFirewall": lambda **p: DnsFirewall(s.stack, s.next_id("Dns"), **{"vpc": s.network.vpc, **p}),
         "KubectlHandlerGuard": lambda **p: KubectlHandlerGuard(
             s.stack, s.next_id("Guard"), **{"provider": s.kubectl_provider, **p}
         ),
@@ -432,6 +445,7 @@ PROPS = {
     ],
     "KarpenterController": ["cluster", "after", "node_repair"],
     "KubectlHandlerGuard": ["provider"],
+    "DnsFirewall": ["vpc", "allowed_domains", "extra_domains", "mode", "subnets", "priority"],
     "LustreStorage": [
         "storage_capacity_gib",
         "throughput_per_tib",
@@ -655,7 +669,15 @@ def test_the_property_tests_cover_every_public_construct_and_chart():
     from trainium_eks import constructs as constructs_package
 
     covered = set(CHART_FACTORIES) | set(construct_factories("coverage"))
-    values = {"EfaLayout", "NodeCapacity", "NodeProvisioning", "LustreVolumeSource", "EfsVolumeSource", "NodeRole"}
+    values = {
+        "EfaLayout",
+        "NodeCapacity",
+        "NodeProvisioning",
+        "DnsFirewallMode",
+        "LustreVolumeSource",
+        "EfsVolumeSource",
+        "NodeRole",
+    }
     public = set(constructs_package.__all__) - values
     assert public - covered == set(), "add the construct to the factories and PROPS"
     assert set(PROPS) == covered

@@ -25,6 +25,7 @@ from rehearsal.scenarios import (
     default_app_source,
 )
 from tests.support.apps import new_app
+from tests.support.dns_firewall import allowed_domains, unanswered
 from trainium_eks.constructs.applied_chart import RETAINED_KINDS
 from trainium_eks.workloads import bert_phase1, cifar10_ddp, composer_resnet
 
@@ -49,6 +50,7 @@ def test_a_deploy_applies_everything_runs_the_seed_jobs_and_a_destroy_removes_it
         assert not deployed.failures, f"{deployed.describe_failures()}\n{runner.describe()}\n{cluster.describe()}"
         runner.check()
         assert volcano_pull_policies(cluster.api) == {"IfNotPresent"}, "the release's basic.image_pull_policy"
+        assert unanswered_images(cluster.api, template) == {}, "every image's names are on the DNS firewall's list"
         objects = applied_objects(live)
         kept = applied_objects(live, retained=True)
         assert objects, "the template applies Kubernetes objects"
@@ -75,6 +77,19 @@ def test_a_deploy_applies_everything_runs_the_seed_jobs_and_a_destroy_removes_it
         assert {obj["kind"] for obj in kept} <= RETAINED_KINDS
         # Karpenter's nodes went before Karpenter did (the EC2NodeClass's finalizer held its delete until then).
         assert [node["metadata"]["name"] for node in cluster.api.list("v1", "Node")] == [], cluster.describe()
+
+
+WORKLOADS = (("apps/v1", "Deployment"), ("apps/v1", "DaemonSet"), ("apps/v1", "StatefulSet"), ("batch/v1", "Job"))
+
+
+def unanswered_images(api, template) -> dict:
+    """Image -> the names its pull resolves that the template's DNS firewall does not answer, for every container of
+    every workload in the cluster (the Helm releases' as the real Helm rendered them, and the stack's own)."""
+    allowed = allowed_domains(template)
+    specs = [w["spec"]["template"]["spec"] for version, kind in WORKLOADS for w in api.list(version, kind)]
+    images = {c["image"] for spec in specs for c in spec.get("initContainers", []) + spec["containers"]}
+    assert len(images) > 5, images
+    return {image: names for image in sorted(images) if (names := unanswered(allowed, image))}
 
 
 def volcano_pull_policies(api) -> set:

@@ -427,3 +427,27 @@ def test_an_az_name_where_an_az_id_goes_names_the_id_format_and_the_command_that
     (problem,) = raised.value.problems
     assert problem.startswith(f"{key}='us-west-2b': an AZ ID of region us-west-2: usw2-az1, ")
     assert "(such as usw2-az4)" in problem and "aws ec2 describe-availability-zones --region us-west-2" in problem
+
+
+def test_dns_firewall_is_block_alert_or_off():
+    (problem,) = problems_of(dnsFirewall="deny")
+    assert problem == "dnsFirewall='deny': one of block, alert, off"
+    settings = settings_from_context(new_app(dnsFirewall="alert").node)
+    assert settings.props["KubeflowTraining"]["dns_firewall"].value == "alert"
+
+
+@pytest.mark.parametrize(
+    "value,parsed",
+    [
+        ("data.example.com, *.hf.co", ("data.example.com", "*.hf.co")),
+        (["Data.Example.com"], ("data.example.com",)),
+    ],
+)
+def test_dns_allowed_domains_are_a_comma_separated_string_or_a_list(value, parsed):
+    settings = settings_from_context(new_app(dnsAllowedDomains=value).node)
+    assert settings.props["ComposerTraining"]["dns_allowed_domains"] == parsed
+
+
+def test_a_dns_allowed_domain_a_domain_list_refuses_is_named():
+    (problem,) = problems_of(dnsAllowedDomains="data.example.com,*")
+    assert problem.startswith("dnsAllowedDomains='*': a domain, not *")

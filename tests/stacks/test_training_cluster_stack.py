@@ -1,8 +1,12 @@
 """Facts that must live in one place stay in one place: what cdk.json and the README repeat matches the modules."""
 
+import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk.assertions import Template
 
 from tests.support.apps import CDK_JSON_CONTEXT, REPO, build_default_stack, resources_of, stack_template
+from tests.support.clusters import ENV
 from trainium_eks.constructs.lustre_storage import DEFAULT_STORAGE_CAPACITY_GIB
 from trainium_eks.constructs.training_node_group import DEFAULT_INSTANCE_TYPE, DEFAULT_NODE_COUNT
 from trainium_eks.core.validation import ConfigurationError
@@ -10,6 +14,7 @@ from trainium_eks.facts import versions
 from trainium_eks.facts.regions import NODE_AZ_ID_BY_REGION
 from trainium_eks.stacks import composer_training_stack as composer_stack
 from trainium_eks.stacks import kubeflow_training_stack as kubeflow_stack
+from trainium_eks.stacks.composer_training_stack import ComposerTrainingStack
 from trainium_eks.stacks.training_cluster_stack import DEFAULT_AZ_ID
 
 README = (REPO / "README.md").read_text()
@@ -109,3 +114,33 @@ def test_a_bad_public_endpoint_cidr_of_the_context_is_one_clear_message():
     (problem,) = [p for p in error.value.problems if p.startswith("publicEndpointCidrs=")]
     assert "'10.0.0.1/8': host bits set (the block is 10.0.0.0/8)" in problem
     assert "'my-laptop': not an IPv4 CIDR block" in problem and "checkip.amazonaws.com" in problem
+
+
+@pytest.mark.parametrize("name", ["TrainiumEks", "KubeflowTraining", "ComposerTraining"])
+def test_every_stack_of_its_own_network_has_a_dns_firewall_that_blocks_unless_set_otherwise(name):
+    rules = resources_of(stack_template(name), "AWS::Route53Resolver::FirewallRuleGroup")
+    (group,) = rules.values()
+    assert [rule["Action"] for rule in group["Properties"]["FirewallRules"]] == ["ALLOW", "BLOCK"]
+    alert = resources_of(stack_template(name, dnsFirewall="alert"), "AWS::Route53Resolver::FirewallRuleGroup")
+    assert [rule["Action"] for group in alert.values() for rule in group["Properties"]["FirewallRules"]] == [
+        "ALLOW",
+        "ALERT",
+    ]
+    off = stack_template(name, dnsFirewall="off")
+    assert resources_of(off, "AWS::Route53Resolver::FirewallRuleGroupAssociation") == {}
+
+
+def test_the_allowed_domains_setting_reaches_the_firewalls_list():
+    template = stack_template("TrainiumEks", dnsAllowedDomains="datasets.example.org")
+    lists = resources_of(template, "AWS::Route53Resolver::FirewallDomainList").values()
+    assert any("datasets.example.org" in each["Properties"]["Domains"] for each in lists)
+
+
+def test_a_stack_given_a_vpc_builds_no_dns_firewall():
+    """The VPC's DNS is its owner's: a firewall on it would answer NXDOMAIN to their other workloads."""
+    app = cdk.App()
+    network_stack = cdk.Stack(app, "Net", env=ENV)
+    vpc = ec2.Vpc(network_stack, "Vpc", max_azs=2)
+    stack = ComposerTrainingStack(app, "Own", vpc=vpc, node_subnet=vpc.private_subnets[0], env=ENV)
+    assert stack.dns_firewall is None
+    assert Template.from_stack(stack).find_resources("AWS::Route53Resolver::FirewallRuleGroupAssociation") == {}

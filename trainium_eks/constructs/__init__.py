@@ -2,6 +2,7 @@
 
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.cluster_addons import ClusterAddons
+from trainium_eks.constructs.dns_firewall import DnsFirewall, DnsFirewallMode
 from trainium_eks.constructs.efa_layout import EfaLayout
 from trainium_eks.constructs.efs_storage import EfsStorage
 from trainium_eks.constructs.hybrid_workflow import HybridTrainingWorkflow
@@ -25,6 +26,8 @@ from trainium_eks.moved import deprecated_names
 
 __all__ = [
     "ClusterAddons",
+    "DnsFirewall",
+    "DnsFirewallMode",
     "EfaLayout",
     "EfsStorage",
     "EfsVolumeSource",

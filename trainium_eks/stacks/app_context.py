@@ -16,6 +16,7 @@ from aws_cdk import Duration, Environment
 from constructs import Node
 
 from trainium_eks.constructs.cluster import ADMIN_PRINCIPAL_ARN, check_public_endpoint_cidrs
+from trainium_eks.constructs.dns_firewall import DnsFirewallMode, check_domains
 from trainium_eks.constructs.node_provisioning import NodeProvisioning
 from trainium_eks.constructs.training_node_group import DEFAULT_INSTANCE_TYPE as TRAINIUM_INSTANCE_TYPE
 from trainium_eks.core.validation import Problems, bucket_name_problem, is_integer, nearest, whole_number_hint
@@ -38,6 +39,8 @@ SHARED_KEYS: Mapping[str, str] = {
     "idle_timeout": "idleMinutes",
     "preflight": "preflight",
     "public_endpoint_cidrs": "publicEndpointCidrs",
+    "dns_firewall": "dnsFirewall",
+    "dns_allowed_domains": "dnsAllowedDomains",
 }
 """Settings of every stack: prop -> context key."""
 
@@ -103,6 +106,7 @@ _OPTIONAL_KEYS = (
     "kubeflowAcceleratedType",
     "idleMinutes",
     "publicEndpointCidrs",
+    "dnsAllowedDomains",
     *AZ_KEYS.values(),
 )
 """Keys where an empty string means "not set"."""
@@ -235,12 +239,18 @@ def _parse(problems: Problems, key: str, value: Any, region: Optional[str]) -> A
         return None
     if key == "publicEndpointCidrs":
         return _public_endpoint_cidrs(problems, key, value)
-    if key == "provisioning":
-        choices = [mode.value for mode in NodeProvisioning]
-        if value not in choices:
-            problems.add(key, value, f"one of {', '.join(choices)}{nearest(value, choices)}")
-            return None
-        return NodeProvisioning(value)
+    if key == "dnsAllowedDomains":
+        domains = [part.strip() for part in value.split(",")] if isinstance(value, str) else value
+        before = len(list(problems))
+        checked = check_domains(problems, key, domains)
+        return tuple(checked) if len(list(problems)) == before else None
+    for enum_key, enum_type in (("provisioning", NodeProvisioning), ("dnsFirewall", DnsFirewallMode)):
+        if key == enum_key:
+            choices = [mode.value for mode in enum_type]
+            if value not in choices:
+                problems.add(key, value, f"one of {', '.join(choices)}{nearest(value, choices)}")
+                return None
+            return enum_type(value)
     if not isinstance(value, str) or not value or value != value.strip():
         problems.add(
             key, value, f"a string without surrounding spaces{_example(key)}{_string_hint(key, value, region)}"

@@ -9,6 +9,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_ec2 as ec2
 
 from trainium_eks.constructs.cluster import check_cluster_settings
+from trainium_eks.constructs.dns_firewall import DnsFirewallMode, check_domains
 from trainium_eks.constructs.node_provisioning import NodeProvisioning
 from trainium_eks.constructs.training_node_pool import DEFAULT_IDLE_TIMEOUT, check_idle_timeout
 from trainium_eks.core.validation import (
@@ -57,6 +58,12 @@ class ClusterStackProps:
         the nodes, the kubectl provider, a VPN or a peered network), unless something in the stack needs a public one:
         the hybrid workflow of ``KubeflowTrainingStack`` (Step Functions' ``eks:call`` reaches public endpoints only),
         whose endpoint then admits every address, with a synth warning. Default: none.
+    :param dns_firewall: The DNS firewall of the stack's own network (:class:`~trainium_eks.constructs.dns_firewall.
+        DnsFirewall`), as a :class:`~trainium_eks.constructs.dns_firewall.DnsFirewallMode`: ``BLOCK`` answers only the
+        domains the stack needs and ``NXDOMAIN`` for every other, ``ALERT`` answers all and records the others, ``OFF``
+        builds none. A stack given ``vpc`` builds none either way (the VPC's DNS is its owner's). Default: ``BLOCK``.
+    :param dns_allowed_domains: Domains the DNS firewall answers besides its defaults (``example.com``,
+        ``*.example.com``): the registry of your own images, your data sets' hosts. Default: none.
     :param setting_names: Names of the settings in error messages (the default app passes its context keys).
         Default: the prop names.
     """
@@ -73,6 +80,8 @@ class ClusterStackProps:
     idle_timeout: Optional[Duration] = None
     preflight: bool = True
     public_endpoint_cidrs: Optional[Sequence[str]] = None
+    dns_firewall: DnsFirewallMode = DnsFirewallMode.BLOCK
+    dns_allowed_domains: Sequence[str] = ()
     setting_names: Optional[Mapping[str, str]] = None
 
     def check(self, problems: Problems, *, region: str) -> None:
@@ -88,6 +97,8 @@ class ClusterStackProps:
         )
         check_bool(problems, "seed_jobs", self.seed_jobs)
         check_bool(problems, "preflight", self.preflight)
+        coerce_enum(problems, "dns_firewall", self.dns_firewall, DnsFirewallMode)
+        check_domains(problems, "dns_allowed_domains", self.dns_allowed_domains)
         provisioning = coerce_enum(problems, "provisioning", self.provisioning, NodeProvisioning)
         if self.idle_timeout is not None:
             if provisioning is NodeProvisioning.NODE_GROUP:

@@ -13,6 +13,7 @@ from constructs import Construct, IConstruct
 
 from trainium_eks.constructs.cluster import TrainingCluster
 from trainium_eks.constructs.cluster_addons import ClusterAddons
+from trainium_eks.constructs.dns_firewall import DnsFirewall, DnsFirewallMode
 from trainium_eks.constructs.image_repository import TrainingImageRepository
 from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.constructs.karpenter_controller import KarpenterController
@@ -85,7 +86,8 @@ class TrainingClusterStack(Stack):
 
     The props of :class:`~trainium_eks.stacks.cluster_stack_props.ClusterStackProps` (``availability_zone_id``,
     ``kubernetes_version``, ``admin_role_arn``, ``vpc``, ``node_subnet``, ``image_directory``, ``image_build_args``,
-    ``seed_jobs``, ``provisioning``, ``idle_timeout``, ``preflight``, ``public_endpoint_cidrs``, ``setting_names``) are
+    ``seed_jobs``, ``provisioning``, ``idle_timeout``, ``preflight``, ``public_endpoint_cidrs``, ``dns_firewall``,
+    ``dns_allowed_domains``, ``setting_names``) are
     every stack's, documented and checked
     there once: :attr:`props` holds them and :attr:`setting_problems` their problems, to which a subclass adds its own
     before it raises them.
@@ -110,6 +112,8 @@ class TrainingClusterStack(Stack):
         idle_timeout: Optional[Duration] = None,
         preflight: bool = True,
         public_endpoint_cidrs: Optional[Sequence[str]] = None,
+        dns_firewall: DnsFirewallMode = DnsFirewallMode.BLOCK,
+        dns_allowed_domains: Sequence[str] = (),
         setting_names: Optional[Mapping[str, str]] = None,
         **stack_props: Any,
     ) -> None:
@@ -129,6 +133,8 @@ class TrainingClusterStack(Stack):
             idle_timeout=idle_timeout,
             preflight=preflight,
             public_endpoint_cidrs=public_endpoint_cidrs,
+            dns_firewall=dns_firewall,
+            dns_allowed_domains=dns_allowed_domains,
             setting_names=setting_names,
         )
         self.setting_names = dict(setting_names or {})
@@ -136,6 +142,8 @@ class TrainingClusterStack(Stack):
         """The problems of the stack's settings: those of :attr:`props`, then the subclass's own."""
         self.props.check(self.setting_problems, region=self.region)
         self.network: Optional[TrainingNetwork] = None
+        self.dns_firewall: Optional[DnsFirewall] = None
+        """The DNS firewall of the stack's own network (id ``DnsFirewall``), unless ``dns_firewall`` is off."""
         self.karpenter: Optional[KarpenterController] = None
         """The cluster's Karpenter (id ``Karpenter``), built with the first node pool."""
         self.cost_lines: List[CostLine] = []
@@ -193,11 +201,23 @@ class TrainingClusterStack(Stack):
 
     def build_network(self) -> Tuple[ec2.IVpc, ec2.ISubnet]:
         """The VPC and the one subnet of the training nodes: those of :attr:`props`, or a new
-        :class:`TrainingNetwork` (id ``Network``) whose node subnet lies in ``availability_zone_id``."""
+        :class:`TrainingNetwork` (id ``Network``) whose node subnet lies in ``availability_zone_id``, with its
+        :class:`DnsFirewall` (id ``DnsFirewall``, over the private subnets and the node subnet) unless
+        :attr:`props`' ``dns_firewall`` is off."""
         if self.props.vpc is not None and self.props.node_subnet is not None:
             return self.props.vpc, self.props.node_subnet
-        self.network = TrainingNetwork(self, "Network", node_az_id=self.props.availability_zone_id)
-        return self.network.vpc, self.network.node_subnet
+        self.network = network = TrainingNetwork(self, "Network", node_az_id=self.props.availability_zone_id)
+        mode = DnsFirewallMode(self.props.dns_firewall)
+        if mode is not DnsFirewallMode.OFF:
+            self.dns_firewall = DnsFirewall(
+                self,
+                "DnsFirewall",
+                vpc=network.vpc,
+                extra_domains=self.props.dns_allowed_domains,
+                mode=mode,
+                subnets=[*network.vpc.private_subnets, network.node_subnet],
+            )
+        return network.vpc, network.node_subnet
 
     def build_cluster(
         self,
