@@ -9,12 +9,14 @@ import re
 from typing import Any, Dict, Iterator, List, Tuple
 from urllib.parse import urlparse
 
+import botocore.session
 import pytest
 
 from tests.support.apps import BUCKET_CONTEXT, COMPOSER_TRAINING, KUBEFLOW_TRAINING, TRAINIUM_EKS, stack_template
 from tests.support.dns_firewall import allowed_domains, unanswered
 from tests.support.manifests import applied_objects
 from trainium_eks.facts.dns_domains import CHART_REPOSITORY_DOMAINS, domain_allowed
+from trainium_eks.facts.regions import AZ_IDS_BY_REGION
 
 HELM_CHART = "Custom::AWSCDK-EKS-HelmChart"
 URL = re.compile(r"https?://([a-z0-9-]+(?:\.[a-z0-9-]+)+)(?=[/:\s\"']|$)")
@@ -89,3 +91,37 @@ def test_an_image_of_a_registry_the_library_does_not_know_is_not_answered():
     allowed = allowed_domains(stack_template(TRAINIUM_EKS).to_json())
     assert unanswered(allowed, "registry.example.com/team/trainer:1") == ["unknown:registry.example.com"]
     assert unanswered(allowed, "ghcr.io/team/trainer:1") == []
+
+
+AWS_CLIENTS = {
+    "eks-auth": "the EKS Pod Identity agent, for every Pod Identity role (Karpenter, the CNI, the CSI drivers, "
+    "CloudWatch, the training pods)",
+    "eks": "the kubectl handler, Karpenter, the nodes' bootstrap",
+    "sts": "every SDK's credential chain",
+    "ec2": "Karpenter, the VPC CNI, the CSI drivers",
+    "ssm": "Karpenter's AMI parameters",
+    "sqs": "Karpenter's interruption queue",
+    "iam": "Karpenter's instance profiles",
+    "ecr": "the kubelet's credential provider",
+    "s3": "the training pods, the staging Jobs",
+    "fsx": "the FSx CSI driver",
+    "efs": "the EFS CSI driver",
+    "logs": "the CloudWatch agent, Fluent Bit",
+    "cloudwatch": "the CloudWatch agent",
+}
+"""The AWS APIs that something in a stack's VPC calls (botocore's service names), with who calls them."""
+
+
+@pytest.mark.parametrize("region", sorted(AZ_IDS_BY_REGION))
+def test_every_aws_api_the_clusters_components_call_is_answered_where_the_sdk_resolves_it(region):
+    """Resolved by botocore's own endpoint rule sets (the rules every AWS SDK shares): EKS Auth, for one, is
+    ``eks-auth.<region>.api.aws`` by default, not an amazonaws.com name."""
+    allowed = allowed_domains(stack_template(TRAINIUM_EKS).to_json())
+    session = botocore.session.get_session()
+    hosts = {
+        service: urlparse(session.create_client(service, region_name=region).meta.endpoint_url).hostname
+        for service in AWS_CLIENTS
+    }
+    hosts["pricing"] = urlparse(session.create_client("pricing", region_name="us-east-1").meta.endpoint_url).hostname
+    assert {service: host for service, host in hosts.items() if not domain_allowed(allowed, host)} == {}
+    assert hosts["eks-auth"] == f"eks-auth.{region}.api.aws"

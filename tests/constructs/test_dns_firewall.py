@@ -65,8 +65,8 @@ def test_extra_domains_join_the_list_once_in_lower_case():
 
 
 def test_the_association_is_on_the_vpc_and_a_destroy_may_delete_it():
-    """Mutation protection would refuse CloudFormation's delete of the association (Route 53 API reference,
-    ``DisassociateFirewallRuleGroup``)."""
+    """Mutation protection "disallows modification or removal of the association" (CloudFormation reference,
+    AWS::Route53Resolver::FirewallRuleGroupAssociation), a destroy's included."""
     resources = synth()
     association = [r for r in resources.values() if r["Type"] == "AWS::Route53Resolver::FirewallRuleGroupAssociation"]
     (association,) = association
@@ -103,11 +103,40 @@ def test_wrong_props_are_refused(props, message):
         synth(**props)
 
 
-def test_a_vpc_of_the_user_gets_the_firewall_over_the_subnets_given():
+def function_in(stack, id_, vpc, subnet):
+    return lambda_.Function(
+        stack,
+        id_,
+        runtime=lambda_.Runtime.PYTHON_3_12,
+        handler="index.handler",
+        code=lambda_.Code.from_inline("def handler(event, context): pass"),
+        vpc=vpc,
+        vpc_subnets=ec2.SubnetSelection(subnets=[subnet]),
+    )
+
+
+def test_a_vpc_of_the_user_gets_the_firewall_and_only_the_subnets_given_wait_for_it():
     stack = cdk.Stack(cdk.App(), "S", env=ENV)
     vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
     DnsFirewall(stack, "Dns", vpc=vpc, subnets=[vpc.private_subnets[0]])
+    function_in(stack, "Given", vpc, vpc.private_subnets[0])
+    function_in(stack, "Other", vpc, vpc.private_subnets[1])
     template = Template.from_stack(stack)
     association = only(template, "AWS::Route53Resolver::FirewallRuleGroupAssociation")
     assert association["Properties"]["VpcId"] == {"Ref": "Vpc8378EB38"}
+    (name,) = resources_of(template, "AWS::Route53Resolver::FirewallRuleGroupAssociation")
+    functions = resources_of(template, "AWS::Lambda::Function")
+    waits = {fn: name in resource.get("DependsOn", []) for fn, resource in functions.items()}
+    assert waits == {
+        next(f for f in functions if f.startswith("Given")): True,
+        next(f for f in functions if f.startswith("Other")): False,
+    }
     assert len(resources_of(template, DOMAIN_LIST)) == 2
+
+
+def test_the_default_list_is_refused_in_another_partition_and_a_list_of_its_own_is_not():
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="cn-north-1", account="123456789012"))
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
+    with pytest.raises(ConfigurationError, match="allowed_domains='default': the domains of partition aws-cn"):
+        DnsFirewall(stack, "Dns", vpc=vpc)
+    DnsFirewall(stack, "Own", vpc=vpc, allowed_domains=["amazonaws.com.cn", "*.amazonaws.com.cn"])

@@ -9,8 +9,10 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_route53resolver as resolver
 from constructs import Construct, DependencyGroup
 
+from trainium_eks.core.cost import stack_region
 from trainium_eks.core.validation import Problems, check_implements, check_integer, coerce_enum, implements
 from trainium_eks.facts.dns_domains import DEFAULT_ALLOWED_DOMAINS, domain_pattern_problem
+from trainium_eks.facts.regions import partition_of
 
 
 class DnsFirewallMode(Enum):
@@ -26,10 +28,9 @@ class DnsFirewallMode(Enum):
 
 
 DEFAULT_ASSOCIATION_PRIORITY = 1000
-"""The rule group's priority among the rule groups associated with the VPC, lowest first. Route 53 Resolver API
-reference, AssociateFirewallRuleGroup: "The allowed values for Priority are between 100 and 9900"; the library takes
-101 to 9899, reading "between" as aws-cdk v1's own construct did ("greater than 100"). Default of
-:class:`DnsFirewall`."""
+"""The rule group's priority among the rule groups associated with the VPC, lowest first: "between 100 and 9900
+(excluding 100 and 9900)" (CloudFormation reference, AWS::Route53Resolver::FirewallRuleGroupAssociation, ``Priority``).
+Default of :class:`DnsFirewall`."""
 
 ALLOW_RULE_PRIORITY = 100
 """Priority of the allow rule in the rule group: it is evaluated first."""
@@ -60,8 +61,10 @@ class DnsFirewall(Construct):
 
     :param vpc: The VPC. Required.
     :param allowed_domains: The domains answered, as DNS Firewall writes them (``example.com``, ``*.example.com`` for
-        its subdomains). Default: :data:`~trainium_eks.facts.dns_domains.DEFAULT_ALLOWED_DOMAINS` (AWS's endpoints,
-        the registries and chart repositories the library's stacks pull from, the seed data set's host).
+        its subdomains). Default: :data:`~trainium_eks.facts.dns_domains.DEFAULT_ALLOWED_DOMAINS` (AWS's endpoints in
+        the ``aws`` partition, the registries and chart repositories the library's stacks pull from, the seed data
+        set's host); a stack in another partition (China, GovCloud) must give its own, since its endpoints are named
+        otherwise (``amazonaws.com.cn``).
     :param extra_domains: More domains to answer, added to ``allowed_domains`` (a training image's own registry, a
         data set's host). Default: none.
     :param mode: :class:`DnsFirewallMode` ``BLOCK`` or ``ALERT`` (``OFF`` is for stacks, which then build none).
@@ -100,6 +103,14 @@ class DnsFirewall(Construct):
             not isinstance(subnets, (list, tuple)) or not all(implements(s, ec2.ISubnet) for s in subnets)
         ):
             problems.add("subnets", subnets, "a list of ec2.ISubnet")
+        region = stack_region(self)
+        if allowed_domains is DEFAULT_ALLOWED_DOMAINS and region and partition_of(region) != "aws":
+            problems.add(
+                "allowed_domains",
+                "default",
+                f"the domains of partition {partition_of(region)} (the default names the aws partition's endpoints, "
+                f"amazonaws.com and api.aws; region {region} is elsewhere)",
+            )
         check_integer(problems, "priority", priority, minimum=101, maximum=9899)
         problems.raise_if_any()
 
@@ -140,8 +151,9 @@ class DnsFirewall(Construct):
         )
         for subnet in vpc.private_subnets if subnets is None else subnets:
             group = subnet.internet_connectivity_established
-            if isinstance(group, DependencyGroup):
-                group.add(self.association)
+            if not isinstance(group, DependencyGroup):
+                raise TypeError(f"{subnet.node.path}: internet_connectivity_established is not a DependencyGroup")
+            group.add(self.association)
 
 
 def check_domains(problems: Problems, setting: str, value: object, *, empty: bool = True) -> List[str]:

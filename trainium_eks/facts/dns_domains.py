@@ -8,7 +8,8 @@ both where both are needed, and :func:`domain_allowed` reads ``*.example.com`` t
 ``example.com`` only. A registry's reference name is not the only name a pull resolves: the registry hands out tokens
 from another host and redirects layers to a content network (HTTP redirects, each a query of its own; a CNAME chain
 is trusted by the allow rule, :class:`~trainium_eks.constructs.dns_firewall.DnsFirewall`), so
-:data:`REGISTRY_DOMAINS` lists every name a pull resolves that its source names.
+:data:`REGISTRY_DOMAINS` lists every name a pull resolves that its source names. The AWS domains are those of the
+``aws`` partition (the regions of :mod:`trainium_eks.facts.regions`).
 """
 
 from __future__ import annotations
@@ -33,11 +34,15 @@ class DomainGroup:
 
 
 AWS_ENDPOINTS = DomainGroup(
-    "AWS service endpoints (EKS, EC2, ECR, S3, STS, FSx and EFS mount names, SSM, SQS, pricing) and the S3 buckets "
-    "behind ECR's layers, Docker Hub's and Quay's storage and registry.k8s.io's AWS mirrors",
-    ("amazonaws.com", "*.amazonaws.com"),
-    "AWS General Reference, 'AWS service endpoints': '<service>.<region>.amazonaws.com'; ECR user guide, 'Amazon ECR "
-    "interface VPC endpoints': image layers are in the S3 bucket 'prod-<region>-starport-layer-bucket'",
+    "AWS service endpoints (EKS, EC2, ECR, S3, STS, FSx and EFS mount names, SSM, SQS, pricing), the EKS Auth API "
+    "of the Pod Identity agent and other dual-stack endpoints, and the S3 buckets behind ECR's layers, Docker Hub's "
+    "and Quay's storage and registry.k8s.io's AWS mirrors",
+    ("amazonaws.com", "*.amazonaws.com", "api.aws", "*.api.aws"),
+    "AWS General Reference, 'AWS service endpoints': '<service>.<region>.amazonaws.com', and its dual-stack endpoints "
+    "'<service>.<region>.api.aws'; botocore's endpoint rule set of eks-auth (the API the EKS Pod Identity agent calls) "
+    "resolves to 'https://eks-auth.{Region}.{PartitionResult#dualStackDnsSuffix}' whenever the partition supports dual "
+    "stack, 'api.aws' in partition aws (botocore data/partitions.json); ECR user guide, 'Amazon ECR interface VPC "
+    "endpoints': image layers are in the S3 bucket 'prod-<region>-starport-layer-bucket'",
 )
 
 VPC_NAMES = DomainGroup(
