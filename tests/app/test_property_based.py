@@ -28,6 +28,7 @@ from trainium_eks.constructs.image_repository import TrainingImageRepository
 from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.constructs.karpenter_controller import KarpenterController
 from trainium_eks.constructs.kubectl_handler_guard import KubectlHandlerGuard
+from trainium_eks.constructs.kubectl_invocation_alarm import KubectlInvocationAlarm
 from trainium_eks.constructs.kubeflow_trainer import KubeflowTrainer
 from trainium_eks.constructs.lustre_storage import LustreStorage
 from trainium_eks.constructs.network import TrainingNetwork
@@ -125,6 +126,7 @@ NEAR_VALID: Dict[str, st.SearchStrategy] = {
     )
     | st.lists(st.sampled_from(["203.0.113.0/24", "192.0.2.1/32", "192.0.2.1/24", " 192.0.2.0/24"]), max_size=3),
     "dnsFirewall": st.sampled_from(["block", "alert", "off", "Block", "deny", ""]),
+    "kubectlInvocationAlarm": st.sampled_from([True, False, "true", "false", "True", "yes", ""]),
     "dnsAllowedDomains": st.text("ab.*-_ ,", max_size=16)
     | st.lists(st.sampled_from(["example.com", "*.example.com", "*", "EXAMPLE.org", "a..b", ""]), max_size=3),
 }
@@ -193,6 +195,8 @@ def check_accepted_settings(stacks: Dict[str, Any], key: str, value: Any) -> Non
             assert list(config.public_access_cidrs or []) == cidrs
         if key == "provisioning":
             assert stack.props.provisioning.value == (value or "karpenter"), "unset (null) is the default"
+        if key == "kubectlInvocationAlarm":
+            assert (stack.cluster.invocation_alarm is not None) is (value in (True, "true"))
         if key == "dnsFirewall":
             mode = value or "block"
             assert (stack.dns_firewall is None) is (mode == "off")
@@ -338,6 +342,9 @@ def construct_factories(case: str) -> Dict[str, Callable[..., Any]]:
         "KubectlHandlerGuard": lambda **p: KubectlHandlerGuard(
             s.stack, s.next_id("Guard"), **{"provider": s.kubectl_provider, **p}
         ),
+        "KubectlInvocationAlarm": lambda **p: KubectlInvocationAlarm(
+            s.stack, s.next_id("Alarm"), **{"provider": s.kubectl_provider, **p}
+        ),
         "LustreStorage": lambda **p: LustreStorage(
             s.stack,
             s.next_id("Storage"),
@@ -445,6 +452,7 @@ PROPS = {
     ],
     "KarpenterController": ["cluster", "after", "node_repair"],
     "KubectlHandlerGuard": ["provider"],
+    "KubectlInvocationAlarm": ["provider", "topic", "trail"],
     "DnsFirewall": ["vpc", "allowed_domains", "extra_domains", "mode", "subnets", "priority"],
     "LustreStorage": [
         "storage_capacity_gib",
@@ -501,6 +509,7 @@ PROPS = {
         "vpc",
         "fsx_csi_driver",
         "efs_csi_driver",
+        "invocation_alarm",
     ],
     "JobSequence": ["cluster", "prerequisites", "access_prerequisites", "release_timeout"],
     "VolcanoJobChart": [

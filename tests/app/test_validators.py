@@ -34,6 +34,7 @@ VARIANTS = {
         {"instanceType": "trn1.2xlarge", "nodeCount": "1", "kubernetesVersion": "1.34"},
     ),
     "trn1-node-group": (TRAINIUM_EKS, {"provisioning": "node-group", "adminRoleArn": ADMIN}),
+    "trn1-invocation-alarm-dns-alert": (TRAINIUM_EKS, {"kubectlInvocationAlarm": "true", "dnsFirewall": "alert"}),
     "kubeflow-default": (KUBEFLOW_TRAINING, {}),
     "kubeflow-2-trn1-admin": (
         KUBEFLOW_TRAINING,

@@ -10,6 +10,7 @@ from trainium_eks.constructs.image_repository import TrainingImageRepository
 from trainium_eks.constructs.job_sequence import JobSequence
 from trainium_eks.constructs.karpenter_controller import KarpenterController
 from trainium_eks.constructs.kubectl_handler_guard import KubectlHandlerGuard
+from trainium_eks.constructs.kubectl_invocation_alarm import KubectlInvocationAlarm
 from trainium_eks.constructs.kubeflow_trainer import KubeflowTrainer
 from trainium_eks.constructs.lustre_storage import LustreStorage
 from trainium_eks.constructs.network import TrainingNetwork
@@ -35,6 +36,7 @@ __all__ = [
     "JobSequence",
     "KarpenterController",
     "KubectlHandlerGuard",
+    "KubectlInvocationAlarm",
     "KubeflowTrainer",
     "LustreStorage",
     "LustreVolumeSource",

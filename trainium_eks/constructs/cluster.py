@@ -15,6 +15,7 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from trainium_eks.constructs.kubectl_handler_guard import KubectlHandlerGuard
+from trainium_eks.constructs.kubectl_invocation_alarm import KubectlInvocationAlarm
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.constructs.node_launch_template import DEFAULT_ROOT_VOLUME_GIB, NodeLaunchTemplate
 from trainium_eks.constructs.node_role import NodeRole
@@ -149,6 +150,9 @@ class TrainingCluster(Construct):
     :param container_insights: Install the amazon-cloudwatch-observability add-on (CloudWatch Container Insights with
         enhanced observability: Neuron and EFA metrics, container logs), its agent's role bound by Pod Identity.
         Default: true.
+    :param invocation_alarm: Notify on an SNS topic whenever the kubectl provider's handler or onEvent function is
+        invoked by another principal than its own provider or CloudFormation (:class:`KubectlInvocationAlarm`: a
+        CloudTrail trail of their Lambda data events and two EventBridge rules). Default: false.
     :param setting_names: Names of the settings in error messages. Default: the parameter names.
     """
 
@@ -172,6 +176,7 @@ class TrainingCluster(Construct):
         fsx_csi_driver: bool = False,
         efs_csi_driver: bool = False,
         container_insights: bool = True,
+        invocation_alarm: bool = False,
         setting_names: Optional[Mapping[str, str]] = None,
     ) -> None:
         super().__init__(scope, id_)
@@ -210,6 +215,7 @@ class TrainingCluster(Construct):
         check_bool(problems, "fsx_csi_driver", fsx_csi_driver)
         check_bool(problems, "efs_csi_driver", efs_csi_driver)
         check_bool(problems, "container_insights", container_insights)
+        check_bool(problems, "invocation_alarm", invocation_alarm)
         problems.raise_if_any()
         self.kubernetes_version = kubernetes_version
         self._addon_versions = dict(addon_versions or {})
@@ -262,6 +268,14 @@ class TrainingCluster(Construct):
             self, "KubectlHandlerGuard", provider=self.cluster.node.find_child("KubectlProvider")
         )
         """Denies the invocation of the kubectl handler to every principal but its provider framework."""
+        self.invocation_alarm: Optional[KubectlInvocationAlarm] = (
+            KubectlInvocationAlarm(
+                self, "KubectlInvocationAlarm", provider=self.cluster.node.find_child("KubectlProvider")
+            )
+            if invocation_alarm
+            else None
+        )
+        """With ``invocation_alarm``, the notification of invocations of the kubectl provider's functions by others."""
         if isinstance(vpc.node.scope, TrainingNetwork):
             Annotations.of(self.cluster).acknowledge_warning(
                 "@aws-cdk/aws-eks:clusterMustManuallyTagSubnet",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional, Tuple
 
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -48,18 +48,10 @@ class KubectlHandlerGuard(Construct):
 
     def __init__(self, scope: Construct, id: str, *, provider: Construct) -> None:
         problems = Problems(f"{scope.node.path}/{id}")
-        handler = provider.node.try_find_child("Handler") if isinstance(provider, Construct) else None
-        framework = provider.node.try_find_child("Provider") if isinstance(provider, Construct) else None
-        on_event = framework.node.try_find_child("framework-onEvent") if framework is not None else None
-        if not isinstance(handler, lambda_.Function) or not isinstance(on_event, lambda_.Function):
-            problems.add(
-                "provider",
-                provider,
-                "the kubectl provider an eks.Cluster builds (its child KubectlProvider), with its Handler function "
-                "and its Provider's framework-onEvent function",
-            )
+        functions = kubectl_provider_functions(problems, provider)
         problems.raise_if_any()
         super().__init__(scope, id)
+        handler, on_event = functions
         self.handler: lambda_.Function = handler
         """The kubectl handler function."""
         self.caller_role: iam.IRole = on_event.role
@@ -86,3 +78,22 @@ class KubectlHandlerGuard(Construct):
                 }
             ],
         }
+
+
+def kubectl_provider_functions(
+    problems: Problems, provider: Any
+) -> Optional[Tuple[lambda_.Function, lambda_.Function]]:
+    """The kubectl handler and the provider framework's onEvent function of ``provider`` (the ``KubectlProvider`` an
+    ``eks.Cluster`` builds: its ``Handler``, and its ``Provider``'s ``framework-onEvent``), or None with a problem."""
+    handler = provider.node.try_find_child("Handler") if isinstance(provider, Construct) else None
+    framework = provider.node.try_find_child("Provider") if isinstance(provider, Construct) else None
+    on_event = framework.node.try_find_child("framework-onEvent") if framework is not None else None
+    if isinstance(handler, lambda_.Function) and isinstance(on_event, lambda_.Function):
+        return handler, on_event
+    problems.add(
+        "provider",
+        provider,
+        "the kubectl provider an eks.Cluster builds (its child KubectlProvider), with its Handler function and its "
+        "Provider's framework-onEvent function",
+    )
+    return None

@@ -41,6 +41,7 @@ SHARED_KEYS: Mapping[str, str] = {
     "public_endpoint_cidrs": "publicEndpointCidrs",
     "dns_firewall": "dnsFirewall",
     "dns_allowed_domains": "dnsAllowedDomains",
+    "kubectl_invocation_alarm": "kubectlInvocationAlarm",
 }
 """Settings of every stack: prop -> context key."""
 
@@ -232,7 +233,7 @@ def _parse(problems: Problems, key: str, value: Any, region: Optional[str]) -> A
         elif key == "idleMinutes":
             return Duration.minutes(number)
         return number
-    if key == "preflight":
+    if key in ("preflight", "kubectlInvocationAlarm"):
         if value in (True, False) or value in ("true", "false"):
             return value in (True, "true")
         problems.add(key, value, f"true or false{nearest(value, ['true', 'false'])}")

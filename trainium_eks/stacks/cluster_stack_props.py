@@ -64,6 +64,9 @@ class ClusterStackProps:
         builds none. A stack given ``vpc`` builds none either way (the VPC's DNS is its owner's). Default: ``BLOCK``.
     :param dns_allowed_domains: Domains the DNS firewall answers besides its defaults (``example.com``,
         ``*.example.com``): the registry of your own images, your data sets' hosts. Default: none.
+    :param kubectl_invocation_alarm: Notify whenever the kubectl provider's functions are invoked other than by their
+        own provider and CloudFormation (``TrainingCluster``'s ``invocation_alarm``; a CloudTrail trail of the stack's
+        own, of the 5 an account may have per region). Default: false.
     :param setting_names: Names of the settings in error messages (the default app passes its context keys).
         Default: the prop names.
     """
@@ -82,6 +85,7 @@ class ClusterStackProps:
     public_endpoint_cidrs: Optional[Sequence[str]] = None
     dns_firewall: DnsFirewallMode = DnsFirewallMode.BLOCK
     dns_allowed_domains: Sequence[str] = ()
+    kubectl_invocation_alarm: bool = False
     setting_names: Optional[Mapping[str, str]] = None
 
     def check(self, problems: Problems, *, region: str) -> None:
@@ -97,6 +101,7 @@ class ClusterStackProps:
         )
         check_bool(problems, "seed_jobs", self.seed_jobs)
         check_bool(problems, "preflight", self.preflight)
+        check_bool(problems, "kubectl_invocation_alarm", self.kubectl_invocation_alarm)
         coerce_enum(problems, "dns_firewall", self.dns_firewall, DnsFirewallMode)
         check_domains(problems, "dns_allowed_domains", self.dns_allowed_domains)
         provisioning = coerce_enum(problems, "provisioning", self.provisioning, NodeProvisioning)

@@ -87,7 +87,7 @@ class TrainingClusterStack(Stack):
     The props of :class:`~trainium_eks.stacks.cluster_stack_props.ClusterStackProps` (``availability_zone_id``,
     ``kubernetes_version``, ``admin_role_arn``, ``vpc``, ``node_subnet``, ``image_directory``, ``image_build_args``,
     ``seed_jobs``, ``provisioning``, ``idle_timeout``, ``preflight``, ``public_endpoint_cidrs``, ``dns_firewall``,
-    ``dns_allowed_domains``, ``setting_names``) are
+    ``dns_allowed_domains``, ``kubectl_invocation_alarm``, ``setting_names``) are
     every stack's, documented and checked
     there once: :attr:`props` holds them and :attr:`setting_problems` their problems, to which a subclass adds its own
     before it raises them.
@@ -114,6 +114,7 @@ class TrainingClusterStack(Stack):
         public_endpoint_cidrs: Optional[Sequence[str]] = None,
         dns_firewall: DnsFirewallMode = DnsFirewallMode.BLOCK,
         dns_allowed_domains: Sequence[str] = (),
+        kubectl_invocation_alarm: bool = False,
         setting_names: Optional[Mapping[str, str]] = None,
         **stack_props: Any,
     ) -> None:
@@ -135,6 +136,7 @@ class TrainingClusterStack(Stack):
             public_endpoint_cidrs=public_endpoint_cidrs,
             dns_firewall=dns_firewall,
             dns_allowed_domains=dns_allowed_domains,
+            kubectl_invocation_alarm=kubectl_invocation_alarm,
             setting_names=setting_names,
         )
         self.setting_names = dict(setting_names or {})
@@ -253,6 +255,7 @@ class TrainingClusterStack(Stack):
             fsx_csi_driver=fsx_csi_driver,
             efs_csi_driver=efs_csi_driver,
             public_endpoint_cidrs=cidrs,
+            invocation_alarm=self.props.kubectl_invocation_alarm,
             setting_names=self.setting_names,
         )
         return self.cluster
@@ -361,9 +364,9 @@ class TrainingClusterStack(Stack):
 
     def build_outputs(self, **outputs: str) -> None:
         """The outputs every stack has (cluster name and the ``aws eks update-kubeconfig`` command, dashboard, image
-        repository, cost per hour) and ``outputs`` (id -> value); then, with :attr:`props`' ``preflight``, the
-        :class:`Preflight` (id ``Preflight``, :attr:`preflight`), last, since it reads what the stack launches and
-        comes before every other resource."""
+        repository, cost per hour; the invocation alarm's topic when there is one) and ``outputs`` (id -> value);
+        then, with :attr:`props`' ``preflight``, the :class:`Preflight` (id ``Preflight``, :attr:`preflight`), last,
+        since it reads what the stack launches and comes before every other resource."""
         for id_, value in outputs.items():
             CfnOutput(self, id_, value=value)
         cluster_name = self.cluster.cluster.cluster_name
@@ -378,5 +381,13 @@ class TrainingClusterStack(Stack):
         )
         CfnOutput(self, "DashboardName", value=self.dashboard.dashboard.dashboard_name)
         CfnOutput(self, "ImageRepositoryUri", value=self.images.repository.repository_uri)
+        if self.cluster.invocation_alarm is not None:
+            CfnOutput(
+                self,
+                "KubectlInvocationAlarmTopic",
+                value=self.cluster.invocation_alarm.topic.topic_arn,
+                description="Subscribe to it (aws sns subscribe --topic-arn <arn> --protocol email --notification-"
+                "endpoint <you>): it tells of invocations of the kubectl provider's functions by others",
+            )
         add_cost_outputs(self, self.cost_lines)
         self.preflight: Optional[Preflight] = Preflight(self, "Preflight") if self.props.preflight else None

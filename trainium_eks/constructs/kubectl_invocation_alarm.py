@@ -1,0 +1,146 @@
+"""KubectlInvocationAlarm: a notification for every invocation of the kubectl provider's functions that is not their
+own provider's."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_cloudtrail as cloudtrail
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from trainium_eks.constructs.kubectl_handler_guard import kubectl_provider_functions
+from trainium_eks.core.nag import acknowledge
+from trainium_eks.core.validation import Problems, check_bool, check_implements
+
+CLOUDFORMATION = "cloudformation.amazonaws.com"
+"""What CloudTrail records in ``userIdentity.invokedBy`` when CloudFormation makes a call on a principal's behalf."""
+
+
+class KubectlInvocationAlarm(Construct):
+    """A notification on an SNS topic whenever the kubectl provider's handler is invoked by anyone but the provider
+    framework's role, or the framework's onEvent function by anything but CloudFormation.
+
+    :class:`~trainium_eks.constructs.kubectl_handler_guard.KubectlHandlerGuard` denies the handler to every other
+    principal, but not the onEvent function, which hands any event to the handler: whoever may invoke it can apply any
+    manifest as cluster admin. This records who does. A CloudTrail trail logs the Lambda data events of the two
+    functions (``Invoke``); CloudTrail sends them to the default EventBridge bus, where two rules match an ``Invoke``
+    of a function (by ``resources[].ARN``, the function's own ARN whatever the caller passed) whose caller is not the
+    expected one, and publish the event to :attr:`topic`:
+
+    - the handler: an ``Invoke`` whose ``userIdentity.sessionContext.sessionIssuer.arn`` is not the framework role's,
+      or is absent (a user, the root user);
+    - the onEvent function: an ``Invoke`` whose ``userIdentity.invokedBy`` is not ``cloudformation.amazonaws.com``, or
+      is absent. Which identity CloudFormation's own invocations carry is not documented: if every deploy notifies,
+      the first deploy's event shows it.
+
+    Sources: EventBridge user guide, "AWS service events delivered via AWS CloudTrail" ("To record events with a
+    detail-type value of AWS API Call via CloudTrail, a CloudTrail trail with logging enabled is required"; such
+    events go to the default event bus); "Content filtering in event patterns" (a pattern matches only events that
+    contain every field it names, hence ``exists: false`` beside ``anything-but`` in a ``$or``; an array matches when
+    any element does). CloudTrail does not log invocations denied for lack of permission (Lambda developer guide,
+    "Logging Lambda API calls with CloudTrail"), so attempts the guard refuses leave no event; this catches the
+    invocations that succeed: the onEvent function's callers, and the handler's if its policy is ever removed.
+
+    A trail costs its data events (0.10 USD per 100,000; these functions run only during deploys) and its log objects;
+    an account has at most 5 trails per region (CloudTrail user guide, "Quotas in AWS CloudTrail"), which is why this is
+    off unless asked for. The log bucket is retained (logs are evidence); the topic and its key go with the stack.
+    Subscribe to :attr:`topic` yourself (``aws sns subscribe``).
+
+    :param provider: The cluster's kubectl provider (``eks.Cluster``'s child ``KubectlProvider``). Required.
+    :param topic: Where the notifications go. Default: a new topic encrypted with a new KMS key (yearly rotation),
+        TLS only.
+    :param trail: Create the trail. Default: true; false when the account already logs Lambda data events of these
+        functions in a trail of the region (an organization trail, say), which sends them to EventBridge the same way.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id_: str,
+        *,
+        provider: Construct,
+        topic: Optional[sns.ITopic] = None,
+        trail: bool = True,
+    ) -> None:
+        problems = Problems(f"{scope.node.path}/{id_}")
+        functions = kubectl_provider_functions(problems, provider)
+        if topic is not None:
+            check_implements(problems, "topic", topic, sns.ITopic, "an sns.ITopic")
+        check_bool(problems, "trail", trail)
+        problems.raise_if_any()
+        super().__init__(scope, id_)
+        handler, on_event = functions
+        if topic is None:
+            key = kms.Key(self, "TopicKey", enable_key_rotation=True, removal_policy=RemovalPolicy.DESTROY)
+            key.add_to_resource_policy(
+                iam.PolicyStatement(
+                    principals=[iam.ServicePrincipal("events.amazonaws.com")],
+                    actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                    resources=["*"],
+                )
+            )
+            topic = sns.Topic(self, "Topic", master_key=key, enforce_ssl=True)
+        self.topic: sns.ITopic = topic
+        """The topic the notifications are published to."""
+        self.trail: Optional[cloudtrail.Trail] = None
+        """The trail that logs the two functions' invocations, when this construct made one."""
+        if trail:
+            self.trail = cloudtrail.Trail(
+                self,
+                "Trail",
+                management_events=cloudtrail.ReadWriteType.NONE,
+                is_multi_region_trail=False,
+                include_global_service_events=False,
+                enable_file_validation=True,
+            )
+            self.trail.add_lambda_event_selector([handler, on_event], include_management_events=False)
+            acknowledge(
+                self.trail,
+                "AwsSolutions-S1",
+                "the trail's own log bucket: logging its access would need another bucket; CloudTrail validates its "
+                "log files (digest files)",
+            )
+        self.rules: List[events.Rule] = [
+            self._rule(
+                "HandlerInvoked",
+                handler.function_arn,
+                {"sessionContext": {"sessionIssuer": {"arn": [{"anything-but": [on_event.role.role_arn]}]}}},
+                {"sessionContext": {"sessionIssuer": {"arn": [{"exists": False}]}}},
+                "the kubectl handler was invoked by another principal than its provider framework's role",
+            ),
+            self._rule(
+                "OnEventInvoked",
+                on_event.function_arn,
+                {"invokedBy": [{"anything-but": [CLOUDFORMATION]}]},
+                {"invokedBy": [{"exists": False}]},
+                "the kubectl provider framework's onEvent function was invoked other than by CloudFormation",
+            ),
+        ]
+        """The two rules, the handler's then the onEvent function's."""
+
+    def _rule(
+        self, id_: str, function_arn: str, other: Dict[str, Any], absent: Dict[str, Any], description: str
+    ) -> events.Rule:
+        rule = events.Rule(
+            self,
+            id_,
+            description=f"Notifies when {description}",
+            event_pattern=events.EventPattern(
+                source=["aws.lambda"],
+                detail_type=["AWS API Call via CloudTrail"],
+                detail={
+                    "eventSource": ["lambda.amazonaws.com"],
+                    "eventName": ["Invoke"],
+                    "resources": {"ARN": [function_arn]},
+                    "userIdentity": {"$or": [other, absent]},
+                },
+            ),
+        )
+        rule.add_target(targets.SnsTopic(self.topic))
+        return rule
