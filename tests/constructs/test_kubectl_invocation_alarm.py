@@ -69,7 +69,10 @@ def test_the_handler_notifies_of_every_caller_but_the_frameworks_role_and_of_cal
     framework_role = resources_of(alarmed, "AWS::Lambda::Function")[on_event]["Properties"]["Role"]
     pattern = rule_of(alarmed, handler)["Properties"]["EventPattern"]
     assert (pattern["source"], pattern["detail-type"]) == (["aws.lambda"], ["AWS API Call via CloudTrail"])
-    assert (pattern["detail"]["eventSource"], pattern["detail"]["eventName"]) == (["lambda.amazonaws.com"], ["Invoke"])
+    assert (pattern["detail"]["eventSource"], pattern["detail"]["eventName"]) == (
+        ["lambda.amazonaws.com"],
+        ["Invoke", "InvokeWithResponseStream"],
+    )
     assert pattern["detail"]["userIdentity"] == {
         "$or": [
             {"sessionContext": {"sessionIssuer": {"arn": [{"anything-but": [framework_role]}]}}},
@@ -81,7 +84,7 @@ def test_the_handler_notifies_of_every_caller_but_the_frameworks_role_and_of_cal
 def test_the_on_event_function_notifies_of_every_call_cloudformation_did_not_make(alarmed):
     _, on_event = handler_and_on_event(alarmed)
     pattern = rule_of(alarmed, on_event)["Properties"]["EventPattern"]
-    assert pattern["detail"]["eventName"] == ["Invoke"]
+    assert pattern["detail"]["eventName"] == ["Invoke", "InvokeWithResponseStream"]
     assert pattern["detail"]["userIdentity"] == {
         "$or": [{"invokedBy": [{"anything-but": [CLOUDFORMATION]}]}, {"invokedBy": [{"exists": False}]}]
     }
@@ -94,16 +97,29 @@ def test_both_rules_publish_to_an_encrypted_topic_that_eventbridge_may_use_and_t
     assert key_resource["EnableKeyRotation"] is True
     statements = key_resource["KeyPolicy"]["Statement"]
     assert any(s["Principal"] == {"Service": "events.amazonaws.com"} for s in statements)
-    _, on_event = handler_and_on_event(alarmed)
-    for rule in resources_of(alarmed, "AWS::Events::Rule").values():
-        if "userIdentity" in rule["Properties"]["EventPattern"].get("detail", {}):
-            assert rule["Properties"]["Targets"][0]["Arn"] == {"Ref": topic}
+    for function_name in handler_and_on_event(alarmed):
+        assert [t["Arn"] for t in rule_of(alarmed, function_name)["Properties"]["Targets"]] == [{"Ref": topic}]
     assert alarmed.to_json()["Outputs"]["KubectlInvocationAlarmTopic"]["Value"] == {"Ref": topic}
+
+
+def test_the_trail_keeps_its_logs_after_a_destroy(alarmed):
+    trail = only(alarmed, "AWS::CloudTrail::Trail")["Properties"]
+    bucket = resources_of(alarmed, "AWS::S3::Bucket")[trail["S3BucketName"]["Ref"]]
+    assert bucket["DeletionPolicy"] == "Retain"
 
 
 def test_there_is_no_trail_unless_asked_for(template):
     assert resources_of(template, "AWS::CloudTrail::Trail") == {}
     assert "KubectlInvocationAlarmTopic" not in template.to_json()["Outputs"]
+
+
+def test_without_a_trail_of_its_own_it_builds_the_rules_and_its_topic():
+    stack = cdk.Stack(cdk.App(), "S")
+    alarm = KubectlInvocationAlarm(stack, "Alarm", provider=kubectl_provider(stack), trail=False)
+    template = Template.from_stack(stack)
+    assert alarm.trail is None and resources_of(template, "AWS::CloudTrail::Trail") == {}
+    assert len(resources_of(template, "AWS::Events::Rule")) == 2
+    assert len(resources_of(template, "AWS::SNS::Topic")) == 1
 
 
 def test_without_a_trail_of_its_own_and_with_a_topic_of_the_users_it_builds_only_the_rules():

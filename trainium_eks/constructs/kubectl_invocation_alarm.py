@@ -9,7 +9,6 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_cloudtrail as cloudtrail
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from constructs import Construct
@@ -17,6 +16,10 @@ from constructs import Construct
 from trainium_eks.constructs.kubectl_handler_guard import kubectl_provider_functions
 from trainium_eks.core.nag import acknowledge
 from trainium_eks.core.validation import Problems, check_bool, check_implements
+
+INVOKE_EVENTS = ("Invoke", "InvokeWithResponseStream")
+"""The event names of an invocation: the Invoke API's, and InvokeWithResponseStream's, which a Node.js function such
+as the provider framework's answers too (the name CloudTrail records for the latter is the API's, unconfirmed)."""
 
 CLOUDFORMATION = "cloudformation.amazonaws.com"
 """What CloudTrail records in ``userIdentity.invokedBy`` when CloudFormation makes a call on a principal's behalf."""
@@ -29,15 +32,16 @@ class KubectlInvocationAlarm(Construct):
     :class:`~trainium_eks.constructs.kubectl_handler_guard.KubectlHandlerGuard` denies the handler to every other
     principal, but not the onEvent function, which hands any event to the handler: whoever may invoke it can apply any
     manifest as cluster admin. This records who does. A CloudTrail trail logs the Lambda data events of the two
-    functions (``Invoke``); CloudTrail sends them to the default EventBridge bus, where two rules match an ``Invoke``
-    of a function (by ``resources[].ARN``, the function's own ARN whatever the caller passed) whose caller is not the
-    expected one, and publish the event to :attr:`topic`:
+    functions (``Invoke``); CloudTrail sends them to the default EventBridge bus, where two rules match an invocation
+    (:data:`INVOKE_EVENTS`) of a function (by ``resources[].ARN``, which holds the function's ARN in the recorded
+    samples) whose caller is not the expected one, and publish the event to :attr:`topic`:
 
     - the handler: an ``Invoke`` whose ``userIdentity.sessionContext.sessionIssuer.arn`` is not the framework role's,
-      or is absent (a user, the root user);
+      or is absent (a user, the root user, an AWS service);
     - the onEvent function: an ``Invoke`` whose ``userIdentity.invokedBy`` is not ``cloudformation.amazonaws.com``, or
       is absent. Which identity CloudFormation's own invocations carry is not documented: if every deploy notifies,
-      the first deploy's event shows it.
+      the next deploy's event shows it. A principal allowed to create a stack of its own whose custom resource names
+      the onEvent function as its service token reaches it through CloudFormation and is not reported.
 
     Sources: EventBridge user guide, "AWS service events delivered via AWS CloudTrail" ("To record events with a
     detail-type value of AWS API Call via CloudTrail, a CloudTrail trail with logging enabled is required"; such
@@ -78,13 +82,6 @@ class KubectlInvocationAlarm(Construct):
         handler, on_event = functions
         if topic is None:
             key = kms.Key(self, "TopicKey", enable_key_rotation=True, removal_policy=RemovalPolicy.DESTROY)
-            key.add_to_resource_policy(
-                iam.PolicyStatement(
-                    principals=[iam.ServicePrincipal("events.amazonaws.com")],
-                    actions=["kms:Decrypt", "kms:GenerateDataKey*"],
-                    resources=["*"],
-                )
-            )
             topic = sns.Topic(self, "Topic", master_key=key, enforce_ssl=True)
         self.topic: sns.ITopic = topic
         """The topic the notifications are published to."""
@@ -136,7 +133,7 @@ class KubectlInvocationAlarm(Construct):
                 detail_type=["AWS API Call via CloudTrail"],
                 detail={
                     "eventSource": ["lambda.amazonaws.com"],
-                    "eventName": ["Invoke"],
+                    "eventName": list(INVOKE_EVENTS),
                     "resources": {"ARN": [function_arn]},
                     "userIdentity": {"$or": [other, absent]},
                 },
