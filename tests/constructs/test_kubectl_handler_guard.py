@@ -6,25 +6,15 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_lambda as lambda_
 
-from tests.support.apps import only, resources_of
+from tests.support.apps import function_by_description, only, resources_of
 from trainium_eks.constructs.kubectl_handler_guard import KubectlHandlerGuard
 from trainium_eks.core.validation import ConfigurationError
 
 
-def logical_id(template, description):
-    """The one function whose Description starts with ``description``."""
-    (name,) = [
-        name
-        for name, resource in resources_of(template, "AWS::Lambda::Function").items()
-        if resource["Properties"].get("Description", "").startswith(description)
-    ]
-    return name
-
-
 def test_only_the_provider_frameworks_role_may_invoke_the_handler(template):
-    handler = logical_id(template, "onEvent handler for EKS kubectl resource provider")
+    handler = function_by_description(template, "onEvent handler for EKS kubectl resource provider")
     framework = resources_of(template, "AWS::Lambda::Function")[
-        logical_id(template, "AWS CDK resource provider framework - onEvent")
+        function_by_description(template, "AWS CDK resource provider framework - onEvent")
     ]
     policy = only(template, "AWS::Lambda::ResourcePolicy")["Properties"]
     assert policy["ResourceArn"] == {"Fn::GetAtt": [handler, "Arn"]}
@@ -41,14 +31,14 @@ def test_the_provider_framework_starts_only_once_the_policy_holds(template):
     """No manifest is applied before the guard exists, and a replaced framework role is named before it invokes."""
     (guard,) = resources_of(template, "AWS::Lambda::ResourcePolicy")
     framework = resources_of(template, "AWS::Lambda::Function")[
-        logical_id(template, "AWS CDK resource provider framework - onEvent")
+        function_by_description(template, "AWS CDK resource provider framework - onEvent")
     ]
     assert guard in framework["DependsOn"]
 
 
 def test_the_handler_has_no_other_resource_policy(template):
     """The policy replaces the function's whole resource-based policy: nothing else may grant access to it."""
-    handler = logical_id(template, "onEvent handler for EKS kubectl resource provider")
+    handler = function_by_description(template, "onEvent handler for EKS kubectl resource provider")
     permissions = resources_of(template, "AWS::Lambda::Permission").values()
     assert not [p for p in permissions if json.dumps(p["Properties"]["FunctionName"]).count(handler)]
 

@@ -8,7 +8,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Template
 
-from tests.support.apps import only, resources_of, stack_template
+from tests.support.apps import function_by_description, only, resources_of, stack_template
 from tests.support.clusters import imported_cluster
 from trainium_eks.constructs.kubectl_invocation_alarm import CLOUDFORMATION, KubectlInvocationAlarm
 from trainium_eks.core.validation import ConfigurationError
@@ -21,19 +21,10 @@ def alarmed():
     return stack_template("TrainiumEks", **ALARM)
 
 
-def function(template, description):
-    (name,) = [
-        name
-        for name, resource in resources_of(template, "AWS::Lambda::Function").items()
-        if resource["Properties"].get("Description", "").startswith(description)
-    ]
-    return name
-
-
 def handler_and_on_event(template):
     return (
-        function(template, "onEvent handler for EKS kubectl resource provider"),
-        function(template, "AWS CDK resource provider framework - onEvent"),
+        function_by_description(template, "onEvent handler for EKS kubectl resource provider"),
+        function_by_description(template, "AWS CDK resource provider framework - onEvent"),
     )
 
 

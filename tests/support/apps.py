@@ -84,3 +84,13 @@ def role_by_description(template: assertions.Template, text: str) -> Tuple[str, 
         for k, r in resources_of(template, "AWS::IAM::Role").items()
         if text in r["Properties"].get("Description", "")
     )
+
+
+def function_by_description(template: assertions.Template, description: str) -> str:
+    """Logical id of the one Lambda function whose description starts with ``description``."""
+    (name,) = [
+        name
+        for name, resource in resources_of(template, "AWS::Lambda::Function").items()
+        if resource["Properties"].get("Description", "").startswith(description)
+    ]
+    return name
