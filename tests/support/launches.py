@@ -11,6 +11,7 @@ from typing import Any, Dict, Optional
 
 from tests.support.manifests import pod_spec
 from trainium_eks.manifests.jobs.distributed_workload import FI_INFO, UVERBS_DIR
+from trainium_eks.manifests.jobs.run_directory import RUN_DIRECTORY
 
 FAKE_LAUNCHER = """#!/usr/bin/env python3
 import json, os, sys
@@ -47,7 +48,14 @@ def fake_efa(script: str, tmp_path, devices: Optional[int] = None, fi_info: str 
 def launch(script: str, tmp_path, **variables: str) -> Dict[str, Any]:
     """Run a worker's launch script (``bash -c``) with ``variables``, launchers (torchrun, composer,
     neuron_parallel_compile) that print the arguments and environment they were started with, and the EFA the
-    script's self-check expects (:func:`fake_efa`)."""
+    script's self-check expects (:func:`fake_efa`). Variables that name files in the run directory name them in
+    ``tmp_path/run`` instead, as the pod's volume mounted there would hold them."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(exist_ok=True)
+    variables = {
+        name: str(run_dir) + value[len(RUN_DIRECTORY) :] if value.startswith(RUN_DIRECTORY + "/") else value
+        for name, value in variables.items()
+    }
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     for name in ("torchrun", "neuron_parallel_compile", "composer"):

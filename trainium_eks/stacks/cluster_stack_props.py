@@ -60,8 +60,9 @@ class ClusterStackProps:
         whose endpoint then admits every address, with a synth warning. Default: none.
     :param dns_firewall: The DNS firewall of the stack's own network (:class:`~trainium_eks.constructs.dns_firewall.
         DnsFirewall`), as a :class:`~trainium_eks.constructs.dns_firewall.DnsFirewallMode`: ``BLOCK`` answers only the
-        domains the library's stacks need and ``NXDOMAIN`` for every other, ``ALERT`` answers all and records the others, ``OFF``
-        builds none. A stack given ``vpc`` builds none either way (the VPC's DNS is its owner's). Default: ``BLOCK``.
+        domains the library's stacks need and ``NXDOMAIN`` for every other, ``ALERT`` answers all and records the
+        others, ``OFF`` builds none. A stack given ``vpc`` builds none either way (the VPC's DNS is its owner's).
+        Default: ``BLOCK``.
     :param dns_allowed_domains: Domains the DNS firewall answers besides its defaults (``example.com``,
         ``*.example.com``): the registry of your own images, your data sets' hosts. Default: none.
     :param kubectl_invocation_alarm: Notify whenever the kubectl provider's functions are invoked other than by their

@@ -70,7 +70,7 @@ def test_the_pod_gets_the_grace_and_the_stop_file_the_trap_comes_first_and_the_l
     pod = task["template"]["spec"]
     assert pod["terminationGracePeriodSeconds"] == 200
     (container,) = pod["containers"]
-    assert {"name": STOP_FILE_ENV, "value": "/tmp/trainium-eks-stop"} in container["env"]
+    assert {"name": STOP_FILE_ENV, "value": "/run/trainium-eks/stop"} in container["env"]
     lines = container["command"][2].splitlines()
     assert lines[:2] == stop.trap_lines(None), "no signal may find process 1 without its handler"
     assert not any(line.startswith("exec ") for line in lines)
@@ -95,7 +95,7 @@ def test_a_trainjob_carries_the_grace_in_its_runtime_patch_and_the_stop_file_in_
     (patch,) = job["spec"]["runtimePatches"]
     pod = patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
     assert pod["spec"]["terminationGracePeriodSeconds"] == 90
-    assert {"name": STOP_FILE_ENV, "value": "/tmp/trainium-eks-stop"} in job["spec"]["trainer"]["env"]
+    assert {"name": STOP_FILE_ENV, "value": "/run/trainium-eks/stop"} in job["spec"]["trainer"]["env"]
 
 
 # -------------------------------------------------------------------------------- the launch lines, run by bash

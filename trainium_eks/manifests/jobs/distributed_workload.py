@@ -44,8 +44,12 @@ from trainium_eks.facts.catalog import Accelerator
 from trainium_eks.manifests.jobs import job_naming
 from trainium_eks.manifests.jobs.graceful_stop import GracefulStop, check_graceful_stop
 from trainium_eks.manifests.jobs.progress_watch import PROGRESS_FILE_ENV, ProgressWatch, check_progress, liveness_probe
+from trainium_eks.manifests.jobs.run_directory import RUN_DIRECTORY, run_mount, run_volume
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 
+SHM_MOUNT = "/dev/shm"
+"""Where a worker container mounts its memory-backed volume (PyTorch's DataLoader workers and the collectives' shared
+memory use it)."""
 LOCAL_CACHE_ROOT = "/var/cache/neuron-compile-cache"
 """Compile cache root when no shared volume is mounted at /data (node-local, lost with the node)."""
 
@@ -133,8 +137,9 @@ class DistributedWorkload:
       is deprecated with torch-xla 2.x);
     - requests and limits of Neuron devices, EFA interfaces and GPUs, CPU and memory requests of
       ``resource_fraction`` of the node (so the pods are not the first evicted);
-    - a memory-backed ``/dev/shm``, the claims at their mount paths, the node selector on the instance type and
-      tolerations of the node group's taints, the service account;
+    - a memory-backed ``/dev/shm``, the run directory with a progress watch or a graceful stop
+      (:mod:`~trainium_eks.manifests.jobs.run_directory`), the claims at their mount paths, the node selector on the
+      instance type and tolerations of the node group's taints, the service account;
     - no service-account token (training code never calls the Kubernetes API; EKS Pod Identity mounts its own token
       for AWS credentials: aws/amazon-eks-pod-identity-webhook ``pkg/handler/handler.go`` adds the projected volume
       ``eks-pod-identity-token`` whatever ``automountServiceAccountToken`` says), the runtime's default seccomp profile,
@@ -175,7 +180,8 @@ class DistributedWorkload:
     :param launcher: ``Launcher`` or its value. Default: ``Launcher.TORCHRUN``.
     :param cache_set: Neuron compile cache set, ``[A-Za-z0-9_-]+``. Default: ``default``.
     :param precompile: Run under ``neuron_parallel_compile`` (Neuron only). Default: false.
-    :param volumes: Claim name -> absolute mount path. Default: the node group's shared claim at ``/data``.
+    :param volumes: Claim name -> absolute mount path, neither ``/dev/shm`` nor the run directory nor below them.
+        Default: the node group's shared claim at ``/data``.
     :param env: Extra environment variables (strings). Default: none.
     :param namespace: The job's namespace (a DNS label). Required.
     :param service_account: Default: ``training``.
@@ -264,7 +270,10 @@ class DistributedWorkload:
         if check_string_map(problems, "volumes", volumes):
             for claim, path in volumes.items():
                 check_dns_subdomain(problems, f"volumes claim {claim!r}", claim)
-                check_absolute_path(problems, f"volumes[{claim!r}]", path)
+                if check_absolute_path(problems, f"volumes[{claim!r}]", path):
+                    for own in (SHM_MOUNT, RUN_DIRECTORY):
+                        if path == own or path.startswith(own + "/"):
+                            problems.add(f"volumes[{claim!r}]", path, f"a path outside {own}, which the pods mount")
             missing = sorted(set(volumes) - set(group.shared_claims))
             if missing:
                 have = ", ".join(sorted(group.shared_claims)) or "none"
@@ -370,6 +379,11 @@ class DistributedWorkload:
         variables.update(self.env)
         return [{"name": key, "value": value} for key, value in variables.items()]
 
+    @property
+    def uses_run_directory(self) -> bool:
+        """Whether the training container mounts the run directory: the progress file and the stop file are there."""
+        return self.progress is not None or self.graceful_stop is not None
+
     def devices(self) -> Dict[str, int]:
         """Extended resources per pod: Neuron devices, EFA interfaces, GPUs."""
         devices: Dict[str, int] = {}
@@ -392,16 +406,20 @@ class DistributedWorkload:
         return {"requests": requests, "limits": devices} if devices else {"requests": requests}
 
     def volume_mounts(self) -> List[Dict[str, Any]]:
-        """``/dev/shm`` and the claims, as the worker container mounts them."""
-        mounts = [{"name": "dshm", "mountPath": "/dev/shm"}]
+        """``/dev/shm``, the run directory of a container with :attr:`progress` or :attr:`graceful_stop`
+        (:mod:`~trainium_eks.manifests.jobs.run_directory`), and the claims, as the worker container mounts them."""
+        mounts = [{"name": "dshm", "mountPath": SHM_MOUNT}]
+        mounts += [run_mount()] if self.uses_run_directory else []
         mounts += [
             {"name": f"claim-{n}", "mountPath": path} for n, (_, path) in enumerate(sorted(self.volumes.items()))
         ]
         return mounts
 
     def pod_volumes(self) -> List[Dict[str, Any]]:
-        """The pod's volumes: a memory-backed ``/dev/shm`` and the claims."""
+        """The pod's volumes: a memory-backed ``/dev/shm``, the run directory's ``emptyDir`` (with :attr:`progress` or
+        :attr:`graceful_stop`) and the claims."""
         volumes: List[Dict[str, Any]] = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
+        volumes += [run_volume()] if self.uses_run_directory else []
         volumes += [
             {"name": f"claim-{n}", "persistentVolumeClaim": {"claimName": claim}}
             for n, (claim, _) in enumerate(sorted(self.volumes.items()))

@@ -43,11 +43,13 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 from trainium_eks.core.validation import Problems, check_integer, check_optional_settings
+from trainium_eks.manifests.jobs.run_directory import RUN_DIRECTORY
 
 STOP_FILE_ENV = "TRAINIUM_EKS_STOP_FILE"
 """The environment variable that names the stop file; a training script stops at its next step once it exists."""
-STOP_FILE = "/tmp/trainium-eks-stop"
-"""Where the stop file is: the container's own file system, new with every container."""
+STOP_FILE = f"{RUN_DIRECTORY}/stop"
+"""Where the stop file is: in the pod's run directory (:mod:`~trainium_eks.manifests.jobs.run_directory`), from which
+a restarted container's launch script removes it first."""
 STOPPED_EXIT = 143
 """The exit status of a training script stopped this way, and of a container the launch script ends after the signal:
 128 + SIGTERM, as a shell reports a process the signal ended (torchrun reports its workers' failure as 1, Composer's

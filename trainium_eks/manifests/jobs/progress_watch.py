@@ -32,14 +32,15 @@ from dataclasses import dataclass, fields
 from typing import Any, Dict, List
 
 from trainium_eks.core.validation import Problems, check_integer, check_optional_settings
+from trainium_eks.manifests.jobs.run_directory import RUN_DIRECTORY
 
 PROGRESS_FILE_ENV = "TRAINIUM_EKS_PROGRESS_FILE"
 """The environment variable that names the progress file; a training script writes there when it is set."""
 STARTUP_ENV = "TRAINIUM_EKS_STARTUP_SECONDS"
 STALL_ENV = "TRAINIUM_EKS_STALL_SECONDS"
-PROGRESS_FILE = "/tmp/trainium-eks-progress"
-"""Where the progress file is: the container's own file system, new with every container, so a restarted
-container starts from ``start`` again."""
+PROGRESS_FILE = f"{RUN_DIRECTORY}/progress"
+"""Where the progress file is: in the pod's run directory (:mod:`~trainium_eks.manifests.jobs.run_directory`), where
+a restarted container's launch script writes ``start`` again before anything else."""
 
 PROBE_PERIOD_SECONDS = 60
 """How often the kubelet runs the probe; a stall is found within this much of its bound."""

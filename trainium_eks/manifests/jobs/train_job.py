@@ -39,7 +39,8 @@ class TrainJobChart(DistributedJobChart):
       otherwise falls back to the CPU count, so a Neuron job would start one process per requested vCPU),
       ``resourcesPerNode`` (Neuron devices, EFA interfaces, GPUs, CPU and memory), the environment contract;
     - a runtime patch (``spec.runtimePatches``, manager :data:`PATCH_MANAGER`) with what the runtime cannot know: the
-      node selector and tolerations of the node group, the service account, the shared claims and their mounts, the
+      node selector and tolerations of the node group, the service account, the shared claims and the run directory
+      (:mod:`~trainium_eks.manifests.jobs.run_directory`) with their mounts, the
       pods' security (the runtime's default seccomp profile; no privilege escalation, no capabilities), the label of
       ``internet_egress``, and the Volcano queue (the annotation ``scheduling.volcano.sh/queue-name`` of the patch's
       template metadata, where the Trainer's Volcano plugin reads it; ``queue=None``: the runtime's);
@@ -136,13 +137,14 @@ class TrainJobChart(DistributedJobChart):
 
     def _runtime_patch(self) -> Dict[str, Any]:
         workload = self.workload
-        claims = [volume for volume in workload.pod_volumes() if "persistentVolumeClaim" in volume]
+        # The runtime's pod template has the memory-backed /dev/shm; the patch adds the job's other volumes.
+        volumes = [volume for volume in workload.pod_volumes() if volume["name"] != "dshm"]
         mounts: List[Dict[str, Any]] = [m for m in workload.volume_mounts() if m["name"] != "dshm"]
         pod = {
             "serviceAccountName": workload.service_account,
             "securityContext": dict(RUNTIME_DEFAULT_SECCOMP),
             **workload.node_group.pod_placement(),
-            "volumes": claims,
+            "volumes": volumes,
             "containers": [{"name": NODE_JOB, "securityContext": worker_security(), "volumeMounts": mounts}],
         }
         pod.update(workload.termination_grace())
