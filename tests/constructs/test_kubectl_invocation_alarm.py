@@ -1,6 +1,8 @@
 """KubectlInvocationAlarm: a trail of the kubectl provider's invocations and two rules that notify of the ones their
 own provider and CloudFormation did not make."""
 
+import re
+
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_eks_v2 as eks
@@ -81,16 +83,64 @@ def test_the_on_event_function_notifies_of_every_call_cloudformation_did_not_mak
     }
 
 
-def test_both_rules_publish_to_an_encrypted_topic_that_eventbridge_may_use_and_the_stack_names_it(alarmed):
+def test_both_rules_publish_to_an_encrypted_topic_as_a_role_of_their_own_and_the_stack_names_it(alarmed):
+    """EventBridge publishes as a role of this stack (which no other account's rule can pass), so the topic's own
+    policy grants the EventBridge service nothing: it only refuses publishing without TLS."""
     (topic,) = resources_of(alarmed, "AWS::SNS::Topic")
     key = only(alarmed, "AWS::SNS::Topic")["Properties"]["KmsMasterKeyId"]["Fn::GetAtt"][0]
     key_resource = resources_of(alarmed, "AWS::KMS::Key")[key]["Properties"]
     assert key_resource["EnableKeyRotation"] is True
-    statements = key_resource["KeyPolicy"]["Statement"]
-    assert any(s["Principal"] == {"Service": "events.amazonaws.com"} for s in statements)
+    roles = {
+        name
+        for name, role in resources_of(alarmed, "AWS::IAM::Role").items()
+        if role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]
+        == {"Service": "events.amazonaws.com"}
+    }
     for function_name in handler_and_on_event(alarmed):
-        assert [t["Arn"] for t in rule_of(alarmed, function_name)["Properties"]["Targets"]] == [{"Ref": topic}]
+        (target,) = rule_of(alarmed, function_name)["Properties"]["Targets"]
+        assert target["Arn"] == {"Ref": topic} and target["RoleArn"]["Fn::GetAtt"][0] in roles
+    (role,) = {
+        target["RoleArn"]["Fn::GetAtt"][0]
+        for f in handler_and_on_event(alarmed)
+        for target in rule_of(alarmed, f)["Properties"]["Targets"]
+    }
+    (policy,) = [
+        p["Properties"]["PolicyDocument"]["Statement"]
+        for p in resources_of(alarmed, "AWS::IAM::Policy").values()
+        if p["Properties"]["Roles"] == [{"Ref": role}]
+    ]
+    assert policy == [
+        {"Action": "sns:Publish", "Effect": "Allow", "Resource": {"Ref": topic}},
+        {
+            "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+            "Effect": "Allow",
+            "Resource": {"Fn::GetAtt": [key, "Arn"]},
+        },
+    ]
+    (topic_policy,) = [
+        p["Properties"]["PolicyDocument"]["Statement"] for p in resources_of(alarmed, "AWS::SNS::TopicPolicy").values()
+    ]
+    assert [s["Effect"] for s in topic_policy] == ["Deny"]
     assert alarmed.to_json()["Outputs"]["KubectlInvocationAlarmTopic"]["Value"] == {"Ref": topic}
+
+
+def test_the_log_bucket_takes_writes_of_this_trail_only(alarmed):
+    """CloudTrail user guide, "Amazon S3 bucket policy for CloudTrail": ``aws:SourceArn`` "helps ensure that
+    CloudTrail writes to the S3 bucket only for a specific trail", the ARN of the trail. A deny of every other keeps
+    the library's bucket from holding another account's trail logs."""
+    trail = only(alarmed, "AWS::CloudTrail::Trail")["Properties"]
+    bucket = trail["S3BucketName"]["Ref"]
+    (policy,) = [
+        p["Properties"]["PolicyDocument"]["Statement"]
+        for p in resources_of(alarmed, "AWS::S3::BucketPolicy").values()
+        if p["Properties"]["Bucket"] == {"Ref": bucket}
+    ]
+    (deny,) = [s for s in policy if s.get("Sid") == "OnlyThisTrailWrites"]
+    assert deny["Effect"] == "Deny" and deny["Principal"] == {"Service": "cloudtrail.amazonaws.com"}
+    assert deny["Action"] == "s3:PutObject"
+    source = deny["Condition"]["StringNotEquals"]["aws:SourceArn"]["Fn::Join"][1]
+    assert source[-1] == f":trail/{trail['TrailName']}" and source[0].startswith("arn:aws:cloudtrail:")
+    assert 3 <= len(trail["TrailName"]) <= 128 and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", trail["TrailName"])
 
 
 def test_the_trail_keeps_its_logs_after_a_destroy(alarmed):

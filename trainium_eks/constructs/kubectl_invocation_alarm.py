@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import ArnFormat, Names, RemovalPolicy, Stack
 from aws_cdk import aws_cloudtrail as cloudtrail
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from constructs import Construct
@@ -53,8 +54,12 @@ class KubectlInvocationAlarm(Construct):
 
     A trail costs its data events (0.10 USD per 100,000; these functions run only during deploys) and its log objects;
     an account has at most 5 trails per region (CloudTrail user guide, "Quotas in AWS CloudTrail"), which is why this is
-    off unless asked for. The log bucket is retained (logs are evidence); the topic and its key go with the stack.
-    Subscribe to :attr:`topic` yourself (``aws sns subscribe``).
+    off unless asked for. The log bucket is retained (logs are evidence) and refuses writes of any trail but its own
+    (a deny of every other ``aws:SourceArn``: CloudTrail user guide, "Amazon S3 bucket policy for CloudTrail"); the
+    topic and its key go with the stack. EventBridge publishes as :attr:`publisher`, a role of the stack, so the
+    topic's policy grants the EventBridge service nothing. Subscribe to :attr:`topic` yourself (``aws sns
+    subscribe``); a topic of yours encrypted with a key this construct does not know needs the key's use granted to
+    :attr:`publisher`.
 
     :param provider: The cluster's kubectl provider (``eks.Cluster``'s child ``KubectlProvider``). Required.
     :param topic: Where the notifications go. Default: a new topic encrypted with a new KMS key (yearly rotation),
@@ -88,21 +93,55 @@ class KubectlInvocationAlarm(Construct):
         self.trail: Optional[cloudtrail.Trail] = None
         """The trail that logs the two functions' invocations, when this construct made one."""
         if trail:
+            name = Names.unique_resource_name(self, max_length=128, separator="-")
             self.trail = cloudtrail.Trail(
                 self,
                 "Trail",
+                trail_name=name,
                 management_events=cloudtrail.ReadWriteType.NONE,
                 is_multi_region_trail=False,
                 include_global_service_events=False,
                 enable_file_validation=True,
             )
             self.trail.add_lambda_event_selector([handler, on_event], include_management_events=False)
+            trail_arn = Stack.of(self).format_arn(
+                service="cloudtrail",
+                resource="trail",
+                resource_name=name,
+                arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+            )
+            bucket = self.trail.node.find_child("S3")
+            bucket.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="OnlyThisTrailWrites",
+                    effect=iam.Effect.DENY,
+                    principals=[iam.ServicePrincipal("cloudtrail.amazonaws.com")],
+                    actions=["s3:PutObject"],
+                    resources=[bucket.arn_for_objects("*")],
+                    conditions={"StringNotEquals": {"aws:SourceArn": trail_arn}},
+                )
+            )
             acknowledge(
                 self.trail,
                 "AwsSolutions-S1",
                 "the trail's own log bucket: logging its access would need another bucket; CloudTrail validates its "
                 "log files (digest files)",
             )
+        self.publisher = iam.Role(
+            self,
+            "PublishRole",
+            assumed_by=iam.ServicePrincipal("events.amazonaws.com"),
+            description="EventBridge publishes the kubectl invocation alarm's notifications to its topic as this role",
+        )
+        """The role EventBridge publishes to :attr:`topic` as (``sns:Publish`` on it, and its key's use when the
+        topic is this construct's): the topic's own policy then grants EventBridge nothing."""
+        acknowledge(
+            self.publisher,
+            "AwsSolutions-IAM5",
+            "kms:GenerateDataKey* on the topic's key alone: the SNS target's grant, the actions the SNS developer "
+            "guide names for a publisher to an encrypted topic (kms:GenerateDataKey*, kms:Decrypt)",
+            "Action::kms:GenerateDataKey*",
+        )
         self.rules: List[events.Rule] = [
             self._rule(
                 "HandlerInvoked",
@@ -139,5 +178,5 @@ class KubectlInvocationAlarm(Construct):
                 },
             ),
         )
-        rule.add_target(targets.SnsTopic(self.topic))
+        rule.add_target(targets.SnsTopic(self.topic, role=self.publisher))
         return rule
