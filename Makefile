@@ -7,6 +7,7 @@
 #   make rehearse     replay the README's changes through CloudFormation's rules and aws-eks-v2's own handler
 #   make audit        checkov on the Kubernetes objects the app applies (own venv), as the tests run it
 #   make cost         what each stack costs per hour, and the README's chart (docs/cost-per-hour.png)
+#   make docs         the API reference from the docstrings into build/site (mkdocs, offline, strict; make test runs it)
 #   make pin-digests  the digest each image pin's registry serves now, against versions.py (needs registry access)
 #   make deploy STACK=KubeflowTraining   cdk deploy of one stack (needs AWS credentials); also diff, destroy
 #   ARGS="-c key=value ..." passes settings to synth, deploy, diff and destroy
@@ -28,7 +29,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: synth test test-fast e2e e2e-build bench audit clean install install-synth rehearse deploy-path cost pin-digests deploy diff \
-	destroy
+	destroy docs
 
 # What synth needs (requirements.txt: aws-cdk-lib, cdk8s, the kubectl layers, Node.js, boto3), and everything else
 # (tests, validators, the training scripts' torch) only for the targets that use it.
@@ -61,7 +62,7 @@ synth: install-synth
 	rm -rf cdk.out
 	$(CDK) synth --quiet $(ARGS)
 
-test: install
+test: install docs
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 	PYTHON=$(PYTHON) bash scripts/composer_env.sh
@@ -99,6 +100,13 @@ rehearse: install
 cost: install
 	$(BIN)/python -m trainium_eks cost --chart docs/cost-per-hour.png $(ARGS)
 
+# mkdocs.yml: a page per subpackage that re-exports names (docs/api), read by griffe without importing the library,
+# nothing fetched. Strict: any warning fails it, such as a docstring's role that names nothing
+# (scripts/docs_sphinx_roles.py) or a parameter documented that the signature lacks. Not --quiet: mkdocs 1.6 then
+# drops the warnings before strict mode counts them, and builds.
+docs: install
+	$(BIN)/mkdocs build --strict
+
 pin-digests: install-synth
 	$(BIN)/python scripts/pin_digests.py $(ARGS)
 
@@ -111,4 +119,4 @@ audit: install synth
 	bash scripts/audit_manifests.sh
 
 clean:
-	rm -rf cdk.out .pytest_cache
+	rm -rf cdk.out .pytest_cache build/site

@@ -28,8 +28,9 @@ NODE_TYPES = NodeTypes(
 
 class ComposerTrainingStack(TrainingClusterStack):
     """Composer training on EKS GPU nodes: the network and cluster of :class:`TrainingClusterStack`, GPU nodes
-    (a Karpenter :class:`TrainingNodePool` by default, a :class:`TrainingNodeGroup` with
-    ``provisioning=NodeProvisioning.NODE_GROUP``: the NVIDIA AMI, the GPU taint, EFA interfaces on EFA types), the
+    (a Karpenter :class:`~trainium_eks.constructs.TrainingNodePool` by default, a
+    :class:`~trainium_eks.constructs.TrainingNodeGroup` with ``provisioning=NodeProvisioning.NODE_GROUP``: the NVIDIA
+    AMI, the GPU taint, EFA interfaces on EFA types), the
     NVIDIA device plugin (so that pods get ``nvidia.com/gpu``), a shared :class:`EfsStorage` volume, the in-cluster
     add-ons, and, with ``image_directory`` (``images/composer-resnet``), two runs of a CIFAR-10 ResNet with Composer's
     launcher on the same nodes, one after the other: the baseline, then ``recipe``

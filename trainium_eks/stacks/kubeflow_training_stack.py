@@ -43,8 +43,9 @@ connect-eks.html ("The Step Functions EKS integration supports only Kubernetes A
 
 class KubeflowTrainingStack(TrainingClusterStack):
     """Kubeflow training on EKS: the network and cluster of :class:`TrainingClusterStack`, CPU nodes (the seed's
-    6 x m5.xlarge: a Karpenter :class:`TrainingNodePool` by default, a :class:`TrainingNodeGroup` with
-    ``provisioning=NodeProvisioning.NODE_GROUP``), optional accelerated nodes (Trainium or GPU),
+    6 x m5.xlarge: a Karpenter :class:`~trainium_eks.constructs.TrainingNodePool` by default, a
+    :class:`~trainium_eks.constructs.TrainingNodeGroup` with ``provisioning=NodeProvisioning.NODE_GROUP``), optional
+    accelerated nodes (Trainium or GPU),
     a shared :class:`EfsStorage` volume (StorageClass ``efs-sc``, volume ``efs-pv``, claim ``efs-sc-claim``), the
     in-cluster add-ons (Volcano, TensorBoard, the device plugins the node groups need), Kubeflow Trainer v2
     (:class:`KubeflowTrainer`) and, with ``image_directory`` (``images/cifar10-ddp``), the CIFAR-10 run: stage the

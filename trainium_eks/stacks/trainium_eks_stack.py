@@ -37,10 +37,11 @@ RENAMED_PROPS = {"accelerated_az_id": "availability_zone_id", "accelerated_subne
 
 
 class TrainiumEksStack(TrainingClusterStack):
-    """The seed system in one stack: network, EKS cluster, accelerated nodes (a Karpenter :class:`TrainingNodePool`
-    by default, a :class:`TrainingNodeGroup` with ``provisioning=NodeProvisioning.NODE_GROUP``), FSx for Lustre, ECR,
-    IAM, the in-cluster add-ons (:class:`ClusterAddons`), a CloudWatch dashboard, and the jobs (:attr:`jobs`, a
-    :class:`JobSequence`; with ``image_directory``, the BERT phase-1 run).
+    """The seed system in one stack: network, EKS cluster, accelerated nodes (a Karpenter
+    :class:`~trainium_eks.constructs.TrainingNodePool` by default, a :class:`~trainium_eks.constructs.TrainingNodeGroup`
+    with ``provisioning=NodeProvisioning.NODE_GROUP``), FSx for Lustre, ECR, IAM, the in-cluster add-ons
+    (:class:`~trainium_eks.constructs.ClusterAddons`), a CloudWatch dashboard, and the jobs (:attr:`jobs`, a
+    :class:`~trainium_eks.constructs.JobSequence`; with ``image_directory``, the BERT phase-1 run).
 
     Every setting is checked before anything is built, and all problems are reported in one error.
 

@@ -32,7 +32,8 @@ class TrainJobChart(DistributedJobChart):
     """A TrainJob of Kubeflow Trainer v2 on a node group, from the same
     :class:`~trainium_eks.manifests.jobs.distributed_workload.DistributedWorkload` as the Volcano job.
 
-    - ``runtimeRef``: the library's ``ClusterTrainingRuntime`` (:class:`TrainingRuntimeChart`);
+    - ``runtimeRef``: the library's ``ClusterTrainingRuntime``
+      (:class:`~trainium_eks.manifests.addons.training_runtime.TrainingRuntimeChart`);
     - ``spec.trainer``: the image, the launch script (``torchrun`` with the node rank and node 0's address from the
       Trainer's ``PET_*`` variables, Composer's launcher, or the image's own launcher), ``numNodes``,
       ``numProcPerNode`` **always set** (the Trainer's ``auto`` counts only resources whose name contains "gpu" and
