@@ -1,12 +1,12 @@
-# trainium-eks: the two commands of the README work on a fresh clone with Python 3.11 and npm.
+# trainium-eks: the README's two commands work on a fresh clone with Python 3.11 and npm.
 #   make synth   offline `cdk synth` of app.py into cdk.out (no credentials, no lookups)
 #   make test    the whole test suite (make test-fast: without the training images' own tests)
 #   make e2e     the tests on the real control plane (tests/e2e), after building its Go components (make e2e-build)
-#   make bench        synth benchmark against the Blueprints peer (JS) and empty-stack floors (figures for the README)
+#   make bench        synth benchmark against the Blueprints peer (JS) and empty-stack floors (figures for docs/benchmark.md)
 #   make deploy-path  the modeled critical path of `cdk deploy` of each stack (scripts/deploy_path.py)
-#   make rehearse     replay the README's changes through CloudFormation's rules and aws-eks-v2's own handler
+#   make rehearse     replay the documented changes (docs/deploy-behaviour.md) through CloudFormation's rules and aws-eks-v2's own handler
 #   make audit        checkov on the Kubernetes objects the app applies (own venv), as the tests run it
-#   make cost         what each stack costs per hour, and the README's chart (docs/cost-per-hour.png)
+#   make cost         what each stack costs per hour, and the chart of docs/cost.md (docs/cost-per-hour.png)
 #   make docs         the API reference from the docstrings into build/site (mkdocs, offline, strict; make test runs it)
 #   make pin-digests  the digest each image pin's registry serves now, against versions.py (needs registry access)
 #   make deploy STACK=KubeflowTraining   cdk deploy of one stack (needs AWS credentials); also diff, destroy

@@ -49,7 +49,7 @@ def _next_minor(pin: Any) -> Any:
 
 
 WITHOUT_CLUSTER = tuple(p for p in ALL_PROMISES if p is not NAMESPACE_VOLUME_CLAIM_SURVIVE)
-"""The promises of ``cdk destroy``: it deletes the cluster, and everything in it with it (README: Deploy behaviour)."""
+"""The promises of ``cdk destroy``: it deletes the cluster, and everything in it with it (docs/deploy-behaviour.md)."""
 
 DEFAULT = Variant("default settings")
 NODE_COUNT_4 = Variant("nodeCount=4", context=(("nodeCount", "4"),))

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the template of every stack variant the deploy rehearsal knows (the default app and each README change) to
+"""Write the template of every stack variant the deploy rehearsal knows (the default app and each documented change) to
 a folder, one file per variant, and the Kubernetes objects each applies; for proving that a refactoring leaves them
 byte-identical:
 

@@ -11,6 +11,7 @@ from typing import Dict, Optional
 import pytest
 
 from tests.support.apps import REPO
+from tests.support.documentation import page
 
 CDK = REPO / "node_modules" / ".bin" / "cdk"
 
@@ -103,21 +104,19 @@ def test_two_synths_from_two_checkouts_give_a_byte_identical_cloud_assembly(tmp_
 
 
 TEMPLATE_FIGURES = re.compile(r"(TrainiumEks|KubeflowTraining|ComposerTraining) ([0-9]+) (?:resources )?\(([0-9,]+)")
-"""The README's template figures (Benchmark): ``<stack> <resources> resources (<bytes> bytes)``."""
+"""The template figures of docs/benchmark.md: ``<stack> <resources> resources (<bytes> bytes)``."""
 
 
 def test_the_readmes_template_figures_are_what_synth_writes_today(tmp_path):
     result = cdk_synth(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("## Benchmark") :]
-    figures = TEMPLATE_FIGURES.findall(section)
+    figures = TEMPLATE_FIGURES.findall(page("benchmark.md"))
     quoted = {stack: (int(count), int(size.replace(",", ""))) for stack, count, size in figures}
     actual = {}
     for stack in quoted:
         path = tmp_path / "cdk.out" / f"{stack}.template.json"
         actual[stack] = (len(json.loads(path.read_text())["Resources"]), path.stat().st_size)
-    assert len(quoted) == 3 and quoted == actual, "update the README's Benchmark figures (make bench prints them)"
+    assert len(quoted) == 3 and quoted == actual, "update the figures of docs/benchmark.md (make bench prints them)"
 
 
 def test_a_stack_built_alone_is_the_same_bytes_as_in_the_whole_app(tmp_path):

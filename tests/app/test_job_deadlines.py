@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from tests.support.apps import COMPOSER_TRAINING, KUBEFLOW_TRAINING, REPO, TRAINIUM_EKS, stack_template
+from tests.support.apps import COMPOSER_TRAINING, KUBEFLOW_TRAINING, TRAINIUM_EKS, stack_template
+from tests.support.documentation import all_text
 from tests.support.manifests import applied_objects
 from trainium_eks.workloads import bert_phase1, cifar10_dataset, cifar10_ddp, composer_resnet
 
@@ -56,7 +57,7 @@ def test_every_job_of_each_stack_ends_by_its_deadline(stack):
 
 
 def test_the_readme_states_the_seed_deadlines_the_workloads_set():
-    readme = " ".join((REPO / "README.md").read_text().split())
+    readme = " ".join(all_text().split())
     assert (
         f"the staging Job {bert_phase1.STAGING_DEADLINE_SECONDS // HOUR} hours in all; pre-compilation "
         f"{bert_phase1.PRECOMPILE_DEADLINE_SECONDS // HOUR} hours and training "

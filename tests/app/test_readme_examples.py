@@ -1,6 +1,6 @@
-"""Every Python example of the README is a whole program that runs and synthesizes its app, offline, from the
-checkout (as a user runs it there: ``images/`` is relative to it); and each of its stacks is destroyed, as
-CloudFormation deletes in waves, without a delete losing what it needs (the rehearsal's order promise,
+"""Every Python example of the README and of the topic pages of docs/ is a whole program that runs and synthesizes its
+app, offline, from the checkout (as a user runs it there: ``images/`` is relative to it); and each of its stacks is
+destroyed, as CloudFormation deletes in waves, without a delete losing what it needs (the rehearsal's order promise,
 :mod:`rehearsal.delete_needs`)."""
 
 import json
@@ -15,13 +15,15 @@ from rehearsal.intrinsics import StackIdentity
 from rehearsal.promises import order_respects_needs
 from tests.support.apps import CDK_JSON_CONTEXT, REPO
 from tests.support.destroy import scenario_result
+from tests.support.documentation import pages
 
 BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
-EXAMPLES = BLOCK.findall((REPO / "README.md").read_text())
+EXAMPLES = [example for path in pages() for example in BLOCK.findall(path.read_text())]
 
 
 def test_the_readme_has_its_examples():
     assert len(EXAMPLES) >= 5
+    assert BLOCK.findall(pages()[0].read_text()), "the README shows one composed example"
 
 
 @pytest.mark.parametrize("source", EXAMPLES, ids=[f"example-{n}" for n in range(1, len(EXAMPLES) + 1)])

@@ -1,11 +1,12 @@
-"""The README's figures that are cheap to compute are what the commands compute today: the test count, the
-rehearsal's scenario count, the cost table."""
+"""The documentation's figures that are cheap to compute are what the commands compute today: the test count (Tests),
+the rehearsal's scenario count (Deploy behaviour), the cost table (Cost) and the README's stacks table."""
 
 import re
 import subprocess
 import sys
 
 from tests.support.apps import REPO
+from tests.support.documentation import README, page
 
 README_COUNT = re.compile(r"`make test` runs, offline \(([0-9,]+) tests")
 
@@ -21,16 +22,18 @@ def test_the_readme_quotes_the_number_of_tests_pytest_collects():
     # "N tests collected", or "N/M tests collected (K deselected)": make test leaves out the e2e tests (marker e2e).
     found = re.search(r"^([0-9]+)(?:/[0-9]+)? tests collected", collected.stdout, flags=re.MULTILINE)
     assert found, collected.stdout[-2000:] + collected.stderr[-2000:]
-    quoted = README_COUNT.search((REPO / "README.md").read_text())
-    assert quoted, "the README's Tests section names the count"
-    assert int(quoted.group(1).replace(",", "")) == int(found.group(1)), "update the README's test count"
+    quoted = README_COUNT.search(page("tests.md"))
+    assert quoted, "docs/tests.md names the count"
+    assert int(quoted.group(1).replace(",", "")) == int(found.group(1)), "update the test count of docs/tests.md"
 
 
 def test_the_readme_quotes_the_number_of_rehearsal_scenarios():
     from rehearsal.scenarios import all_scenarios
 
-    quoted = re.search(r"([0-9]+) scenarios: a fresh deploy of each", (REPO / "README.md").read_text())
-    assert quoted and int(quoted.group(1)) == len(all_scenarios()), "update the README's scenario count"
+    quoted = re.search(r"([0-9]+) scenarios: a fresh deploy of each", page("deploy-behaviour.md"))
+    assert quoted and int(quoted.group(1)) == len(all_scenarios()), (
+        "update the scenario count of docs/deploy-behaviour.md"
+    )
 
 
 def _quoted_figure(lines) -> str:
@@ -45,7 +48,7 @@ def test_the_readmes_idle_and_training_table_is_what_the_cost_command_computes()
     """Cost section: each stack's idle and training sums, with Karpenter and with standing node groups."""
     from trainium_eks.commands.cost import stack_costs
 
-    readme = (REPO / "README.md").read_text()
+    cost = page("cost.md")
     karpenter = {c.name: c for c in stack_costs(REPO, [])}
     standing = {c.name: c for c in stack_costs(REPO, ["provisioning=node-group"])}
     for name in ("TrainiumEks", "KubeflowTraining", "ComposerTraining"):
@@ -55,4 +58,24 @@ def test_the_readmes_idle_and_training_table_is_what_the_cost_command_computes()
             for idle in (True, False)
         ]
         row = f"| {name} | " + " | ".join(cells) + " |"
-        assert row in readme, f"update the README's Cost table: {row}"
+        assert row in cost, f"update the table of docs/cost.md: {row}"
+
+
+def test_the_readmes_stacks_table_quotes_the_cost_commands_figures():
+    """The README's table of the three stacks: idle and running-job figures with Karpenter, and idle with standing node
+    groups, as the Cost page's table has them."""
+    from trainium_eks.commands.cost import stack_costs
+
+    karpenter = {c.name: c for c in stack_costs(REPO, [])}
+    standing = {c.name: c for c in stack_costs(REPO, ["provisioning=node-group"])}
+    rows = {
+        line.split("`")[1]: line.split("|")
+        for line in README.read_text().splitlines()
+        if re.match(r"\| `[A-Za-z]+` \(`[A-Za-z]+Stack`\) \|", line)
+    }
+    for name in ("TrainiumEks", "KubeflowTraining", "ComposerTraining"):
+        idle, job = (_quoted_figure([line for line in karpenter[name].lines if line.idle is i]) for i in (True, False))
+        standing_idle = _quoted_figure([line for line in standing[name].lines if line.idle])
+        cells = [cell.strip() for cell in rows[name][4:7]]
+        quoted = [cells[0].split(" (")[0], cells[1], cells[2]]
+        assert quoted == [idle, job, standing_idle], f"update the README's {name} row"

@@ -187,8 +187,8 @@ BOOTSTRAP_TEMPLATE = REPO / "node_modules" / "aws-cdk" / "lib" / "api" / "bootst
 
 
 def test_the_bootstrap_repository_is_what_the_readme_says():
-    """The README says why the stacks' images land in the CDK bootstrap's repository and what it lacks; the pinned CDK
-    CLI's bootstrap template is the source."""
+    """docs/security.md says why the stacks' images land in the CDK bootstrap's repository and what it lacks; the
+    pinned CDK CLI's bootstrap template is the source."""
     if not BOOTSTRAP_TEMPLATE.exists():
         pytest.skip(f"{BOOTSTRAP_TEMPLATE} is absent: npm ci installs the pinned CDK CLI")
     loader = yaml.SafeLoader

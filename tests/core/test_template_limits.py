@@ -21,7 +21,7 @@ nodes are not Ready without it), the node role, the system node group, Volcano, 
 to serve (a Queue created before is denied: tests/e2e/test_deploy.py), its queue, the wait for the queue to be
 opened (Volcano's job webhook denies a job before), the jobs' releases. Volcano waits for the system nodes in
 CloudFormation, because its pre-install hook Job runs there and Helm gives that hook and the wait the whole --timeout
-each (README: Deploy behaviour). The deploy issue asks for 18; nothing else may lengthen the path meanwhile."""
+each (docs/deploy-behaviour.md). The deploy issue asks for 18; nothing else may lengthen the path meanwhile."""
 
 
 DEFAULT_APP_BUDGET_BYTES = 300_000

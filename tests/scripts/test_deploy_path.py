@@ -41,8 +41,9 @@ def test_a_cycle_is_an_error():
 
 
 def test_a_cluster_its_nodes_and_one_release_on_them_already_take_the_issues_18_minutes():
-    """The README's reason the 18-minute target cannot be met by a stack that installs a scheduler on nodes it creates:
-    under the model's weights, a cluster, a node group and one Helm release that waits for those nodes make 18."""
+    """Why the 18-minute target cannot be met by a stack that installs a scheduler on nodes it creates
+    (docs/deploy-behaviour.md): under the model's weights, a cluster, a node group and one Helm release that waits for
+    those nodes make 18."""
     template = {
         "Resources": {
             "Cluster": resource("AWS::EKS::Cluster"),

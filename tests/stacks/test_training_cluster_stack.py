@@ -1,12 +1,14 @@
-"""Facts that must live in one place stay in one place: what cdk.json and the README repeat matches the modules."""
+"""Facts that must live in one place stay in one place: what cdk.json and the documentation repeat matches the
+modules."""
 
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Template
 
-from tests.support.apps import CDK_JSON_CONTEXT, REPO, build_default_stack, resources_of, stack_template
+from tests.support.apps import CDK_JSON_CONTEXT, build_default_stack, resources_of, stack_template
 from tests.support.clusters import ENV
+from tests.support.documentation import all_text, page
 from trainium_eks.constructs.lustre_storage import DEFAULT_STORAGE_CAPACITY_GIB
 from trainium_eks.constructs.training_node_group import DEFAULT_INSTANCE_TYPE, DEFAULT_NODE_COUNT
 from trainium_eks.core.validation import ConfigurationError
@@ -17,7 +19,8 @@ from trainium_eks.stacks import kubeflow_training_stack as kubeflow_stack
 from trainium_eks.stacks.composer_training_stack import ComposerTrainingStack
 from trainium_eks.stacks.training_cluster_stack import DEFAULT_AZ_ID
 
-README = (REPO / "README.md").read_text()
+DOCUMENTATION = all_text()
+"""The README and the topic pages: each fact is stated once, in the page of its topic."""
 
 
 def test_cdk_json_defaults_are_the_library_defaults():
@@ -42,34 +45,34 @@ def test_cdk_json_defaults_are_the_library_defaults():
     ids=lambda pin: pin.repository,
 )
 def test_readme_states_the_pinned_image_tags(pin):
-    assert f"{pin.repository.removeprefix('docker.io/')}:{pin.tag}" in README
+    assert f"{pin.repository.removeprefix('docker.io/')}:{pin.tag}" in DOCUMENTATION
 
 
 def test_readme_states_the_pinned_volcano_chart_and_kubernetes_version():
-    assert f"chart {versions.VOLCANO.version}" in README
-    assert f"Kubernetes {versions.DEFAULT_KUBERNETES_VERSION}" in README
+    assert f"chart {versions.VOLCANO.version}" in DOCUMENTATION
+    assert f"Kubernetes {versions.DEFAULT_KUBERNETES_VERSION}" in DOCUMENTATION
     *older, newest = versions.KUBERNETES_VERSIONS
-    assert f"{', '.join(older)} or {newest}" in README
+    assert f"{', '.join(older)} or {newest}" in DOCUMENTATION
 
 
 def test_readme_lists_every_setting_of_the_default_app():
     from trainium_eks.stacks.app_context import KNOWN_KEYS
 
     for key in KNOWN_KEYS:
-        assert f"| `{key}` |" in README, key
+        assert f"| `{key}` |" in page("settings.md"), key
 
 
 @pytest.mark.parametrize(
     "pin", [versions.NVIDIA_DEVICE_PLUGIN, versions.PYTORCH_RUNTIME], ids=lambda pin: pin.repository
 )
 def test_readme_states_the_images_of_the_new_stacks(pin):
-    assert f"{pin.repository.removeprefix('docker.io/')}:{pin.tag}" in README
+    assert f"{pin.repository.removeprefix('docker.io/')}:{pin.tag}" in DOCUMENTATION
 
 
 def test_readme_states_the_kubeflow_trainer_chart_and_the_stack_defaults():
-    assert f"`{versions.KUBEFLOW_TRAINER.repository}` {versions.KUBEFLOW_TRAINER.version}" in README
-    assert f"{kubeflow_stack.DEFAULT_CPU_NODE_COUNT} × {kubeflow_stack.DEFAULT_CPU_INSTANCE_TYPE}" in README
-    assert f"{composer_stack.DEFAULT_NODE_COUNT} × {composer_stack.DEFAULT_INSTANCE_TYPE}" in README
+    assert f"`{versions.KUBEFLOW_TRAINER.repository}` {versions.KUBEFLOW_TRAINER.version}" in DOCUMENTATION
+    assert f"{kubeflow_stack.DEFAULT_CPU_NODE_COUNT} × {kubeflow_stack.DEFAULT_CPU_INSTANCE_TYPE}" in DOCUMENTATION
+    assert f"{composer_stack.DEFAULT_NODE_COUNT} × {composer_stack.DEFAULT_INSTANCE_TYPE}" in DOCUMENTATION
 
 
 # --- Issue 17: each stack's endpoint is private unless something in it needs a public one ------------------------

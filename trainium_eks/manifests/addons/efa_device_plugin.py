@@ -37,7 +37,7 @@ class EfaDevicePluginChart(LibraryChart):
     Trainium nodes it would never run), has priority class ``system-node-critical``, mounts the kubelet's
     device-plugin directory, ``/dev/infiniband`` and ``/opt/aws/neuron``, and mounts no service-account token (it
     needs no API access). Like the current upstream chart, it runs privileged as root: handing out EFA devices aligned
-    with the pod's Neuron devices needs it (aws/eks-charts README and PR #1245); the README's security section lists
+    with the pod's Neuron devices needs it (aws/eks-charts README and PR #1245); docs/security.md lists
     this exception. Its pod asks for the runtime's default seccomp profile like every pod of the library, which
     containerd does not apply to a privileged container (containerd v2.2.7 ``internal/cri/sputil/seccomp_linux.go``:
     "Do not set seccomp profile when container is privileged").

@@ -35,7 +35,7 @@ class PyTorchJobChart(DistributedJobChart):
     - optionally ``elasticPolicy`` (``min_nodes`` to ``nodes``, c10d rendezvous).
 
     The library renders and checks PyTorchJobs; it does not install the v1 operator (its CRDs are too large for the
-    client-side ``kubectl apply`` of the aws-eks-v2 handler; the README says how to install it by hand).
+    client-side ``kubectl apply`` of the aws-eks-v2 handler; docs/stacks.md says how to install it by hand).
 
     :param name: Base name, a DNS label of at most 28 characters. Required.
     :param namespace: Default: ``training``.
