@@ -7,7 +7,8 @@
 #   make rehearse     replay the documented changes (docs/deploy-behaviour.md) through CloudFormation's rules and aws-eks-v2's own handler
 #   make audit        checkov on the Kubernetes objects the app applies (own venv), as the tests run it
 #   make cost         what each stack costs per hour, and the chart of docs/cost.md (docs/cost-per-hour.png)
-#   make docs         the API reference from the docstrings into build/site (mkdocs, offline, strict; make test runs it)
+#   make docs         the architecture pictures (docs/architecture-*.svg), then the site with the API reference into
+#                     build/site (mkdocs, offline, strict; make test builds the site from the committed pictures)
 #   make pin-digests  the digest each image pin's registry serves now, against versions.py (needs registry access)
 #   make deploy STACK=KubeflowTraining   cdk deploy of one stack (needs AWS credentials); also diff, destroy
 #   ARGS="-c key=value ..." passes settings to synth, deploy, diff and destroy
@@ -29,7 +30,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: synth test test-fast e2e e2e-build bench audit clean install install-synth rehearse deploy-path cost pin-digests deploy diff \
-	destroy docs
+	destroy docs site
 
 # What synth needs (requirements.txt: aws-cdk-lib, cdk8s, the kubectl layers, Node.js, boto3), and everything else
 # (tests, validators, the training scripts' torch) only for the targets that use it.
@@ -62,7 +63,7 @@ synth: install-synth
 	rm -rf cdk.out
 	$(CDK) synth --quiet $(ARGS)
 
-test: install docs
+test: install site
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
 	PYTHON=$(PYTHON) bash scripts/composer_env.sh
@@ -100,11 +101,17 @@ rehearse: install
 cost: install
 	$(BIN)/python -m trainium_eks cost --chart docs/cost-per-hour.png $(ARGS)
 
-# mkdocs.yml: a page per subpackage that re-exports names (docs/api), read by griffe without importing the library,
-# nothing fetched. Strict: any warning fails it, such as a docstring's role that names nothing
-# (scripts/docs_sphinx_roles.py) or a parameter documented that the signature lacks. Not --quiet: mkdocs 1.6 then
-# drops the warnings before strict mode counts them, and builds.
+# mkdocs.yml: the topic pages of docs/ and a page per subpackage that re-exports names (docs/api), read by griffe
+# without importing the library, nothing fetched. Strict: any warning fails it, such as a broken link or anchor, a
+# docstring's role that names nothing (scripts/docs_sphinx_roles.py) or a parameter documented that the signature
+# lacks. Not --quiet: mkdocs 1.6 then drops the warnings before strict mode counts them, and builds. The pictures are
+# drawn from the stacks (scripts/architecture_pictures.py); tests/scripts/test_architecture_pictures.py fails when a
+# committed one is not what the code draws, so make test builds the site without drawing them again.
 docs: install
+	$(BIN)/python scripts/architecture_pictures.py docs
+	$(MAKE) site
+
+site: install
 	$(BIN)/mkdocs build --strict
 
 pin-digests: install-synth
