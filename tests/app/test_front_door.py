@@ -37,3 +37,10 @@ def test_the_readme_links_every_topic_page():
     linked = {link.partition("#")[0] for link in LINK.findall(README.read_text())}
     topics = {f"docs/{path.name}" for path in DOCS.glob("*.md")}
     assert topics <= linked, sorted(topics - linked)
+
+
+def test_the_sites_home_lists_the_pages_the_readme_lists():
+    """docs/index.md is the site's front door as the README is GitHub's: the same table of topic pages."""
+    readme = README.read_text()
+    table = readme[readme.index("| page | what it says |") :].strip().replace("](docs/", "](")
+    assert table in (DOCS / "index.md").read_text()
