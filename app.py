@@ -6,8 +6,8 @@
   run time;
 - ``ComposerTraining``: GPU nodes, the Composer baseline and speed-up recipe runs, side by side in cost.
 
-Settings come from the context in cdk.json and can be overridden with ``cdk synth -c key=value``; the README lists
-the keys (``-c stacks=TrainiumEks`` builds one stack only). Synth is offline: no credentials, no lookups.
+Settings come from the context in cdk.json and can be overridden with ``cdk synth -c key=value``; docs/settings.md
+lists the keys (``-c stacks=TrainiumEks`` builds one stack only). Synth is offline: no credentials, no lookups.
 """
 
 import atexit
@@ -64,9 +64,9 @@ def build_app(app: cdk.App) -> Dict[str, TrainingClusterStack]:
 
 def main() -> None:
     # Template validation belongs to the tests (cfn-lint, every rule, on every variant of the app); aws-cdk-lib's
-    # built-in validation would cost every synth about 1-2 s and a 360 MiB WebAssembly engine (README: Decisions).
+    # built-in validation would cost every synth about 1-2 s and a 360 MiB WebAssembly engine (docs/decisions.md).
     # No stack traces in the cloud assembly: they name the jsii kernel's temporary folder, so two synths of one commit
-    # would differ (README: Decisions).
+    # would differ (docs/decisions.md).
     app = cdk.App(
         builtin_cloud_formation_validation=False,
         stack_traces=False,

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Draw what each stack of the default app builds, from the stack itself: one SVG picture per stack, its constructs
-grouped as the README groups them (network, cluster, nodes, storage, in-cluster add-ons, jobs), each construct with
+in six groups (network, cluster, nodes, storage, in-cluster add-ons, jobs: :data:`GROUPS`), each construct with
 the AWS resources it synthesizes (by type, most numerous first) or the Kubernetes objects it applies (by kind; a
 held job by the kind and name its release Job creates). The pictures cannot drift: ``make docs`` draws them again,
 and a test fails when a committed one differs from what the code draws.
@@ -18,6 +18,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Sequence, Tuple
@@ -78,9 +79,10 @@ class Box(NamedTuple):
 def synthesized(name: str) -> Tuple[cdk.Stack, Dict[str, Any]]:
     """Stack ``name`` of the default app (cdk.json's context, only that stack) and its template."""
     context = json.loads((REPO / "cdk.json").read_text())["context"]
-    app = cdk.App(context={**context, "aws:cdk:disable-asset-staging": True, "stacks": name})
-    stack = default_app.build_app(app)[name]
-    return stack, app.synth().get_stack_by_name(name).template
+    with tempfile.TemporaryDirectory(prefix="architecture-") as outdir:
+        app = cdk.App(outdir=outdir, context={**context, "aws:cdk:disable-asset-staging": True, "stacks": name})
+        stack = default_app.build_app(app)[name]
+        return stack, app.synth().get_stack_by_name(name).template
 
 
 def short_type(resource_type: str) -> str:
@@ -153,26 +155,29 @@ def panels(stack: cdk.Stack, template: Dict[str, Any]) -> List[Tuple[str, List[B
     return [(name, boxes) for name, boxes in grouped.items() if boxes]
 
 
-def wrapped(text: str) -> List[str]:
-    """``text`` in lines of at most :data:`WRAP` characters, broken at spaces."""
+def wrapped(text: str, width: int = WRAP) -> List[str]:
+    """``text`` in lines of at most ``width`` characters, broken at spaces but never before a count (``×n``)."""
     lines: List[str] = []
-    for word in text.split(" "):
-        if lines and len(lines[-1]) + 1 + len(word) <= WRAP:
+    for word in text.replace(" ×", "\u00a0×").split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
             lines[-1] += " " + word
         else:
             lines.append(word)
-    return lines
+    return [line.replace("\u00a0", " ") for line in lines]
 
 
 def panel_lines(boxes: Sequence[Box]) -> List[Tuple[str, str]]:
-    """A panel's text as ``(style, line)``: each construct's title, then its lines indented."""
+    """A panel's text as ``(style, line)``: each construct's title, then its lines indented by two, a line's
+    continuation by four (so that one entry does not read as two)."""
     out: List[Tuple[str, str]] = []
     for index, item in enumerate(boxes):
         if index:
             out.append(("gap", ""))
         out += [("title", line) for line in wrapped(item.title)]
         for line in item.lines:
-            out += [("item", "  " + part) for part in wrapped(line)]
+            first, *rest = wrapped(line, WRAP - 2)
+            out += [("item", "  " + first)]
+            out += [("item", "    " + part) for part in wrapped(" ".join(rest), WRAP - 4)] if rest else []
     return out
 
 

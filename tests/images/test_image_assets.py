@@ -84,8 +84,8 @@ def test_each_dockerfile_defaults_to_the_pinned_base(image):
 
 
 def stacks_as_users_build_them():
-    """The default app, and each stack class with the library's image and no build arguments (README: the three
-    stacks; composing a stack with its image_directory)."""
+    """The default app, and each stack class with the library's image and no build arguments (docs/stacks.md;
+    composing a stack with its image_directory)."""
     app = new_app()
     default = default_app.build_app(app)
     built = dict(default)

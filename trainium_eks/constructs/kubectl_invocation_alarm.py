@@ -59,7 +59,9 @@ class KubectlInvocationAlarm(Construct):
     topic and its key go with the stack. EventBridge publishes as :attr:`publisher`, a role of the stack, so the
     topic's policy grants the EventBridge service nothing. Subscribe to :attr:`topic` yourself (``aws sns
     subscribe``); a topic of yours encrypted with a key this construct does not know needs the key's use granted to
-    :attr:`publisher`.
+    :attr:`publisher`, and one in another account a topic policy that lets :attr:`publisher` publish. The trail is
+    named after its construct path: an alarm deployed before it had a name gets a new trail (the old one is deleted
+    after; meanwhile the bucket refuses its logs and the region counts both trails against its five).
 
     :param provider: The cluster's kubectl provider (``eks.Cluster``'s child ``KubectlProvider``). Required.
     :param topic: Where the notifications go. Default: a new topic encrypted with a new KMS key (yearly rotation),

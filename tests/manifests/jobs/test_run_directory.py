@@ -72,10 +72,21 @@ def test_a_trainjobs_runtime_patch_adds_it_and_a_pytorchjobs_pod_has_it():
     assert run_volume() in pod["volumes"] and run_mount() in pod["containers"][0]["volumeMounts"]
 
 
-@pytest.mark.parametrize("path", [RUN_DIRECTORY, RUN_DIRECTORY + "/x", "/dev/shm", "/dev/shm/data"])
-def test_a_claim_cannot_be_mounted_over_the_pods_own_volumes(path):
-    with pytest.raises(ConfigurationError, match="a path outside"):
+@pytest.mark.parametrize("path", [RUN_DIRECTORY, RUN_DIRECTORY + "/x", "/run", "/dev/shm", "/dev/shm/data", "/dev"])
+def test_a_claim_cannot_be_mounted_at_below_or_above_the_pods_own_volumes(path):
+    """Below, it would hide them; above, their mounts would make directories in the claim (``/run``) or the claim
+    would hide the container's devices (``/dev``)."""
+    with pytest.raises(ConfigurationError, match="a path neither at, below nor above"):
         volcano_pod(volumes={"efs-sc-claim": path})
+    volcano_pod(volumes={"efs-sc-claim": "/runs"})
+
+
+@pytest.mark.parametrize("name", [PROGRESS_FILE_ENV, STOP_FILE_ENV, "TRAINIUM_EKS_STALL_SECONDS"])
+def test_a_jobs_own_environment_cannot_move_the_files_or_switch_the_probe_on(name):
+    """A job's value would move a file to a shared claim, where every node writes it and it outlives the run, or turn
+    on the runtime's probe of a TrainJob without its bounds, which fails every time."""
+    with pytest.raises(ConfigurationError, match="not starting with TRAINIUM_EKS_"):
+        volcano_pod(env={name: "/data/progress"})
 
 
 def test_a_container_restarted_on_the_last_ones_files_starts_as_a_new_one(tmp_path):

@@ -47,6 +47,8 @@ from trainium_eks.manifests.jobs.progress_watch import PROGRESS_FILE_ENV, Progre
 from trainium_eks.manifests.jobs.run_directory import RUN_DIRECTORY, run_mount, run_volume
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 
+LIBRARY_ENV_PREFIX = "TRAINIUM_EKS_"
+"""The prefix of the environment variables the library sets in a training container, which ``env`` may not set."""
 SHM_MOUNT = "/dev/shm"
 """Where a worker container mounts its memory-backed volume (PyTorch's DataLoader workers and the collectives' shared
 memory use it)."""
@@ -180,9 +182,12 @@ class DistributedWorkload:
     :param launcher: ``Launcher`` or its value. Default: ``Launcher.TORCHRUN``.
     :param cache_set: Neuron compile cache set, ``[A-Za-z0-9_-]+``. Default: ``default``.
     :param precompile: Run under ``neuron_parallel_compile`` (Neuron only). Default: false.
-    :param volumes: Claim name -> absolute mount path, neither ``/dev/shm`` nor the run directory nor below them.
+    :param volumes: Claim name -> absolute mount path, neither ``/dev/shm`` nor the run directory, nor below or above
+        them (a claim at ``/dev`` would hide the container's devices).
         Default: the node group's shared claim at ``/data``.
-    :param env: Extra environment variables (strings). Default: none.
+    :param env: Extra environment variables (strings), none whose name starts with ``TRAINIUM_EKS_`` (the progress
+        watch's and the graceful stop's: a job's own value would move their files or switch the probe on without its
+        bounds). Default: none.
     :param namespace: The job's namespace (a DNS label). Required.
     :param service_account: Default: ``training``.
     :param max_retries: How many times the whole job may run, restarted after a pod failure or eviction (Volcano's
@@ -253,6 +258,12 @@ class DistributedWorkload:
         if check_string_map(problems, "env", env if env is not None else {}):
             for key in env or {}:
                 check_pattern(problems, "env key", key, ENV_NAME, "an environment variable name ([-._a-zA-Z0-9])")
+                if isinstance(key, str) and key.startswith(LIBRARY_ENV_PREFIX):
+                    problems.add(
+                        "env key",
+                        key,
+                        f"a name not starting with {LIBRARY_ENV_PREFIX}: the library's (progress=, graceful_stop=)",
+                    )
 
         if node_group is None:  # the remaining checks need the nodes
             problems.raise_if_any()
@@ -272,8 +283,12 @@ class DistributedWorkload:
                 check_dns_subdomain(problems, f"volumes claim {claim!r}", claim)
                 if check_absolute_path(problems, f"volumes[{claim!r}]", path):
                     for own in (SHM_MOUNT, RUN_DIRECTORY):
-                        if path == own or path.startswith(own + "/"):
-                            problems.add(f"volumes[{claim!r}]", path, f"a path outside {own}, which the pods mount")
+                        if path == own or path.startswith(own + "/") or own.startswith(path + "/"):
+                            problems.add(
+                                f"volumes[{claim!r}]",
+                                path,
+                                f"a path neither at, below nor above {own}, which the pods mount",
+                            )
             missing = sorted(set(volumes) - set(group.shared_claims))
             if missing:
                 have = ", ".join(sorted(group.shared_claims)) or "none"
