@@ -323,6 +323,9 @@ NCCOM_TABLE = """\
 Avg bus bandwidth:      26.4414GB/s
 """
 
+PEER_ROOT = "@ROOT@"
+"""A placeholder in a command sent over the fake ssh, which replaces it with the reached host's own folder."""
+
 FAKES = {
     "ssh": """#!/bin/bash
 # ssh -o ... -o ... <host> <command>: reach the host's fake root (a directory named after it) if its sshd is up
@@ -368,11 +371,11 @@ def pod_script(manifest, tmp_path, host, hosts):
     device_dir = str(root / "infiniband")
     script = re.sub(r"--efa-devices (\d+) ", rf"--efa-devices \1 --device-dir {device_dir} ", script)
     script = script.replace(ENVIRONMENT_FILE, str(root / "environment"))
-    script = script.replace(f"mkdir -p {SSHD_RUN_DIR} {WORK_DIR}", f"mkdir -p {root}/run-sshd {root}/work")
+    script = script.replace(f"mkdir -p {SSHD_RUN_DIR} {WORK_DIR}", f"mkdir -p {root}/run-sshd {root}/scratch")
     script = script.replace(SSHD, f"touch {root}/up")
-    script = script.replace(f"> {DONE_FILE}", "> @ROOT@/done").replace(DONE_FILE, str(root / "done"))
-    script = script.replace(f'"${{host}}" cat {NODE_FILE}', '"${host}" cat @ROOT@/work/node')
-    script = script.replace(WORK_DIR, str(root / "work")).replace(TERMINATION_LOG, str(root / "termination-log"))
+    script = script.replace(f"> {DONE_FILE}", f"> {PEER_ROOT}/done").replace(DONE_FILE, str(root / "done"))
+    script = script.replace(f'"${{host}}" cat {NODE_FILE}', f'"${{host}}" cat {PEER_ROOT}/scratch/node')
+    script = script.replace(WORK_DIR, str(root / "scratch")).replace(TERMINATION_LOG, str(root / "termination-log"))
     script = script.replace(f"sleep {PEER_EXIT_DELAY_SECONDS}", "sleep 0.5")
     return script.replace("sleep 5", "sleep 0.05")
 
