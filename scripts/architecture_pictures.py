@@ -33,6 +33,7 @@ import aws_cdk as cdk  # noqa: E402
 import app as default_app  # noqa: E402
 from scripts.applied_objects import MANIFEST, applied_objects  # noqa: E402
 from trainium_eks import constructs as library  # noqa: E402
+from trainium_eks.core.conventions import HELD_JOB_LABEL  # noqa: E402
 
 STACKS = ("TrainiumEks", "KubeflowTraining", "ComposerTraining")
 HELM_CHART = "Custom::AWSCDK-EKS-HelmChart"
@@ -137,9 +138,9 @@ def box(construct: Any, stack: cdk.Stack, template: Dict[str, Any]) -> Box:
 
 
 def is_release(obj: Dict[str, Any]) -> bool:
-    """A release Job: the library's Job that creates a held job once its nodes are held."""
-    labels = obj.get("metadata", {}).get("labels") or {}
-    return obj.get("kind") == "Job" and labels.get("app.kubernetes.io/name") == "job-release"
+    """A release Job: the Job labelled with the held job it creates (``HELD_JOB_LABEL``, as
+    :func:`scripts.applied_objects.applied_objects` finds it)."""
+    return HELD_JOB_LABEL in (obj.get("metadata", {}).get("labels") or {})
 
 
 def panels(stack: cdk.Stack, template: Dict[str, Any]) -> List[Tuple[str, List[Box]]]:
