@@ -11,6 +11,8 @@ from e2e.processes import wait_for
 from rehearsal.kubelet_expansion import expand
 from trainium_eks.manifests.jobs.graceful_stop import STOP_FILE_ENV
 from trainium_eks.manifests.jobs.job_release_program import API, DONE_CONDITIONS, parse, ref_of, state
+from trainium_eks.manifests.jobs.progress_watch import PROGRESS_FILE_ENV
+from trainium_eks.manifests.jobs.run_directory import RUN_DIRECTORY, run_mount, run_volume
 
 SEED_RUN_MINUTES = 15
 """How long a stack's seed jobs may take on the test cluster (release programs poll every 20 s; kwok nodes are Ready
@@ -74,6 +76,26 @@ def stop_graces(api: Api) -> Dict[str, int]:
         for pod in api.list("v1", "Pod")
         if any(item.get("name") == STOP_FILE_ENV for c in pod["spec"]["containers"] for item in c.get("env") or [])
     }
+
+
+def run_directory_mounts(api: Api) -> Dict[str, bool]:
+    """For each container (``<namespace>/<pod>/<container>``) whose files are in the run directory (the progress
+    watch's or the graceful stop's variable names a file there): whether the pod that the controllers made (Volcano,
+    the Trainer through JobSet, the Job controller) has the run directory's ``emptyDir`` and the container mounts it."""
+    found = {}
+    for pod in api.list("v1", "Pod"):
+        for container in pod["spec"]["containers"]:
+            files = [
+                item.get("value") or ""
+                for item in container.get("env") or []
+                if item.get("name") in (PROGRESS_FILE_ENV, STOP_FILE_ENV)
+            ]
+            if any(path.startswith(RUN_DIRECTORY + "/") for path in files):
+                key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}/{container['name']}"
+                found[key] = run_volume() in pod["spec"].get("volumes", []) and run_mount() in (
+                    container.get("volumeMounts") or []
+                )
+    return found
 
 
 def _read(api: Api, namespace: str, ref: str) -> Optional[Dict[str, Any]]:

@@ -13,7 +13,14 @@ import pytest
 import app as default_app
 from e2e.components import ComponentRunner
 from e2e.deploy import LiveStack, applied_objects
-from e2e.seed_runs import SEED_RUN_MINUTES, created_before_its_waits_ended, seed_jobs, stop_graces, wait_for_jobs
+from e2e.seed_runs import (
+    SEED_RUN_MINUTES,
+    created_before_its_waits_ended,
+    run_directory_mounts,
+    seed_jobs,
+    stop_graces,
+    wait_for_jobs,
+)
 from e2e.stack_state import object_key, present
 from rehearsal.scenarios import (
     COMPOSER_TRAINING,
@@ -69,6 +76,8 @@ def test_a_deploy_applies_everything_runs_the_seed_jobs_and_a_destroy_removes_it
         assert created_before_its_waits_ended(cluster.api, objects) == []
         graces = stop_graces(cluster.api)
         assert graces and set(graces.values()) <= SEED_GRACES, f"the training pods keep their job's grace: {graces}"
+        mounts = run_directory_mounts(cluster.api)
+        assert mounts and all(mounts.values()), f"every training pod mounts its run directory: {mounts}"
 
         destroyed = live.deploy(None)
         assert not destroyed.failures, f"{destroyed.describe_failures()}\n{runner.describe()}\n{cluster.describe()}"
