@@ -4,7 +4,7 @@
 #   make e2e     the tests on the real control plane (tests/e2e), after building its Go components (make e2e-build)
 #   make bench        synth benchmark against the Blueprints peer (JS) and empty-stack floors (figures for docs/benchmark.md)
 #   make deploy-path  the modeled critical path of `cdk deploy` of each stack (scripts/deploy_path.py)
-#   make rehearse     replay the documented changes (docs/deploy-behaviour.md) through CloudFormation's rules and aws-eks-v2's own handler
+#   make rehearse     plan the documented changes (docs/deploy-behaviour.md) with CloudFormation's rules, and check their promises
 #   make audit        checkov on the Kubernetes objects the app applies (own venv), as the tests run it
 #   make cost         what each stack costs per hour, and the chart of docs/cost.md (docs/cost-per-hour.png)
 #   make docs         the architecture pictures (docs/architecture-*.svg), then the site with the API reference into

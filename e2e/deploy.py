@@ -25,9 +25,8 @@ from e2e import commands
 from e2e.cluster import TestCluster
 from e2e.karpenter_kwok import for_kwok, install_node_class_crd, uses_node_pools
 from rehearsal.cfn_changes import Deployment, Plan, Step, plan
-from rehearsal.handler import HandlerWorkspace, Invocation
+from rehearsal.handler import HANDLER_TYPES, HandlerWorkspace, Invocation, custom_resource_event
 from rehearsal.intrinsics import Resolver, StackIdentity
-from rehearsal.scenario import HANDLER_TYPES, custom_resource_event
 from rehearsal.simulated_cluster import Node, nodes_of
 from trainium_eks.core.conventions import EFA_RESOURCE, GPU_RESOURCE, NEURON_CORE_RESOURCE, NEURON_DEVICE_RESOURCE
 
@@ -52,8 +51,6 @@ class LiveHandlerWorkspace(HandlerWorkspace):
         super().__init__(region)
         self.cluster = cluster
         self.tools = dict(tools)
-        for command in ("aws", "helm", "kubectl"):
-            (self.bin_dir / command).unlink()
         (self.bin_dir / "kubectl").symlink_to(self.tools["kubectl"])
         commands.install(self.bin_dir, python=sys.executable, import_root=REPO)
 

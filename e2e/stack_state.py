@@ -10,8 +10,8 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Set, Tuple
 from e2e.api import Api, ApiError
 from e2e.deploy import LiveStack
 from e2e.seed_runs import JobRef
+from rehearsal.handler import HANDLER_TYPES
 from rehearsal.intrinsics import Resolver
-from rehearsal.scenario import HANDLER_TYPES
 from trainium_eks.manifests.jobs.job_release_program import API
 
 

@@ -122,10 +122,6 @@ class Programs:
         if action == "fail":
             cluster.say(f"{pod.owner}: {detail} failed, {held_ref} never created")
             return NEVER
-        denied = cluster.admit(held)
-        if denied:
-            cluster.say(f"{pod.owner}: the API server refused {held_ref}: {'; '.join(denied)}")
-            return NEVER
         cluster.create(owned_manifest(held, release.name, pod.owner), owner=pod.owner)
         return 0
 

@@ -1,4 +1,6 @@
-"""Run the real kubectl/Helm handler of aws-eks-v2, from the installed aws-cdk-lib, with fake commands.
+"""Run the real kubectl/Helm handler of aws-eks-v2, from the installed aws-cdk-lib, with the commands a subclass
+installs (the end-to-end tests' :class:`e2e.deploy.LiveHandlerWorkspace`: the layer's real kubectl and helm against
+the test cluster).
 
 The handler is Python inside aws-cdk-lib's jsii tarball (``aws_cdk/_jsii/aws-cdk-lib@<version>.jsii.tgz``, under
 ``package/custom-resource-handlers/dist/aws-eks-v2/kubectl-handler/``: ``index.py`` dispatches on the resource
@@ -9,14 +11,15 @@ The handler runs in its own Python process (:mod:`.handler_process`), started on
 every event, as Lambda reuses a warm execution environment: the handler changes ``os.environ['PATH']`` and the
 root logger and reads ``TEST_OUTDIR`` when it is imported, so it must not be imported into the rehearsal's own
 process. The process's environment: ``PATH`` holds only the
-directory of the fake ``aws``, ``kubectl`` and ``helm`` (:mod:`.fake_commands`; the handler prepends ``/opt/kubectl``
-and ``/opt/awscli`` or ``/opt/helm``, the layer's directories, which must not exist here), ``TEST_OUTDIR`` a
+workspace's ``bin`` directory, where the subclass puts ``aws``, ``kubectl`` and ``helm`` (the handler prepends
+``/opt/kubectl`` and ``/opt/awscli`` or ``/opt/helm``, the layer's directories, which must not hold them here),
+``TEST_OUTDIR`` a
 scratch directory (the handler writes its kubeconfig, ``manifest.yaml`` and ``values.yaml`` there), ``AWS_REGION``
 the stack's region (Lambda sets it), and no credentials.
 
 The Helm handler imports ``boto3`` and asks it only for the partition of a region (``is_ecr_public_available``, on
 the OCI path). The Lambda runtime provides boto3; here a generated stand-in answers from the region prefix
-(``cn-`` -> ``aws-cn``, ``us-gov-`` -> ``aws-us-gov``, else ``aws``), so the rehearsal needs neither boto3 nor AWS.
+(``cn-`` -> ``aws-cn``, ``us-gov-`` -> ``aws-us-gov``, else ``aws``), so the handler needs neither boto3 nor AWS.
 
 What the provider framework does with the handler's answer (aws-cdk-lib's
 ``custom-resources/lib/provider-framework/runtime/framework.js``, same tarball, ``createResponseEvent`` and
@@ -36,11 +39,23 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from dataclasses import dataclass, field
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Dict, List, Mapping, Optional, Tuple
+from typing import IO, Any, Dict, Mapping, Optional, Tuple
 
-from rehearsal import fake_commands
+from rehearsal.cfn_changes import Step
+from rehearsal.intrinsics import StackIdentity, as_strings
+
+HANDLER_TYPES = (
+    "Custom::AWSCDK-EKS-KubernetesResource",
+    "Custom::AWSCDK-EKS-HelmChart",
+    "Custom::AWSCDK-EKS-KubernetesObjectValue",
+)
+"""Custom resources whose steps run the kubectl handler (its ``apply``, ``helm`` and ``get`` modules)."""
+
+COMMANDS = ("aws", "helm", "kubectl")
+"""The commands the handler runs."""
 
 HANDLER_IN_TARBALL = "package/custom-resource-handlers/dist/aws-eks-v2/kubectl-handler/"
 FRAMEWORK_IN_TARBALL = "package/custom-resources/lib/provider-framework/runtime/framework.js"
@@ -105,7 +120,6 @@ class Invocation:
     :param succeeded: Whether it returned (CloudFormation gets SUCCESS) rather than raised (FAILED).
     :param error: The exception it raised.
     :param log: What it printed and logged.
-    :param commands: The command records of the fakes (:mod:`.fake_commands.recording`), in order.
     :param physical_id: The physical id the provider framework reports.
     """
 
@@ -113,21 +127,45 @@ class Invocation:
     succeeded: bool
     error: str
     log: str
-    commands: List[Dict[str, Any]] = field(default_factory=list)
     physical_id: Optional[str] = None
 
 
+def custom_resource_event(step: Step, identity: StackIdentity, index: int) -> Dict[str, Any]:
+    """The CloudFormation event of a custom resource step, with every value a string as CloudFormation sends it."""
+    properties = as_strings(dict(step.properties))
+    request_id = (
+        step.physical_id
+        if step.operation == "Create"
+        else str(uuid.uuid5(uuid.NAMESPACE_URL, f"{identity.stack_id}/{step.logical_id}/{step.operation}/{index}"))
+    )
+    event: Dict[str, Any] = {
+        "RequestType": step.operation,
+        "ServiceToken": properties.get("ServiceToken", ""),
+        "ResponseURL": "https://cloudformation-custom-resource-response.rehearsal.invalid/",
+        "StackId": identity.stack_id,
+        "RequestId": request_id,
+        "LogicalResourceId": step.logical_id,
+        "ResourceType": step.resource_type,
+        "ResourceProperties": properties,
+    }
+    if step.operation in ("Update", "Delete"):
+        event["PhysicalResourceId"] = step.physical_id
+    if step.operation == "Update":
+        event["OldResourceProperties"] = as_strings(dict(step.old_properties or {}))
+    return event
+
+
 class HandlerWorkspace:
-    """A scratch directory with the extracted handler, the fake commands, the handler's ``TEST_OUTDIR``, the
-    cluster model file and the command log. Use as a context manager, or call :meth:`close`.
+    """A scratch directory with the extracted handler, an empty ``bin`` directory for the commands (a subclass puts
+    :data:`COMMANDS` there) and the handler's ``TEST_OUTDIR``. Use as a context manager, or call :meth:`close`.
 
     :param region: The stack's region (``AWS_REGION`` of the Lambda).
     """
 
     def __init__(self, region: str) -> None:
         for directory in LAYER_DIRECTORIES:
-            if any((Path(directory) / name).exists() for name in fake_commands.COMMANDS):
-                raise RuntimeError(f"{directory} holds a real command; the handler would run it instead of the fake")
+            if any((Path(directory) / name).exists() for name in COMMANDS):
+                raise RuntimeError(f"{directory} holds a command; the handler would run it instead of the workspace's")
         self.region = region
         self.root = Path(tempfile.mkdtemp(prefix="trainium-eks-rehearsal-"))
         self.handler_dir = extract_kubectl_handler(self.root / "handler")
@@ -135,15 +173,12 @@ class HandlerWorkspace:
         (self.stand_ins / "boto3").mkdir(parents=True)
         (self.stand_ins / "boto3" / "__init__.py").write_text(_BOTO3_STAND_IN)
         self.bin_dir = self.root / "bin"
+        self.bin_dir.mkdir()
         self.import_root = Path(__file__).resolve().parents[1]
-        fake_commands.install(self.bin_dir, python=sys.executable, import_root=self.import_root)
         self.outdir = self.root / "outdir"
         self.outdir.mkdir()
         self.temporary = self.root / "tmp"
         self.temporary.mkdir()
-        self.cluster_file = self.root / "clusters.json"
-        self.log_file = self.root / "commands.jsonl"
-        self.log_file.write_text("")
         self.handler_log = self.root / "handler.log"
         self._counter = 0
         self._process: Optional[subprocess.Popen] = None
@@ -180,8 +215,6 @@ class HandlerWorkspace:
             "AWS_REGION": self.region,
             "AWS_DEFAULT_REGION": self.region,
             "AWS_EC2_METADATA_DISABLED": "true",
-            fake_commands.CLUSTER_ENV: str(self.cluster_file),
-            fake_commands.LOG_ENV: str(self.log_file),
         }
 
     def _handler_process(self) -> Tuple[subprocess.Popen, IO[str]]:
@@ -205,12 +238,11 @@ class HandlerWorkspace:
         return self._process, self._done
 
     def invoke(self, event: Mapping[str, Any]) -> Invocation:
-        """Run the handler (``index.handler``) with ``event``; the cluster model must be in :attr:`cluster_file`."""
+        """Run the handler (``index.handler``) with ``event``."""
         self._counter += 1
         event_file = self.root / f"event-{self._counter}.json"
         result_file = self.root / f"result-{self._counter}.json"
         event_file.write_text(json.dumps(event))
-        logged = len(self.log_file.read_text().splitlines())
         log_offset = self.handler_log.stat().st_size if self.handler_log.exists() else 0
         process, done = self._handler_process()
         assert process.stdin is not None
@@ -220,12 +252,11 @@ class HandlerWorkspace:
         with open(self.handler_log) as log_file:
             log_file.seek(log_offset)
             log = log_file.read()
-        commands = [json.loads(line) for line in self.log_file.read_text().splitlines()[logged:]]
         if not finished or not result_file.is_file():
             self._stop()
-            return Invocation(dict(event), False, f"the handler process died: {log[-2000:]}", log, commands)
+            return Invocation(dict(event), False, f"the handler process died: {log[-2000:]}", log)
         result = json.loads(result_file.read_text())
         if not result["succeeded"]:
-            return Invocation(dict(event), False, result["error"], log, commands)
+            return Invocation(dict(event), False, result["error"], log)
         physical_id = framework_physical_id(event, result.get("response"))
-        return Invocation(dict(event), True, "", log, commands, physical_id)
+        return Invocation(dict(event), True, "", log, physical_id)

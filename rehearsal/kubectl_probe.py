@@ -28,8 +28,18 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Tuple
 from urllib.parse import parse_qs, urlparse
 
-from rehearsal.cluster_model import plural
 from rehearsal.kubectl_prune import KUBECTL_DEFAULT_PRUNE_ALLOWLIST
+
+
+def plural(kind: str) -> str:
+    """The resource name of a kind, as the API server spells it (``networkpolicies``, ``ingresses``, ``endpoints``)."""
+    name = kind.lower()
+    if name.endswith("s") and name != "endpoints" or name.endswith("ch"):
+        return name + "es"
+    if name.endswith("y") and not name.endswith("ey"):
+        return name[:-1] + "ies"
+    return name if name == "endpoints" else name + "s"
+
 
 EXTRA_KINDS: Tuple[Tuple[str, str, str, bool], ...] = (
     ("", "v1", "ServiceAccount", True),

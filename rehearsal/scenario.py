@@ -1,37 +1,24 @@
-"""Scenarios: deploy one app setting over another, step by step, the way CloudFormation and the handler would.
+"""Scenarios: deploy one app setting over another, as CloudFormation would plan it.
 
 A :class:`Scenario` names a stack, the settings deployed before (:class:`Variant`, or None: nothing deployed yet)
 and after (or None: ``cdk destroy``), and the promises to check. :class:`Rehearsal` synthesizes the templates
-(cached per variant), deploys the old settings on an empty account first (cached too), plans CloudFormation's
-steps (:mod:`.cfn_changes`), and runs them: an ``AWS::EKS::Cluster`` step creates or deletes a cluster of the model
-(:mod:`.cluster_model`); a ``Custom::AWSCDK-EKS-KubernetesResource`` or ``Custom::AWSCDK-EKS-HelmChart`` step runs
-the real handler with the CloudFormation event (:mod:`.handler`). A handler that fails stops the scenario where
-CloudFormation would stop and roll back (the rollback is not rehearsed). Then every promise is checked
-(:mod:`.promises`).
+(cached per variant), plans the old settings on an empty account first (cached too), then CloudFormation's steps
+from there to the new ones (:mod:`.cfn_changes`), and checks every promise (:mod:`.promises`). What the kubectl
+handler, the API server and the controllers then do with those steps is not modelled here: the end-to-end tests run
+every scenario that can run offline on the real components (``tests/e2e/test_lifecycle.py``).
 """
 
 from __future__ import annotations
 
 import importlib
 import json
-import uuid
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
-from rehearsal.cfn_changes import Deployment, Plan, Step, plan
-from rehearsal.cluster_model import ClusterModel
-from rehearsal.handler import HandlerWorkspace, Invocation
-from rehearsal.intrinsics import Resolver, StackIdentity, as_strings
-
-HANDLER_TYPES = (
-    "Custom::AWSCDK-EKS-KubernetesResource",
-    "Custom::AWSCDK-EKS-HelmChart",
-    "Custom::AWSCDK-EKS-KubernetesObjectValue",
-)
-"""Custom resources whose steps run the kubectl handler (its ``apply``, ``helm`` and ``get`` modules)."""
-
-CLUSTER_TYPE = "AWS::EKS::Cluster"
+from rehearsal.cfn_changes import Deployment, Plan, plan
+from rehearsal.handler import HANDLER_TYPES
+from rehearsal.intrinsics import Resolver, StackIdentity
 
 
 @dataclass(frozen=True)
@@ -81,15 +68,6 @@ TemplateSource = Callable[[Variant], Tuple[Mapping[str, Any], str]]
 """Builds a stack for a variant: (template, region)."""
 
 
-@dataclass
-class StepRun:
-    """A step of the plan as it ran: the handler's invocation for handler steps, a note for cluster steps."""
-
-    step: Step
-    invocation: Optional[Invocation] = None
-    note: str = ""
-
-
 @dataclass(frozen=True)
 class Promise:
     """A property every run of a scenario must have: ``check`` returns the violations."""
@@ -117,10 +95,6 @@ class ScenarioResult:
     :param identity: The stack's name, region, account.
     :param before: The deployment before (empty for a fresh deploy).
     :param plan: CloudFormation's changes and steps.
-    :param runs: The steps that ran, in order.
-    :param stopped_at: Index of the step where CloudFormation would stop (a failed handler), or None.
-    :param cluster_before: The clusters before.
-    :param cluster_after: The clusters after.
     :param violations: Promise name -> violations.
     """
 
@@ -128,10 +102,6 @@ class ScenarioResult:
     identity: StackIdentity
     before: Deployment
     plan: Plan
-    runs: List[StepRun]
-    stopped_at: Optional[int]
-    cluster_before: ClusterModel
-    cluster_after: ClusterModel
     violations: Dict[str, List[str]] = field(default_factory=dict)
 
     @property
@@ -139,39 +109,16 @@ class ScenarioResult:
         """The template deployed by the scenario (empty for ``cdk destroy``)."""
         return self.plan.result.template
 
-    @property
-    def commands(self) -> List[Tuple[StepRun, Dict[str, Any]]]:
-        """Every command the handler ran, with its step."""
-        return [(run, command) for run in self.runs if run.invocation for command in run.invocation.commands]
-
     def failed_promises(self) -> Dict[str, List[str]]:
         """The promises with violations."""
         return {name: found for name, found in self.violations.items() if found}
 
 
-def custom_resource_event(step: Step, identity: StackIdentity, index: int) -> Dict[str, Any]:
-    """The CloudFormation event of a custom resource step, with every value a string as CloudFormation sends it."""
-    properties = as_strings(dict(step.properties))
-    request_id = (
-        step.physical_id
-        if step.operation == "Create"
-        else str(uuid.uuid5(uuid.NAMESPACE_URL, f"{identity.stack_id}/{step.logical_id}/{step.operation}/{index}"))
-    )
-    event: Dict[str, Any] = {
-        "RequestType": step.operation,
-        "ServiceToken": properties.get("ServiceToken", ""),
-        "ResponseURL": "https://cloudformation-custom-resource-response.rehearsal.invalid/",
-        "StackId": identity.stack_id,
-        "RequestId": request_id,
-        "LogicalResourceId": step.logical_id,
-        "ResourceType": step.resource_type,
-        "ResourceProperties": properties,
-    }
-    if step.operation in ("Update", "Delete"):
-        event["PhysicalResourceId"] = step.physical_id
-    if step.operation == "Update":
-        event["OldResourceProperties"] = as_strings(dict(step.old_properties or {}))
-    return event
+def planned(
+    scenario: Scenario, identity: StackIdentity, before: Deployment, new: Optional[Mapping[str, Any]]
+) -> ScenarioResult:
+    """The result of ``scenario``: CloudFormation's plan from ``before`` to ``new`` (None: ``cdk destroy``)."""
+    return ScenarioResult(scenario, identity, before, plan(before, new, identity))
 
 
 class Rehearsal:
@@ -184,19 +131,6 @@ class Rehearsal:
         self.sources = dict(sources)
         self._templates: Dict[Tuple[str, Variant], Tuple[Mapping[str, Any], str]] = {}
         self._results: Dict[Tuple[str, Optional[Variant], Optional[Variant]], ScenarioResult] = {}
-        self._workspaces: Dict[str, HandlerWorkspace] = {}
-
-    def close(self) -> None:
-        """Remove the handler workspaces."""
-        for workspace in self._workspaces.values():
-            workspace.close()
-        self._workspaces.clear()
-
-    def __enter__(self) -> "Rehearsal":
-        return self
-
-    def __exit__(self, *_: Any) -> None:
-        self.close()
 
     def template(self, stack: str, variant: Variant) -> Tuple[Mapping[str, Any], str]:
         """(template, region) of ``stack`` built with ``variant``."""
@@ -204,11 +138,6 @@ class Rehearsal:
         if key not in self._templates:
             self._templates[key] = self.sources[stack](variant)
         return self._templates[key]
-
-    def _workspace(self, region: str) -> HandlerWorkspace:
-        if region not in self._workspaces:
-            self._workspaces[region] = HandlerWorkspace(region)
-        return self._workspaces[region]
 
     def run(self, scenario: Scenario) -> ScenarioResult:
         """Run ``scenario`` (once per stack, old and new variant; the promises are checked on every call)."""
@@ -224,63 +153,38 @@ class Rehearsal:
         return self.run(Scenario(f"deploy {variant.label}", stack, None, variant, ()))
 
     def _execute(self, scenario: Scenario) -> ScenarioResult:
-        if scenario.old is None:
-            before, cluster_before = Deployment.empty(), ClusterModel()
-        else:
-            deployed = self.deployed(scenario.stack, scenario.old)
-            before, cluster_before = deployed.plan.result, deployed.cluster_after
+        before = Deployment.empty()
+        if scenario.old is not None:
+            before = self.deployed(scenario.stack, scenario.old).plan.result
         variant = scenario.new or scenario.old
         if variant is None:
             raise ValueError(f"scenario {scenario.name!r} has neither an old nor a new variant")
         region = self.template(scenario.stack, variant)[1]
         new_template = self.template(scenario.stack, scenario.new)[0] if scenario.new else None
-        identity = StackIdentity(scenario.stack, region)
-        changes = plan(before, new_template, identity)
-        workspace = self._workspace(region)
-        model = cluster_before.copy()
-        runs: List[StepRun] = []
-        stopped_at: Optional[int] = None
-        for index, step in enumerate(changes.steps):
-            run = StepRun(step)
-            runs.append(run)
-            if step.resource_type == CLUSTER_TYPE and step.operation == "Create":
-                model.create_cluster(step.physical_id)
-                run.note = f"cluster {step.physical_id} created"
-            elif step.resource_type == CLUSTER_TYPE and step.operation == "Delete":
-                model.delete_cluster(step.physical_id)
-                run.note = f"cluster {step.physical_id} deleted with everything in it"
-            elif step.resource_type in HANDLER_TYPES and step.operation in ("Create", "Update", "Delete"):
-                model.save(workspace.cluster_file)
-                run.invocation = workspace.invoke(custom_resource_event(step, identity, index))
-                model = ClusterModel.load(workspace.cluster_file)
-                if not run.invocation.succeeded:
-                    stopped_at = index
-                    break
-        return ScenarioResult(scenario, identity, before, changes, runs, stopped_at, cluster_before, model)
+        return planned(scenario, StackIdentity(scenario.stack, region), before, new_template)
+
+
+def resolver_of(result: ScenarioResult, *, old: bool = False) -> Resolver:
+    """The values CloudFormation passes in the deployment after the scenario (or the ``old`` one, before it)."""
+    deployment = result.before if old else result.plan.result
+    return Resolver(deployment.template, deployment.resources, result.identity)
+
+
+def deployed_resources(result: ScenarioResult, *, old: bool = False) -> Iterator[Tuple[str, str, Dict[str, Any]]]:
+    """(logical id, type, resolved properties) of every resource of the deployment after the scenario (or the
+    ``old`` one, before it), its conditions applied."""
+    deployment = result.before if old else result.plan.result
+    resolver = resolver_of(result, old=old)
+    for logical_id, resource in (deployment.template.get("Resources") or {}).items():
+        if logical_id in deployment.resources:
+            yield logical_id, resource["Type"], resolver.resolve(resource.get("Properties") or {})
 
 
 def desired_objects(result: ScenarioResult, *, old: bool = False) -> List[Tuple[str, Dict[str, Any]]]:
     """(logical id, object) of every Kubernetes object the new (or ``old``) template applies."""
-    template = result.before.template if old else result.new_template
-    resources = result.before.resources if old else result.plan.result.resources
-    resolver = Resolver(template, resources, result.identity)
-    found: List[Tuple[str, Dict[str, Any]]] = []
-    for logical_id, resource in (template.get("Resources") or {}).items():
-        if resource["Type"] != HANDLER_TYPES[0] or logical_id not in resources:
-            continue
-        manifest = resolver.resolve(resource["Properties"]["Manifest"])
-        found.extend((logical_id, obj) for obj in json.loads(manifest))
-    return found
-
-
-def desired_releases(result: ScenarioResult, *, old: bool = False) -> List[Tuple[str, str, str]]:
-    """(logical id, namespace, release) of every Helm release the new (or ``old``) template installs."""
-    template = result.before.template if old else result.new_template
-    resources = result.before.resources if old else result.plan.result.resources
-    resolver = Resolver(template, resources, result.identity)
-    found = []
-    for logical_id, resource in (template.get("Resources") or {}).items():
-        if resource["Type"] == HANDLER_TYPES[1] and logical_id in resources:
-            properties = resolver.resolve(resource["Properties"])
-            found.append((logical_id, str(properties.get("Namespace", "default")), str(properties["Release"])))
-    return found
+    return [
+        (logical_id, obj)
+        for logical_id, resource_type, properties in deployed_resources(result, old=old)
+        if resource_type == HANDLER_TYPES[0]
+        for obj in json.loads(properties["Manifest"])
+    ]

@@ -13,7 +13,7 @@ import functools
 import json
 from typing import Any, Callable, Dict, List, Mapping, Tuple
 
-from rehearsal.promises import ALL_PROMISES, DEPLOY_PROMISES, NAMESPACE_VOLUME_CLAIM_SURVIVE
+from rehearsal.promises import ALL_PROMISES, DEPLOY_PROMISES
 from rehearsal.scenario import Patch, Scenario, TemplateSource, Variant
 from trainium_eks.constructs.hybrid_workflow import HYPERPARAMETERS_ENV, JOB_NAME_ENV, RUN_ID_ENV
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
@@ -48,9 +48,6 @@ def _next_minor(pin: Any) -> Any:
     return dataclasses.replace(pin, version=f"{major}.{int(minor) + 1}.0")
 
 
-WITHOUT_CLUSTER = tuple(p for p in ALL_PROMISES if p is not NAMESPACE_VOLUME_CLAIM_SURVIVE)
-"""The promises of ``cdk destroy``: it deletes the cluster, and everything in it with it (docs/deploy-behaviour.md)."""
-
 DEFAULT = Variant("default settings")
 NODE_COUNT_4 = Variant("nodeCount=4", context=(("nodeCount", "4"),))
 TRN1N = Variant("instanceType=trn1n.32xlarge", context=(("instanceType", "trn1n.32xlarge"),))
@@ -65,6 +62,7 @@ SMALLER_BATCHES = Variant(
 )
 NODE_GROUPS = Variant("provisioning=node-group", context=(("provisioning", "node-group"),))
 IDLE_30 = Variant("idleMinutes=30", context=(("idleMinutes", "30"),))
+LUSTRE_2400 = Variant("lustreStorageGiB=2400", context=(("lustreStorageGiB", "2400"),))
 NEWER_KARPENTER = Variant(
     "Karpenter charts one minor version newer",
     patches=(
@@ -95,14 +93,18 @@ def trainium_eks_scenarios(stack: str = TRAINIUM_EKS) -> Tuple[Scenario, ...]:
         Scenario("node groups -> Karpenter", stack, NODE_GROUPS, DEFAULT, ALL_PROMISES),
         Scenario("Karpenter -> node groups", stack, DEFAULT, NODE_GROUPS, ALL_PROMISES),
         Scenario("idleMinutes 10 -> 30", stack, DEFAULT, IDLE_30, ALL_PROMISES),
+        Scenario("lustreStorageGiB 1200 -> 2400", stack, DEFAULT, LUSTRE_2400, ALL_PROMISES),
         Scenario("new Karpenter chart versions", stack, DEFAULT, NEWER_KARPENTER, ALL_PROMISES),
-        Scenario("cdk destroy", stack, DEFAULT, None, WITHOUT_CLUSTER),
-        Scenario("cdk destroy with node groups", stack, NODE_GROUPS, None, WITHOUT_CLUSTER),
+        Scenario("cdk destroy", stack, DEFAULT, None, ALL_PROMISES),
+        Scenario("cdk destroy with node groups", stack, NODE_GROUPS, None, ALL_PROMISES),
     )
 
 
 CPU_NODES_3 = Variant("kubeflowCpuNodes=3", context=(("kubeflowCpuNodes", "3"),))
-GPU_GROUP = Variant("kubeflowAcceleratedType=g5.12xlarge", context=(("kubeflowAcceleratedType", "g5.12xlarge"),))
+GPU_GROUP = Variant("kubeflowAcceleratedType=g6.12xlarge", context=(("kubeflowAcceleratedType", "g6.12xlarge"),))
+"""A GPU group of a type the stack's AZ offers (usw2-az4 offers g6, not g5): the stack keeps its AZ. A type it does
+not offer moves the stack's subnets, which an update cannot do (:mod:`.subnet_cidrs`); the preflight refuses it
+(``zone-move``)."""
 NEWER_TRAINER = Variant(
     "Kubeflow Trainer chart one minor version newer",
     patches=(
@@ -158,10 +160,11 @@ def kubeflow_training_scenarios(stack: str = KUBEFLOW_TRAINING) -> Tuple[Scenari
         Scenario("fresh deploy", stack, None, DEFAULT, DEPLOY_PROMISES),
         Scenario("kubeflowCpuNodes 6 -> 3", stack, DEFAULT, CPU_NODES_3, DEPLOY_PROMISES),
         Scenario("a GPU group added", stack, DEFAULT, GPU_GROUP, DEPLOY_PROMISES),
+        Scenario("the GPU group removed", stack, GPU_GROUP, DEFAULT, DEPLOY_PROMISES),
         Scenario("a changed training argument", stack, DEFAULT, FEWER_EPOCHS, DEPLOY_PROMISES),
         Scenario("Karpenter -> node groups", stack, DEFAULT, NODE_GROUPS, DEPLOY_PROMISES),
         Scenario("a new Kubeflow Trainer chart version", stack, DEFAULT, NEWER_TRAINER, DEPLOY_PROMISES),
-        Scenario("cdk destroy", stack, DEFAULT, None, WITHOUT_CLUSTER),
+        Scenario("cdk destroy", stack, DEFAULT, None, DEPLOY_PROMISES),
     )
 
 
@@ -172,7 +175,7 @@ def composer_training_scenarios(stack: str = COMPOSER_TRAINING) -> Tuple[Scenari
         Scenario("composerInstanceType g5 -> g6", stack, DEFAULT, G6, ALL_PROMISES),
         Scenario("Karpenter -> node groups", stack, DEFAULT, NODE_GROUPS, ALL_PROMISES),
         Scenario("another recipe", stack, DEFAULT, OTHER_RECIPE, ALL_PROMISES),
-        Scenario("cdk destroy", stack, DEFAULT, None, WITHOUT_CLUSTER),
+        Scenario("cdk destroy", stack, DEFAULT, None, ALL_PROMISES),
     )
 
 

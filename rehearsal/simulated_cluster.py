@@ -21,7 +21,6 @@ from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tupl
 
 import yaml
 
-from rehearsal.admission import ApiView, denials
 from rehearsal.node_capacity import addon_pods, allocatable
 from rehearsal.pod_placement import NodeFacts, pod_requests
 from trainium_eks.core.cfn_text import cfn_text
@@ -323,16 +322,6 @@ class SimulatedCluster:
         if workload.is_job:
             self.say(f"{workload.ref} created" + (f" by {owner}" if owner else ""))
         return workload
-
-    def admit(self, manifest: Mapping[str, Any]) -> List[str]:
-        """The denials of the webhooks (:mod:`.admission`) for a new object: queues are open, runtimes and priority
-        classes those the cluster holds."""
-        view = ApiView(
-            queues={name: "Open" for name in self.queues},
-            runtimes=dict(self.runtimes),
-            priority_classes=set(self.priority_classes),
-        )
-        return denials(manifest, view)
 
     def delete_workload(self, ref: str, why: str) -> None:
         """Delete a workload, its pods and PodGroups, and (background garbage collection) everything it owns."""

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """``make rehearse``: rehearse the default app's deploy scenarios offline and print their tables.
 
-For each scenario: CloudFormation's actions between the two templates, the commands the real aws-eks-v2 kubectl
-handler (from the installed aws-cdk-lib) runs against fake ``aws``/``kubectl``/``helm``, the cluster's objects
-before and after, and the promises (:mod:`rehearsal`); and the synth warnings of its templates that no earlier
-scenario printed (each warning once, not once per synth). Exit status 1 when a promise is broken.
+For each scenario: CloudFormation's actions between the two templates and the promises (:mod:`rehearsal`); and the
+synth warnings of its templates that no earlier scenario printed (each warning once, not once per synth). What the
+handler and the cluster do with those actions, ``make e2e`` runs on the real components. Exit status 1 when a
+promise is broken.
 
     python scripts/rehearse.py                      # every scenario
     python scripts/rehearse.py --scenario destroy   # scenarios whose name contains "destroy"
@@ -79,14 +79,14 @@ def main() -> int:
         return 0 if options.list else 2
     broken: List[str] = []
     apps, warned = Apps(), set()
-    with Rehearsal(default_app_sources(apps.new, default_app.build_app)) as rehearsal:
-        for scenario in scenarios:
-            result = rehearsal.run(scenario)
-            print(render(result))
-            for warning in new_warnings(apps.outdirs, warned):
-                print(f"synth warning: {warning}\n")
-            apps.outdirs.clear()
-            broken.extend(f"{scenario.stack}: {scenario.name}: {name}" for name in result.failed_promises())
+    rehearsal = Rehearsal(default_app_sources(apps.new, default_app.build_app))
+    for scenario in scenarios:
+        result = rehearsal.run(scenario)
+        print(render(result))
+        for warning in new_warnings(apps.outdirs, warned):
+            print(f"synth warning: {warning}\n")
+        apps.outdirs.clear()
+        broken.extend(f"{scenario.stack}: {scenario.name}: {name}" for name in result.failed_promises())
     print(f"{len(scenarios)} scenarios, {len(broken)} broken promises")
     for line in broken:
         print(f"  {line}")

@@ -15,7 +15,7 @@ from e2e.components import ComponentRunner
 from e2e.deploy import LiveStack, applied_objects
 from e2e.seed_runs import SEED_RUN_MINUTES, created_before_its_waits_ended, seed_jobs, wait_for_jobs
 from rehearsal.cfn_changes import Step
-from rehearsal.scenario import HANDLER_TYPES
+from rehearsal.handler import HANDLER_TYPES
 from rehearsal.scenarios import DEFAULT, TRAINIUM_EKS, default_app_source
 from tests.support.apps import new_app
 from trainium_eks.manifests.jobs.job_release_program import POLL_SECONDS, ref_of

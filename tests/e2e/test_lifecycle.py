@@ -13,9 +13,9 @@ it does for a user who reverts and goes on at once.
 After the destroy: only the retained objects are left, and no node.
 
 Not run here, because the real control plane has nothing to run them with: a chart pin moved one minor version
-ahead (a version with no chart in ``../shared/upstream``; the rehearsal checks Helm's upgrade of it in place), and
-``kubernetesVersion`` 1.35 -> 1.36 (an EKS control plane upgrade; this one is 1.36). A fresh deploy of other
-settings, and the destroy of node groups: ``test_deploy.py``."""
+ahead (a version with no chart in ``../shared/upstream``; the rehearsal checks that CloudFormation updates its
+release in place), and ``kubernetesVersion`` 1.35 -> 1.36 (an EKS control plane upgrade; this one is 1.36). A fresh
+deploy of other settings, and the destroy of node groups: ``test_deploy.py``."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ from e2e.deploy import LiveStack, applied_objects
 from e2e.processes import wait_for
 from e2e.seed_runs import SEED_RUN_MINUTES, created_before_its_waits_ended, seed_jobs, wait_for_jobs
 from e2e.stack_state import helm_revision, jobs_in, object_key, present, releases, uids
-from rehearsal.scenario import HANDLER_TYPES, Scenario, Variant
+from rehearsal.handler import HANDLER_TYPES
+from rehearsal.scenario import Scenario, Variant
 from rehearsal.scenarios import (
     KUBERNETES_1_35,
     NEWER_KARPENTER,

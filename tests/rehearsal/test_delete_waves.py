@@ -17,8 +17,8 @@ import pytest
 from rehearsal.cfn_changes import Deployment, deletion_waves, plan
 from rehearsal.intrinsics import StackIdentity
 from rehearsal.promises import ORDER, order_respects_needs
-from rehearsal.scenario import ScenarioResult, StepRun
-from rehearsal.scenarios import WITHOUT_CLUSTER
+from rehearsal.scenario import ScenarioResult
+from rehearsal.scenarios import all_scenarios
 from tests.support.apps import COMPOSER_TRAINING, KUBEFLOW_TRAINING, TRAINIUM_EKS, stack_template
 from tests.support.destroy import IDENTITY, scenario_result
 
@@ -108,7 +108,7 @@ def test_an_update_cleans_up_in_waves_of_what_leaves_the_stack_and_creates_one_s
 def test_a_wave_is_concurrent_for_the_template_dependencies_too():
     result = scenario_result(template(Vpc=VPC, Subnet=SUBNET))
     assert order_respects_needs(result) == []
-    result.runs = [StepRun(dataclasses.replace(run.step, wave=0)) for run in result.runs]
+    result.plan.steps = [dataclasses.replace(step, wave=0) for step in result.plan.steps]
     assert order_respects_needs(result) == ["step 1 (Delete Subnet) needs Vpc, deleted at the same time by step 2"]
 
 
@@ -158,8 +158,8 @@ def test_a_retained_resource_keeps_the_subnet_security_group_and_vpc_it_referenc
     assert order_respects_needs(scenario_result(kept)) == []
 
 
-def test_every_destroy_scenario_checks_the_order():
-    assert ORDER in WITHOUT_CLUSTER
+def test_every_scenario_checks_the_order():
+    assert all(ORDER in scenario.promises for scenario in all_scenarios())
 
 
 # --- the three defects, rebuilt on today's templates ----------------------------------------------------------------

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Tuple
 
-if TYPE_CHECKING:  # the module is data; the rehearsal's fake kubectl reads it without aws-cdk-lib on its path
+if TYPE_CHECKING:  # the module is data: the e2e harness's aws and helm commands read it without starting jsii
     from aws_cdk import aws_lambda as lambda_
     from constructs import Construct
 
