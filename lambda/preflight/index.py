@@ -125,7 +125,8 @@ def _respond_to(event: Mapping[str, Any], context: Any, session: Any) -> Dict[st
         # systems and addresses may already be in the use AWS reports, as on an update.
         print("the preflight is new in an existing stack: what the plan has may already be in use")
         previous = plan
-    results = _run_in_time(plan, session, previous, _remaining(context))
+    forward = request_type == "Update" and status == "UPDATE_IN_PROGRESS"
+    results = _run_in_time(plan, session, previous, forward, _remaining(context))
     print(preflight_checks.format_table(results))
     counts = {
         "Passed": sum(1 for r in results if r.status == preflight_checks.PASS),
@@ -145,7 +146,7 @@ def _remaining(context: Any) -> Optional[Callable[[], float]]:
 
 
 def _run_in_time(
-    plan: Mapping[str, Any], session: Any, previous: Any, remaining: Optional[Callable[[], float]]
+    plan: Mapping[str, Any], session: Any, previous: Any, forward: bool, remaining: Optional[Callable[[], float]]
 ) -> List[Any]:
     """The checks' results, in a worker thread that the handler waits for until ``ANSWER_SECONDS`` remain: a call
     that hangs (retries, timeouts) cannot keep the function from answering. Then the results so far are given, with
@@ -156,7 +157,12 @@ def _run_in_time(
     def work() -> None:
         try:
             outcome["results"] = preflight_checks.run_checks(
-                plan, session, previous=previous, remaining_seconds=remaining, progress=collected.append
+                plan,
+                session,
+                previous=previous,
+                forward=forward,
+                remaining_seconds=remaining,
+                progress=collected.append,
             )
         except BaseException as error:  # noqa: BLE001 - given to the handler, which answers FAILED
             outcome["error"] = error

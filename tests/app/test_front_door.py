@@ -44,3 +44,12 @@ def test_the_sites_home_lists_the_pages_the_readme_lists():
     readme = README.read_text()
     table = readme[readme.index("| page | what it says |") :].strip().replace("](docs/", "](")
     assert table in (DOCS / "index.md").read_text()
+
+
+def test_the_readmes_settings_are_rows_of_the_settings_page():
+    """The README's few settings are the settings page's rows, word for word, so the two cannot disagree."""
+    rows = [line for line in README.read_text().splitlines() if re.match(r"\| `[A-Za-z]+` \| ", line)]
+    settings = (DOCS / "settings.md").read_text().splitlines()
+    assert len(rows) >= 5
+    for row in rows:
+        assert row in settings, row

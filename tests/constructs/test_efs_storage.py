@@ -185,6 +185,22 @@ def test_allow_clients_adds_rules_later_and_checks_types():
         storage.allow_clients("sg-123")
 
 
+def test_a_named_client_has_a_rule_of_its_own_name_and_takes_no_position():
+    stack, vpc, groups, storage = storage_stack(clients=1)
+    optional, late = (ec2.SecurityGroup(stack, name, vpc=vpc) for name in ("Optional", "Late"))
+    storage.allow_clients(optional, name="GpuNodes")
+    storage.allow_clients(late)
+    rules = resources_of(assertions.Template.from_stack(stack), "AWS::EC2::SecurityGroupIngress")
+    peers = {lid.removeprefix("Efs")[:-8]: r["Properties"]["SourceSecurityGroupId"] for lid, r in rules.items()}
+    assert peers == {
+        "FromClient0": {"Fn::GetAtt": [logical_id(stack, groups[0]), "GroupId"]},
+        "FromGpuNodes": {"Fn::GetAtt": [logical_id(stack, optional), "GroupId"]},
+        "FromClient1": {"Fn::GetAtt": [logical_id(stack, late), "GroupId"]},
+    }
+    with pytest.raises(ConfigurationError, match=r"(?s)name='gpu-nodes'.*security_groups=2"):
+        storage.allow_clients(optional, late, name="gpu-nodes")
+
+
 def stack_dependencies(app):
     """Stack name -> the names of the stacks it depends on (synthesizing fails on a dependency cycle)."""
     stacks = app.synth().stacks

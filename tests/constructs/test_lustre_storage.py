@@ -199,6 +199,22 @@ def test_granting_the_csi_driver_of_a_cluster_without_it_says_how_to_install_it(
     assert problem.startswith("role=None: the FSx CSI driver's IAM role") and "fsx_csi_driver=True" in problem
 
 
+def test_a_named_client_has_rules_of_its_own_name_and_takes_no_position():
+    stack = cdk.Stack(new_app(), "S")
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2)
+    first, optional, late = (ec2.SecurityGroup(stack, name, vpc=vpc) for name in ("First", "Optional", "Late"))
+    storage = LustreStorage(stack, "Fs", vpc=vpc, subnet=vpc.private_subnets[0], client_security_groups=[first])
+    storage.allow_clients(optional, name="GpuNodes")
+    storage.allow_clients(late)
+    rules = resources_of(assertions.Template.from_stack(stack), "AWS::EC2::SecurityGroupIngress")
+    names = sorted(
+        {lid.removeprefix("Fs")[:-8].rsplit("Port", 1)[0] for lid in rules if "Client" in lid or "Gpu" in lid}
+    )
+    assert names == ["FromClient0", "FromClient1", "FromGpuNodes", "ToClient0", "ToClient1", "ToGpuNodes"]
+    with pytest.raises(ConfigurationError, match=r"name='2nd'"):
+        storage.allow_clients(late, name="2nd")
+
+
 @pytest.mark.parametrize("size", [1200, 2400, 4800, 7200])
 def test_allowed_persistent_2_sizes_synthesize(size):
     assert (

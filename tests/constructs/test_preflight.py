@@ -55,6 +55,7 @@ def test_the_plan_is_what_the_seed_stack_launches():
         "count": 2,
         "availabilityZoneId": "usw2-az4",
         "subnetId": None,
+        "subnetCreated": True,
         "ipInterfaces": 1,
         "efaInterfaces": 8,
         "capacityReservationId": None,
@@ -62,7 +63,7 @@ def test_the_plan_is_what_the_seed_stack_launches():
         "provisioning": "karpenter",
     }
     assert nodes["SystemNodes"]["instanceType"] == "m7i.xlarge" and nodes["SystemNodes"]["count"] == 2
-    assert nodes["SystemNodes"]["provisioning"] == "node-group"
+    assert nodes["SystemNodes"]["provisioning"] == "node-group" and nodes["SystemNodes"]["subnetCreated"] is False
     assert plan["fileSystems"] == [
         {"kind": "lustre", "storageGib": 1200, "deploymentType": "PERSISTENT_2", "throughputPerUnitStorage": 250}
     ]
@@ -164,7 +165,7 @@ def test_an_existing_subnet_is_checked_by_id_and_all_efa_takes_an_address_per_ca
         provisioning=NodeProvisioning.NODE_GROUP,
     )
     nodes = _nodes(stack.preflight.plan)["AcceleratedNodes"]
-    assert nodes["subnetId"] == "subnet-0123456789abcdef0"
+    assert (nodes["subnetId"], nodes["subnetCreated"]) == ("subnet-0123456789abcdef0", False)
     assert (nodes["ipInterfaces"], nodes["efaInterfaces"]) == (8, 8)
 
 

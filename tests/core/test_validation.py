@@ -220,7 +220,11 @@ def test_an_image_whose_digest_is_not_sha256_is_refused_with_what_is_allowed(ima
         problems.raise_if_any()
 
 
-@pytest.mark.parametrize("image", ["repo/x:1", "repo/x:1@sha256:" + "0" * 64, cdk.Token.as_string({"Ref": "Uri"})])
+@pytest.mark.parametrize(
+    "image",
+    ["repo/x:1", "repo/x:1@sha256:" + "0" * 64, cdk.Token.as_string({"Ref": "Uri"})],
+    ids=["tag", "digest", "token"],  # a token's text numbers the tokens made before it, which differs per worker
+)
 def test_an_image_by_tag_by_digest_or_a_token_is_accepted(image):
     problems = Problems("chart")
     assert check_image_reference(problems, "image", image)

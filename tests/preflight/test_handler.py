@@ -160,6 +160,7 @@ def test_update_keeps_the_physical_id_and_passes_the_previous_plan(index, checks
     body = _only(received)["body"]
     assert (body["Status"], body["PhysicalResourceId"]) == ("SUCCESS", "preflight-TrainiumEks")
     assert fake_checks.calls[0]["previous"] == old
+    assert fake_checks.calls[0]["forward"] is True, "an update known to go forward compares the plans"
 
 
 @pytest.mark.parametrize(("status", "counted"), [("UPDATE_IN_PROGRESS", True), ("CREATE_IN_PROGRESS", False)])
@@ -212,6 +213,7 @@ def test_an_unreadable_stack_status_runs_the_checks(index, checks, fake_checks, 
     index.handler(_event(url, "Update"), Context(), session=session)
     assert _only(received)["body"]["Status"] == "FAILED"
     assert len(fake_checks.calls) == 1
+    assert fake_checks.calls[0]["forward"] is False, "it may be a rollback, whose plans are swapped"
 
 
 class HangingStatus:

@@ -251,3 +251,18 @@ def test_without_the_seed_run_the_workflow_still_has_its_data_staged_and_checks_
     assert f"/jobs/{stack.data_staging.job_name}" in definition, "every run reads the staging Job first"
     no_workflow = cifar10_stack("Neither", seed_jobs=False, hybrid_workflow=False)
     assert no_workflow.data_staging is None and not job_manifests(assertions.Template.from_stack(no_workflow))
+
+
+def test_each_efs_client_keeps_its_rule_whichever_optional_clients_the_stack_has():
+    """CloudFormation creates a renamed rule before it deletes the old one and EC2 refuses the twin, so a rule's
+    logical ID must name the same client in every setting: with or without the GPU group and the workflow."""
+    peers = {}
+    for gpu in (None, "g6.12xlarge"):
+        for workflow in (True, False):
+            stack = cifar10_stack("Rules", accelerated_instance_type=gpu, hybrid_workflow=workflow, seed_jobs=False)
+            rules = resources_of(assertions.Template.from_stack(stack), "AWS::EC2::SecurityGroupIngress")
+            for logical_id, rule in rules.items():
+                if logical_id.startswith("StorageFrom"):
+                    peers.setdefault(logical_id, set()).add(json.dumps(rule["Properties"]["SourceSecurityGroupId"]))
+    assert len(peers) == 4, "the CPU nodes, the cluster, the SageMaker jobs, the GPU nodes"
+    assert all(len(found) == 1 for found in peers.values()), peers

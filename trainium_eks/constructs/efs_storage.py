@@ -11,7 +11,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from trainium_eks.constructs.security_group_rules import allow_ingress, check_client_groups
+from trainium_eks.constructs.security_group_rules import allow_ingress, check_client_groups, check_client_name
 from trainium_eks.core.conventions import EfsVolumeSource
 from trainium_eks.core.cost import CostLine, priced, stack_region
 from trainium_eks.core.validation import Problems, check_bool, check_implements, implements
@@ -76,7 +76,11 @@ class EfsStorage(Construct):
     :param client_security_groups: Security groups of the clients (node groups, the cluster security group).
         Default: none; add with :meth:`allow_clients`.
     :param kms_key: Customer managed key for data at rest. Default: the account's ``aws/elasticfilesystem`` key.
-        Changing it later replaces the file system (the old one is retained).
+        Choose it before the first deploy: changing it later replaces the file system (the old one is retained), and
+        the update then fails at the PersistentVolume and the StorageClass that name it, which Kubernetes does not
+        let change (kubernetes ``pkg/apis/core/validation/validation.go``, ``ValidatePersistentVolumeUpdate``;
+        ``pkg/apis/storage/validation/validation.go``, ``ValidateStorageClassUpdate``: "updates to parameters are
+        forbidden").
     :param transition_to_ia: When files not read move to Infrequent Access, or None to keep every file in
         Standard. Default: :data:`DEFAULT_TRANSITION_TO_IA`.
     :param require_tls: Admit only clients that mount with TLS. Set it to false for clients that cannot (a plain
@@ -165,7 +169,7 @@ class EfsStorage(Construct):
         usd = None if self.usd_per_gb_hour is None else self.usd_per_gb_hour * stored_gb
         return CostLine("Amazon EFS", f"{stored_gb:g} GB stored in Standard", usd, idle=True)
 
-    def allow_clients(self, *security_groups: ec2.ISecurityGroup) -> None:
+    def allow_clients(self, *security_groups: ec2.ISecurityGroup, name: Optional[str] = None) -> None:
         """Let the instances of ``security_groups`` mount the file system: NFS (TCP 2049) into the mount targets.
 
         One direction is enough: an NFS client opens every connection and the mount targets never open one to a
@@ -175,16 +179,28 @@ class EfsStorage(Construct):
         (https://docs.aws.amazon.com/efs/latest/ug/network-access.html). The rules are created in this construct
         (the storage's stack) or, when a client group belongs to a later stack, in that stack
         (:func:`~trainium_eks.constructs.security_group_rules.allow_ingress`), so no stack refers to a later one.
+
+        Each client's rule is named by its position (``FromClient<n>``, counting the constructor's clients first), so
+        add clients in the same order on every deploy, and give a client that some deploys have and others do not a
+        ``name``: removing or inserting a client before another renames that one's rule, and CloudFormation creates
+        the renamed rule before it deletes the old one, which EC2 refuses as a duplicate
+        (``InvalidPermission.Duplicate``), failing the update.
+
+        :param name: The name of the rule of the one group given (``From<name>``: letters and digits, starting with a
+            letter), which no other client's position changes. Default: none (named by position).
         """
         problems = Problems(f"{self.node.path}.allow_clients")
         check_client_groups(problems, "security_groups", security_groups)
+        check_client_name(problems, name, security_groups)
         problems.raise_if_any()
         for client in security_groups:
-            index = len(self._clients)
-            self._clients.append(client)
+            label = name
+            if label is None:
+                label = f"Client{len(self._clients)}"
+                self._clients.append(client)
             allow_ingress(
                 self,
-                f"FromClient{index}",
+                f"From{label}",
                 group=self.security_group,
                 peer=client,
                 port=NFS_PORT,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, List, Mapping, Optional, Sequence
 
 from aws_cdk import Duration, RemovalPolicy, Stack
@@ -13,9 +12,15 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from trainium_eks.constructs.security_group_rules import allow_ingress, check_client_groups, latest_stack
+from trainium_eks.constructs.security_group_rules import (
+    allow_ingress,
+    check_client_groups,
+    check_client_name,
+    latest_stack,
+)
 from trainium_eks.core.conventions import LustreVolumeSource
 from trainium_eks.core.cost import CostLine, priced, stack_region
+from trainium_eks.core.own_resources import own_resources
 from trainium_eks.core.validation import (
     Problems,
     check_absolute_path,
@@ -103,8 +108,11 @@ class LustreStorage(Construct):
     :param export_prefix: Prefix in the bucket that files written below ``export_path`` are exported to; it must not
         contain, or be inside, ``data_bucket_prefix``. Default: none (nothing is exported).
     :param export_path: Path of the exported prefix in the file system. Default: :data:`DEFAULT_EXPORT_PATH`.
-    :param kms_key: Customer managed key for data at rest. Default: the account's ``aws/fsx`` key. Changing it
-        later replaces the file system (the old one is retained).
+    :param kms_key: Customer managed key for data at rest. Default: the account's ``aws/fsx`` key. Choose it before
+        the first deploy: changing it later replaces the file system (the old one is retained), and the update then
+        fails at the PersistentVolume, whose volume source Kubernetes does not let change
+        (``spec.persistentvolumesource is immutable after creation``: kubernetes
+        ``pkg/apis/core/validation/validation.go``, ``ValidatePersistentVolumeUpdate``).
     :param automatic_backup_retention: Default: :data:`DEFAULT_BACKUP_RETENTION` (none for scratch).
     :param setting_names: Names of the settings in error messages. Default: the parameter names.
     """
@@ -285,15 +293,8 @@ class LustreStorage(Construct):
         destroy. Neither costs anything while it stays; delete them once the file system is gone (``aws ec2
         delete-subnet``, ``aws ec2 delete-vpc``). A subnet or VPC imported, or of another stack, is not this stack's
         to delete: nothing changes for it."""
-        stack = Stack.of(self)
-        wanted = {json.dumps(stack.resolve(subnet.subnet_id)), json.dumps(stack.resolve(vpc.vpc_id))}
-        for child in stack.node.find_all():
-            if (
-                isinstance(child, (ec2.CfnSubnet, ec2.CfnVPC))
-                and Stack.of(child) is stack
-                and json.dumps({"Ref": stack.get_logical_id(child)}) in wanted
-            ):
-                child.apply_removal_policy(RemovalPolicy.RETAIN)
+        for child in own_resources(Stack.of(self), [subnet.subnet_id, vpc.vpc_id], [ec2.CfnSubnet, ec2.CfnVPC]):
+            child.apply_removal_policy(RemovalPolicy.RETAIN)
 
     @property
     def cost_line(self) -> CostLine:
@@ -306,7 +307,7 @@ class LustreStorage(Construct):
         """The ARN of the file system."""
         return Stack.of(self).format_arn(service="fsx", resource="file-system", resource_name=self.file_system_id)
 
-    def allow_clients(self, *security_groups: ec2.ISecurityGroup) -> None:
+    def allow_clients(self, *security_groups: ec2.ISecurityGroup, name: Optional[str] = None) -> None:
         """Let the instances of ``security_groups`` mount the file system: LNET (TCP 988 and 1018-1023) both ways.
 
         The file system's group admits each client group, and each client group admits the file system's group: the
@@ -315,17 +316,30 @@ class LustreStorage(Construct):
         clients too. The rules are created in this construct (the storage's stack) or, when a client group belongs to
         a later stack, in that stack (:func:`~trainium_eks.constructs.security_group_rules.allow_ingress`), so no stack
         refers to a later one.
+
+        Each client's rules are named by its position (``FromClient<n>Port<m>``, ``ToClient<n>Port<m>``, counting the
+        constructor's clients first), so add clients in the same order on every deploy, and give a client that some
+        deploys have and others do not a ``name``: removing or inserting a client before another renames that one's
+        rules, and CloudFormation creates the renamed rules before it deletes the old ones, which EC2 refuses as
+        duplicates (``InvalidPermission.Duplicate``), failing the update.
+
+        :param name: The name of the rules of the one group given (``From<name>Port<m>``, ``To<name>Port<m>``:
+            letters and digits, starting with a letter), which no other client's position changes. Default: none
+            (named by position).
         """
         problems = Problems(f"{self.node.path}.allow_clients")
         check_client_groups(problems, "security_groups", security_groups)
+        check_client_name(problems, name, security_groups)
         problems.raise_if_any()
         for client in security_groups:
-            index = len(self._clients)
-            self._clients.append(client)
+            label = name
+            if label is None:
+                label = f"Client{len(self._clients)}"
+                self._clients.append(client)
             for number, port in enumerate(LUSTRE_PORTS):
                 allow_ingress(
                     self,
-                    f"FromClient{index}Port{number}",
+                    f"From{label}Port{number}",
                     group=self.security_group,
                     peer=client,
                     port=port,
@@ -333,7 +347,7 @@ class LustreStorage(Construct):
                 )
                 allow_ingress(
                     self,
-                    f"ToClient{index}Port{number}",
+                    f"To{label}Port{number}",
                     group=client,
                     peer=self.security_group,
                     port=port,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
 from aws_cdk import Aws, CustomResource, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -21,6 +22,7 @@ from trainium_eks.constructs.training_node_group import TrainingNodeGroup
 from trainium_eks.constructs.training_node_pool import TrainingNodePool
 from trainium_eks.core.lambda_sources import ASSET_EXCLUDE, lambda_constants, lambda_source
 from trainium_eks.core.nag import acknowledge
+from trainium_eks.core.own_resources import own_resources
 from trainium_eks.core.validation import Problems, check_instance
 from trainium_eks.facts.catalog import INSTANCE_CATALOG, InstanceFacts
 
@@ -54,6 +56,7 @@ class PlannedNodes:
     :param count: Nodes at most (a node group's maximum size, a Karpenter pool's node limit).
     :param availability_zone_id: The AZ ID they launch in, or None (several AZs: the system nodes).
     :param subnet_id: The subnet's ID when it exists before the deploy (a subnet the stack creates is None).
+    :param subnet_created: Whether the stack itself creates the subnet (not another stack, nor before the deploy).
     :param ip_interfaces: Network interfaces per node that take an IPv4 address of the subnet.
     :param efa_interfaces: EFA devices per node.
     :param capacity: How the instances are bought.
@@ -65,6 +68,7 @@ class PlannedNodes:
     count: int
     availability_zone_id: Optional[str]
     subnet_id: Optional[str]
+    subnet_created: bool
     ip_interfaces: int
     efa_interfaces: int
     capacity: NodeCapacity
@@ -78,6 +82,7 @@ class PlannedNodes:
             "count": self.count,
             "availabilityZoneId": self.availability_zone_id,
             "subnetId": self.subnet_id,
+            "subnetCreated": self.subnet_created,
             "ipInterfaces": self.ip_interfaces,
             "efaInterfaces": self.efa_interfaces,
             "capacityReservationId": self.capacity.reservation_id,
@@ -207,6 +212,7 @@ def plan_of(stack: Stack, version: int) -> Dict[str, Any]:
                     count=construct.system_node_count,
                     availability_zone_id=None,
                     subnet_id=None,
+                    subnet_created=False,
                     ip_interfaces=1,
                     efa_interfaces=0,
                     capacity=NodeCapacity.on_demand(),
@@ -256,6 +262,7 @@ def _planned_training_nodes(nodes: Any) -> PlannedNodes:
         count=count,
         availability_zone_id=None if zone is None or Token.is_unresolved(zone) else zone,
         subnet_id=None if Token.is_unresolved(subnet_id) else subnet_id,
+        subnet_created=bool(own_resources(Stack.of(nodes), [subnet_id], [ec2.CfnSubnet])),
         ip_interfaces=ip_interfaces,
         efa_interfaces=nodes.efa_interfaces,
         capacity=capacity,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from aws_cdk import Stack
@@ -22,6 +23,17 @@ def check_client_groups(problems: Problems, setting: str, groups: Any) -> bool:
     for index, group in wrong:
         problems.add(f"{setting}[{index}]", group, "an ec2.ISecurityGroup")
     return not wrong
+
+
+def check_client_name(problems: Problems, name: Any, groups: Any) -> None:
+    """``name``, when given, names the rules of exactly one client group: letters and digits, starting with a
+    letter (it goes into logical IDs)."""
+    if name is None:
+        return
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", name):
+        problems.add("name", name, "letters and digits, starting with a letter")
+    if isinstance(groups, (list, tuple)) and len(groups) != 1:
+        problems.add("security_groups", len(groups), "one security group with a name")
 
 
 def allow_ingress(

@@ -137,15 +137,17 @@ class KubeflowTrainingStack(TrainingClusterStack):
             self,
             "Storage",
             vpc=vpc,
-            client_security_groups=[
-                *(group.security_group for group in groups),
-                self.cluster.cluster.cluster_security_group,
-            ],
+            # A client's rule is named by its position (EfsStorage.allow_clients): the clients that every setting has
+            # come first, the workflow's SageMaker jobs next (third, when there is a workflow), and the accelerated
+            # nodes' rule has a name of its own, so that adding or removing either renames no other client's rule.
+            client_security_groups=[self.cpu_nodes.security_group, self.cluster.cluster.cluster_security_group],
             # SageMaker mounts the file system for the hybrid workflow's jobs, and whether that mount uses TLS is not
             # documented: the policy admits mounts through the mount targets, TLS or not (the EFS CSI driver still
             # mounts with TLS, its default).
             require_tls=not with_workflow,
         )
+        if self.accelerated_nodes is not None:
+            self.storage.allow_clients(self.accelerated_nodes.security_group, name="AcceleratedNodes")
         self.build_in_cluster(
             volume=self.storage.volume_source,
         )

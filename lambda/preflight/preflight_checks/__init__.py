@@ -2,10 +2,10 @@
 
 One module per kind of check: :mod:`.offerings` (AZ, instance type, offering), :mod:`.capacity_reservations`,
 :mod:`.subnet_addresses`, :mod:`.quotas` (EC2 On-Demand vCPUs, with :mod:`.service_quotas`), :mod:`.versions`
-(Kubernetes), :mod:`.file_systems`; :mod:`.plan` is what a stack asks, :mod:`.aws_context` the calls,
-:mod:`.running` the one entry point (:func:`run_checks`), :mod:`.reports` what a run says. Modules import each
-other relatively, so the package is the same whether Lambda imports it as ``preflight_checks`` or the command line
-loads it by path.
+(Kubernetes), :mod:`.file_systems`, :mod:`.updates` (what an update cannot change in place); :mod:`.plan` is what a
+stack asks, :mod:`.aws_context` the calls, :mod:`.running` the one entry point (:func:`run_checks`), :mod:`.reports`
+what a run says. Modules import each other relatively, so the package is the same whether Lambda imports it as
+``preflight_checks`` or the command line loads it by path.
 
 The stack builds a *plan* at synth (``trainium_eks.constructs.preflight.plan_of``) and passes it, as one JSON string,
 to the custom resource of ``index.py``; ``python -m trainium_eks preflight`` loads this package by path and runs the
@@ -19,6 +19,7 @@ The plan (``PLAN_VERSION`` 1)::
                 "count": 2,                           # nodes at most (Karpenter: the pool's limit)
                 "availabilityZoneId": "usw2-az4" | null,   # null: several AZs (the system nodes)
                 "subnetId": "subnet-..." | null,      # null: the stack creates the subnet
+                "subnetCreated": true | false,        # optional: the stack itself creates the subnet
                 "ipInterfaces": 1,                    # interfaces per node that take an IPv4 address
                 "efaInterfaces": 8,                   # EFA devices per node
                 "capacityReservationId": "cr-..." | null,   # null: none, or one the stack makes (unchecked)
@@ -45,6 +46,7 @@ from .results import FAIL, PASS, UNKNOWN, CannotCheck, CheckResult
 from .running import RESERVE_SECONDS, guarded, planned_checks, run_checks
 from .service_quotas import capacity_verdict
 from .subnet_addresses import check_subnet_addresses
+from .updates import check_lustre_growth, check_zone_move
 from .versions import check_kubernetes_version
 
 __all__ = [
@@ -69,11 +71,13 @@ __all__ = [
     "check_gang_capacity",
     "check_instance_type",
     "check_kubernetes_version",
+    "check_lustre_growth",
     "check_lustre_quotas",
     "check_offering",
     "check_on_demand_vcpus",
     "check_plan",
     "check_subnet_addresses",
+    "check_zone_move",
     "failure_message",
     "format_table",
     "guarded",

@@ -70,7 +70,11 @@ _IAM_PREFIX = {"service-quotas": "servicequotas", "efs": "elasticfilesystem"}
 
 class AwsContext:
     """The clients of one run (one per service, with :data:`CLIENT_CONFIG`), the instance type facts it has read, and
-    the plan of the previous deploy (an update), whose resources may already be in the use AWS reports."""
+    the plan of the previous deploy (an update), whose resources may already be in the use AWS reports.
+
+    ``forward`` says that the run is an update known to go forward (not a rollback), the only run in which the plan
+    may be compared with the previous one for what an update cannot change (:mod:`.updates`): in a rollback the two
+    plans are swapped, and a rollback that fails leaves the stack in ``UPDATE_ROLLBACK_FAILED``."""
 
     def __init__(
         self,
@@ -79,11 +83,13 @@ class AwsContext:
         plan: Mapping[str, Any],
         *,
         previous: Optional[Mapping[str, Any]] = None,
+        forward: bool = False,
     ) -> None:
         self.session = session
         self.region = region
         self.plan = plan
         self.previous = previous
+        self.forward = forward and previous is not None
         self._clients: Dict[str, Any] = {}
         self._instance_types: Dict[str, Optional[Dict[str, Any]]] = {}
         self.zones_not_in_region: set = set()

@@ -33,6 +33,8 @@ def check_plan(plan: Any) -> List[str]:
                 _expect(problems, node, key, where, int, minimum=0)
             _expect(problems, node, "availabilityZoneId", where, str, optional=True)
             _expect(problems, node, "subnetId", where, str, optional=True)
+            if not isinstance(node.get("subnetCreated", False), bool):  # absent in the plans of earlier versions
+                problems.append(f"{where}: subnetCreated={node['subnetCreated']!r} must be true or false")
             _expect(problems, node, "capacityReservationId", where, str, optional=True)
             kind = node.get("capacityType")
             if kind not in ("on-demand", "capacity-block", "reservation"):

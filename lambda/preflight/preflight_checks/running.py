@@ -15,6 +15,7 @@ from .plan import check_plan, on_demand, unique
 from .quotas import check_on_demand_vcpus, family_label, quota_family
 from .results import UNKNOWN, CannotCheck, CheckResult
 from .subnet_addresses import check_subnet_addresses
+from .updates import check_lustre_growth, check_zone_move, lustre_sizes, moves_zone
 from .versions import check_kubernetes_version
 
 RESERVE_SECONDS = 20.0
@@ -27,6 +28,7 @@ def run_checks(
     *,
     region: Optional[str] = None,
     previous: Optional[Mapping[str, Any]] = None,
+    forward: bool = False,
     remaining_seconds: Optional[Callable[[], float]] = None,
     reserve_seconds: float = RESERVE_SECONDS,
     progress: Optional[Callable[[CheckResult], None]] = None,
@@ -37,6 +39,9 @@ def run_checks(
     :param previous: On an update, the plan of the previous deploy: the use AWS reports may hold its instances, file
         systems and addresses, so a need the previous plan already had is not counted twice (the verdict is
         ``unknown`` when only that makes it fit).
+    :param forward: The run is an update known to go forward (its stack's status read ``UPDATE_IN_PROGRESS``): only
+        then is the plan compared with ``previous`` for what an update cannot change (``zone-move``,
+        ``lustre-storage``). Default: false.
     :param remaining_seconds: With a deadline, a function giving the seconds left: no check starts with fewer than
         ``reserve_seconds`` left; those not started are ``unknown``.
     :param progress: Called with each result as soon as it is known (the handler answers with those when a check
@@ -52,7 +57,7 @@ def run_checks(
     region = region or plan.get("region") or session.region_name
     if not region:
         return [CheckResult("region", UNKNOWN, "no region to check: the plan and the session have none", "give one")]
-    context = AwsContext(session, region, plan, previous=previous)
+    context = AwsContext(session, region, plan, previous=previous, forward=forward)
     results: List[CheckResult] = []
     for name, check in planned_checks(context):
         if remaining_seconds is not None and remaining_seconds() < reserve_seconds:
@@ -89,6 +94,8 @@ def planned_checks(context: AwsContext) -> List[Tuple[str, Callable[[], Optional
             add(f"capacity-reservation/{node['name']}", check_capacity_reservation, node)
         elif on_demand(node) and node["count"] > 1 and node["efaInterfaces"] > 0:
             add(f"gang-capacity/{node['name']}", check_gang_capacity, node)
+        if context.forward and moves_zone(context, node):
+            add(f"zone-move/{node['name']}", check_zone_move, node)
     for subnet in unique(node["subnetId"] for node in nodes if node["subnetId"]):
         add(f"subnet-addresses/{subnet}", check_subnet_addresses, subnet)
     for family in unique(quota_family(node["instanceType"]) or "" for node in nodes if on_demand(node)):
@@ -101,6 +108,9 @@ def planned_checks(context: AwsContext) -> List[Tuple[str, Callable[[], Optional
         add(f"fsx-lustre/{deployment_type}", check_lustre_quotas, deployment_type)
     if any(fs["kind"] == "efs" for fs in plan["fileSystems"]):
         add("efs-file-systems", check_efs_file_systems)
+    if context.forward:
+        for index in range(min(len(lustre_sizes(plan)), len(lustre_sizes(context.previous)))):
+            add(f"lustre-storage/{index}", check_lustre_growth, index)
     return checks
 
 

@@ -26,3 +26,11 @@ def test_a_bad_plan_gets_one_clear_message_per_problem(checks):
     assert checks.check_plan(_plan(_node(capacityType="capacity-block"))) == []
     with pytest.raises(ValueError, match="invalid preflight plan: plan version 2"):
         checks.run_checks(_plan(version=2), object())
+
+
+def test_subnet_created_is_optional_and_a_boolean(checks):
+    assert checks.check_plan(_plan(_node())) == [], "plans of earlier versions have no subnetCreated"
+    assert checks.check_plan(_plan(_node(subnetCreated=True))) == []
+    assert checks.check_plan(_plan(_node(subnetCreated="yes"))) == [
+        "nodes[0] (AcceleratedNodes): subnetCreated='yes' must be true or false"
+    ]

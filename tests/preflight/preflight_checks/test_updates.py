@@ -1,0 +1,65 @@
+"""What an update cannot change in place: a zone move of nodes in the stack's own subnets, a smaller Lustre."""
+
+from __future__ import annotations
+
+from tests.support.preflight_aws import node as _node
+from tests.support.preflight_aws import plan as _plan
+
+
+def _context(checks, session, plan, previous=None, forward=True):
+    """An update going forward from ``previous`` to ``plan`` (a first deploy without ``previous``)."""
+    return checks.AwsContext(session, "us-west-2", plan, previous=previous, forward=forward)
+
+
+def _own(**overrides):
+    """Nodes in a subnet the stack itself creates (``subnetCreated``)."""
+    return _node(subnetCreated=True, **overrides)
+
+
+G5 = _own(name="AcceleratedNodes", instanceType="g5.12xlarge", availabilityZoneId="usw2-az3", efaInterfaces=0)
+
+
+def test_nodes_that_stay_in_their_zone_pass_and_a_move_fails_naming_both_zones(checks, mixed):
+    context = _context(checks, mixed, _plan(G5), previous=_plan(_own()))
+    assert "zone-move/AcceleratedNodes" in [name for name, _ in checks.planned_checks(context)]
+    moved = checks.check_zone_move(context, G5)
+    assert moved.status == "fail"
+    assert moved.message.startswith(
+        "AcceleratedNodes would move from usw2-az4 to usw2-az3 (the plan's instance types: g5.12xlarge)"
+    )
+    assert "InvalidSubnet.Conflict" in moved.message and moved.advice.startswith("keep usw2-az4")
+    stayed = _context(checks, mixed, _plan(_own()), previous=_plan(_own(count=4)))
+    assert checks.check_zone_move(stayed, _own()).status == "pass"
+
+
+def test_a_zone_is_not_compared_without_a_previous_deploy_a_subnet_of_the_user_or_the_same_nodes(checks, mixed):
+    """Nor in an update not known to go forward: in a rollback the plans are swapped, and the move back must pass."""
+    cases = [
+        (_plan(_own()), _plan(G5), False),  # a rollback, or an update whose stack status could not be read
+        (_plan(G5), None, True),  # a first deploy
+        (_plan(dict(G5, subnetCreated=False)), _plan(_node(subnetId="subnet-0")), True),  # the user's subnets
+        (_plan(dict(G5, subnetCreated=False)), _plan(_own()), True),  # another stack's subnet now
+        (_plan(G5), _plan(_node()), True),  # a plan of an earlier version, which does not say
+        (_plan(dict(G5, name="GpuNodes")), _plan(_own()), True),  # other nodes, added beside
+        (_plan(_own(name="SystemNodes", availabilityZoneId=None)), _plan(_own(name="SystemNodes")), True),
+    ]
+    for plan, previous, forward in cases:
+        context = _context(checks, mixed, plan, previous, forward)
+        assert not [name for name, _ in checks.planned_checks(context) if name.startswith("zone-move/")]
+
+
+def test_a_lustre_file_system_may_grow_and_never_shrink(checks, mixed):
+    def lustre(gib: int):
+        return _plan(fileSystems=[{"kind": "lustre", "storageGib": gib, "deploymentType": "PERSISTENT_2"}])
+
+    grown = _context(checks, mixed, lustre(2400), previous=lustre(1200))
+    assert [name for name, _ in checks.planned_checks(grown)][-1] == "lustre-storage/0"
+    assert checks.check_lustre_growth(grown, 0).status == "pass"
+    shrunk = checks.check_lustre_growth(_context(checks, mixed, lustre(1200), previous=lustre(2400)), 0)
+    assert (shrunk.status, shrunk.message) == (
+        "fail",
+        "1200 GiB is less than the file system's 2400 GiB: FSx for Lustre storage only grows",
+    )
+    for context in (_context(checks, mixed, lustre(1200)), _context(checks, mixed, lustre(1200), lustre(2400), False)):
+        assert not [name for name, _ in checks.planned_checks(context) if name.startswith("lustre-storage/")]
+    assert shrunk.advice == "keep 2400 GiB or more (lustreStorageGiB in the default app)"
