@@ -545,6 +545,7 @@ PROPS = {
         "name",
         "source",
         "sha256",
+        "region",
         "directory",
         "image",
         "node_group",

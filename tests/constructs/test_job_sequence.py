@@ -18,6 +18,7 @@ from trainium_eks.core.conventions import FABRIC_CHECK_LABEL, SYSTEM_NODE_LABELS
 from trainium_eks.core.validation import ConfigurationError
 from trainium_eks.manifests.jobs import job_release
 from trainium_eks.manifests.jobs.adopted_job import AdoptedJobChart
+from trainium_eks.manifests.jobs.dataset_staging import STAGING_PROGRAM, DatasetStagingChart
 from trainium_eks.manifests.jobs.fabric_check import PROGRAM_CONFIG_MAP
 from trainium_eks.manifests.jobs.job_naming import PLACEHOLDER, hashed_name
 from trainium_eks.manifests.jobs.job_release import (
@@ -521,3 +522,22 @@ def test_a_check_with_no_round_for_suspects_gets_no_permission_on_nodes():
     pool = replace(topology, node_pool="accelerated")
     jobs.add("Training", training(pool, "train", fabric_check=True, fabric_suspect_rounds=0))
     assert not [key for key in applied(stack) if key.startswith("SeqFabricSuspect")]
+
+
+def test_staging_jobs_come_after_their_programs_config_map_applied_once_per_namespace():
+    stack, topology, jobs = sequence()
+    nodes = replace(topology, shared_claims=frozenset({"shared"}))
+    for name in ("data-a", "data-b"):
+        staging = DatasetStagingChart(
+            name=name, source=f"s3://bucket/{name}.tar", region="us-west-2", directory=name, node_group=nodes
+        )
+        jobs.add(name.title().replace("-", ""), staging)
+    found = applied(stack)
+    programs = [key for key in found if key.startswith("SeqStagingProgramtraining")]
+    assert len(programs) == 1, "one program ConfigMap for the namespace's staging Jobs"
+    program, program_depends = found[programs[0]]
+    assert program["kind"] == "ConfigMap" and program["metadata"]["name"] == STAGING_PROGRAM.config_map
+    assert program_depends == {"Prerequisite"}
+    for name in ("SeqDataA", "SeqDataB"):
+        job, depends = by_prefix(found, name)
+        assert job["kind"] == "Job" and depends == {"Prerequisite", programs[0]}

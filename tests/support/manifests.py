@@ -16,11 +16,12 @@ NOT_JOBS = (
     "JobsEtcd",
     "JobsFabricProgram",
     "JobsReleaseProgram",
+    "JobsStagingProgram",
     "JobsReleaseGuard",
     "JobsFabricSuspect",
 )
-"""What a JobSequence ``Jobs`` applies besides jobs and releases: the release access, etcd, the fabric and release
-programs, the held jobs' admission policy, the fabric suspect taint's permission and policy."""
+"""What a JobSequence ``Jobs`` applies besides jobs and releases: the release access, etcd, the fabric, release and
+staging programs, the held jobs' admission policy, the fabric suspect taint's permission and policy."""
 
 
 def manifest_of(resource: Dict[str, Any]) -> Dict[str, Any]:

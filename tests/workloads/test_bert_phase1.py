@@ -28,9 +28,8 @@ def test_staging_and_two_releases_created_side_by_side_after_the_add_ons_each_it
     for name in jobs:
         applied = releases.get(name, jobs[name])
         assert applied["metadata"]["name"].replace("-", "") in ids[name], "the hashed name is in the logical ID"
-        assert not any(d.startswith(("JobsStaging", "JobsPrecompile", "JobsTraining")) for d in depends[name]), (
-            "no job waits for another in CloudFormation"
-        )
+        jobs_ids = ("JobsStagingJob", "JobsPrecompile", "JobsTraining")
+        assert not any(d.startswith(jobs_ids) for d in depends[name]), "no job waits for another in CloudFormation"
         assert not any(d.startswith("AcceleratedNodes") for d in depends[name]), "pods wait for nodes, not CFN"
         for prerequisite in ("AddonsVolcanoQueueOpen", "AddonsSharedVolume", "AddonsTrainingNamespace"):
             assert any(d.startswith(prerequisite) for d in depends[name]), (name, prerequisite)

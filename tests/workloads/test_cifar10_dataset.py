@@ -9,7 +9,7 @@ from trainium_eks.workloads import cifar10_dataset, cifar10_ddp, composer_resnet
 
 
 def test_the_staging_job_downloads_the_authors_archive_checked_by_its_sha256():
-    chart = cifar10_dataset.cifar10_staging(RecordingSequence(), image="example.com/cifar:1", node_group=CPU)
+    chart = cifar10_dataset.cifar10_staging(RecordingSequence(), node_group=CPU)
     (job,) = [o for o in chart.manifests() if o["kind"] == "Job"]
     text = json.dumps(job)
     assert cifar10_dataset.DATASET_URL in text and cifar10_dataset.DATASET_SHA256 in text
@@ -24,9 +24,7 @@ def test_both_workloads_stage_and_read_the_same_data_set():
 
 def test_the_staging_job_ends_within_an_hour_unless_told_otherwise():
     assert cifar10_dataset.STAGING_DEADLINE_SECONDS == 3600
-    chart = cifar10_dataset.cifar10_staging(RecordingSequence(), image="example.com/cifar:1", node_group=CPU)
+    chart = cifar10_dataset.cifar10_staging(RecordingSequence(), node_group=CPU)
     assert chart.manifest["spec"]["activeDeadlineSeconds"] == 3600
-    longer = cifar10_dataset.cifar10_staging(
-        RecordingSequence(), image="example.com/cifar:1", node_group=CPU, deadline_seconds=7200
-    )
+    longer = cifar10_dataset.cifar10_staging(RecordingSequence(), node_group=CPU, deadline_seconds=7200)
     assert longer.manifest["spec"]["activeDeadlineSeconds"] == 7200

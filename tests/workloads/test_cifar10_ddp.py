@@ -50,7 +50,7 @@ def test_the_staging_job_then_the_trainjob_held_until_it_completed():
 
 
 def test_a_staging_job_the_sequence_already_has_is_waited_for_and_not_added_again():
-    staging = cifar10_staging(RecordingSequence(), image=IMAGE, node_group=CPU)
+    staging = cifar10_staging(RecordingSequence(), node_group=CPU)
     sequence = RecordingSequence()
     jobs = cifar10_ddp.add_cifar10_jobs(sequence, image=IMAGE, node_group=CPU, staging=staging)
     assert jobs.staging is staging

@@ -20,6 +20,7 @@ from trainium_eks.manifests.access.job_release_access import (
 )
 from trainium_eks.manifests.addons.etcd import EtcdChart
 from trainium_eks.manifests.jobs.adopted_job import AdoptedJobChart
+from trainium_eks.manifests.jobs.dataset_staging import StagingProgramChart
 from trainium_eks.manifests.jobs.fabric_check import FabricProgramChart
 from trainium_eks.manifests.jobs.job_chart import JobChart
 from trainium_eks.manifests.jobs.job_release import (
@@ -67,6 +68,8 @@ class JobSequence(Construct):
       sequence) and the binding of :class:`~trainium_eks.manifests.access.job_release_access.FabricSuspectAccessChart`
       (once per namespace), applied before it. A single-node job, or one on a type without
       EFA, has no check.
+    - **A staging Job** (``DatasetStagingChart``) runs the staging program from its namespace's ConfigMap
+      (:class:`~trainium_eks.manifests.jobs.dataset_staging.StagingProgramChart`), applied once, before it.
     - **A job that rendezvouses through etcd** (``VolcanoJobChart(rendezvous="etcd")``) gets the etcd server
       (:class:`~trainium_eks.manifests.addons.etcd.EtcdChart`) of its namespace, applied once, before it; with the
       default c10d rendezvous no etcd runs.
@@ -169,6 +172,8 @@ class JobSequence(Construct):
             after += self._etcd_server(namespace).of_kind("Service")
         if getattr(chart, "needs_fabric_program", False):
             after.append(self._fabric_program(namespace))
+        if getattr(chart, "needs_staging_program", False):
+            after.append(self._staging_program(namespace))
         if not is_held(chart.manifest, chart.wait_for):
             applied = AppliedChart(self, id_, cluster=self.cluster, chart=chart, after=after)
         else:
@@ -248,6 +253,12 @@ class JobSequence(Construct):
         """The fabric program's ConfigMap of ``namespace``, which every fabric check there mounts; applied once."""
         return self._once(
             f"FabricProgram-{namespace}", lambda: FabricProgramChart(namespace=namespace), self.access_prerequisites
+        )
+
+    def _staging_program(self, namespace: str) -> AppliedChart:
+        """The staging program's ConfigMap of ``namespace``, which every staging Job there mounts; applied once."""
+        return self._once(
+            f"StagingProgram-{namespace}", lambda: StagingProgramChart(namespace=namespace), self.access_prerequisites
         )
 
     def _etcd_server(self, namespace: str) -> AppliedChart:

@@ -40,8 +40,8 @@ EFA_PLUGIN_PRIVILEGED = (
 network's view, as its upstream chart does)."""
 API_CLIENT_TOKEN = "it calls the Kubernetes API with this service account's token (its Role or ClusterRole)"
 STAGING_AS_ROOT = (
-    "it runs as its image's user: the stacks give it their training image, whose root user owns the shared volume's "
-    "files that the jobs write, and whose AWS CLI and shell may write to the home and temporary folders"
+    "it runs as its image's root user, without any capability: root owns the shared volume's root and the files the "
+    "training jobs write"
 )
 WORKER_FILES = "the Neuron compiler, torch and the launchers may write to the image's home and temporary folders"
 WORKER_ROOT = (

@@ -162,9 +162,7 @@ class KubeflowTrainingStack(TrainingClusterStack):
         """The job that stages CIFAR-10 onto EFS: for the seed run, and for the hybrid workflow's runs, which read the
         same data on either runtime (so it exists with ``seed_jobs=False`` too, when the workflow does)."""
         if (shared.seed_jobs or with_workflow) and self.images.image_uri:
-            self.data_staging = cifar10_staging(
-                self.jobs, image=self.images.image_uri, node_group=self.cpu_nodes.topology
-            )
+            self.data_staging = cifar10_staging(self.jobs, node_group=self.cpu_nodes.topology)
             self.jobs.add("Staging", self.data_staging)
         if shared.seed_jobs and self.data_staging is not None:
             self.seed_jobs = add_cifar10_jobs(

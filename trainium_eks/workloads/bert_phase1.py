@@ -136,7 +136,6 @@ def add_bert_phase1_jobs(
         source=DATASET_URI,
         directory=DATASET_DIRECTORY,
         unsigned=True,
-        image=image,
         node_group=staging_nodes or node_group,
         deadline_seconds=staging_deadline_seconds,
         resolve=sequence.resolve,

@@ -20,14 +20,12 @@ DATASET_DIRECTORY = "cifar10"
 
 STAGING_DEADLINE_SECONDS = HOUR
 """``activeDeadlineSeconds`` of the staging Job, all its attempts: one hour for the 163 MB archive (the authors' page),
-downloaded up to four times (``backoff_limit`` 3), and the pull of the training image (multi-GB PyTorch CUDA images)
-on a node that may be new."""
+downloaded up to four times (``backoff_limit`` 3), on a node that may be new."""
 
 
 def cifar10_staging(
     sequence: JobSequence,
     *,
-    image: str,
     node_group: NodeGroupTopology,
     deadline_seconds: int = STAGING_DEADLINE_SECONDS,
 ) -> DatasetStagingChart:
@@ -39,7 +37,6 @@ def cifar10_staging(
         source=DATASET_URL,
         sha256=DATASET_SHA256,
         directory=DATASET_DIRECTORY,
-        image=image,
         node_group=node_group,
         deadline_seconds=deadline_seconds,
         resolve=sequence.resolve,

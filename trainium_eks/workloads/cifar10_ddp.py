@@ -104,7 +104,7 @@ def add_cifar10_jobs(
     (``spec.activeDeadlineSeconds``; :mod:`~trainium_eks.manifests.jobs.job_deadline`). Default:
     :data:`DEADLINE_SECONDS` (2 hours)."""
     if staging is None:
-        staging = cifar10_staging(sequence, image=image, node_group=node_group)
+        staging = cifar10_staging(sequence, node_group=node_group)
         sequence.add("Staging", staging)
     training = TrainJobChart(
         name="cifar10-ddp",

@@ -111,7 +111,7 @@ def add_composer_jobs(
     the run within three times that (:mod:`~trainium_eks.manifests.jobs.job_deadline`). Default:
     :data:`RUN_DEADLINE_SECONDS` (4 hours). The staging Job's deadline is
     :data:`~trainium_eks.workloads.cifar10_dataset.STAGING_DEADLINE_SECONDS` (1 hour)."""
-    staging = cifar10_staging(sequence, image=image, node_group=node_group)
+    staging = cifar10_staging(sequence, node_group=node_group)
     common = dict(
         image=image,
         node_group=node_group,

@@ -1,22 +1,28 @@
-"""DatasetStagingChart: its manifest, and its script run for real with a fake `aws` command on PATH."""
+"""DatasetStagingChart: its manifest, its program's ConfigMap, and its container's command run for real against a
+local S3 (the program itself: ``test_dataset_staging_program.py``)."""
 
-import io
-import os
 import subprocess
-import tarfile
+import sys
+from pathlib import Path
 
 import pytest
+from aws_cdk import Aws, Stack
 
+from tests.support.fake_s3 import BUCKET, SHARDS, fake_s3_server, staged_files, tarball
 from tests.support.k8s_validation import validate_objects
 from trainium_eks.core.conventions import EGRESS_INTERNET_LABEL, INGRESS_POLICY_LABEL, NO_INGRESS_POLICY, Taint
 from trainium_eks.core.validation import ConfigurationError
+from trainium_eks.facts import versions
+from trainium_eks.manifests.jobs import dataset_staging_program
 from trainium_eks.manifests.jobs.dataset_staging import (
     DEFAULT_DEADLINE_SECONDS,
-    DOWNLOAD,
-    STAGED_MARKER,
-    STAGING_SCRIPT,
+    STAGING_IMAGE,
+    STAGING_PROGRAM,
     DatasetStagingChart,
+    StagingProgramChart,
 )
+from trainium_eks.manifests.jobs.dataset_staging_program import STAGED_MARKER
+from trainium_eks.manifests.jobs.mounted_program import program_source
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 
 NODES = NodeGroupTopology(
@@ -27,7 +33,12 @@ SOURCE = "s3://neuron-s3/training_datasets/bert/seqlen128.tar"
 
 def chart(**overrides):
     props = dict(
-        name="bert-data", source=SOURCE, directory="bert/seqlen128", image="img:1", node_group=NODES, unsigned=True
+        name="bert-data",
+        source=SOURCE,
+        region="us-west-2",
+        directory="bert/seqlen128",
+        node_group=NODES,
+        unsigned=True,
     )
     return DatasetStagingChart(**{**props, **overrides})
 
@@ -41,12 +52,75 @@ def test_job_manifest(tmp_path):
     assert spec["backoffLimit"] == 3 and "ttlSecondsAfterFinished" not in spec, "start gates read its status"
     pod = spec["template"]["spec"]
     (container,) = pod["containers"]
-    assert container["command"][:2] == ["bash", "-c"]
-    assert container["command"][-3:] == ["/data/bert/seqlen128", SOURCE, "unsigned"]
+    assert container["image"] == STAGING_IMAGE == versions.JOB_RELEASE_IMAGE.image and "@sha256:" in STAGING_IMAGE
+    assert container["command"] == [
+        "python3",
+        "-I",
+        "-B",
+        "/opt/trainium-eks/staging/dataset_staging_program.py",
+        "/data/bert/seqlen128",
+        SOURCE,
+        "unsigned",
+        "-",
+        "us-west-2",
+    ]
+    assert "env" not in container
     assert set(container["resources"]["requests"]) == {"cpu", "memory"}, "no accelerator: it runs beside the jobs"
     assert pod["tolerations"][0]["key"] == "aws.amazon.com/neuron"
-    assert pod["volumes"] == [{"name": "shared", "persistentVolumeClaim": {"claimName": "fsx-claim"}}]
+    assert pod["volumes"] == [
+        {"name": "shared", "persistentVolumeClaim": {"claimName": "fsx-claim"}},
+        {"name": "staging-program", "configMap": {"name": STAGING_PROGRAM.config_map}},
+    ]
+    assert {"name": "staging-program", "mountPath": STAGING_PROGRAM.mount, "readOnly": True} in container[
+        "volumeMounts"
+    ]
     validate_objects([manifest], tmp_path)
+
+
+def test_the_config_map_holds_the_programs_code_under_the_name_the_job_mounts(tmp_path):
+    (config_map,) = StagingProgramChart(namespace="training").manifests()
+    assert config_map["metadata"]["name"] == STAGING_PROGRAM.config_map
+    assert config_map["metadata"]["namespace"] == "training"
+    assert config_map["data"] == {"dataset_staging_program.py": program_source(Path(dataset_staging_program.__file__))}
+    validate_objects([config_map], tmp_path)
+
+
+def test_the_containers_command_stages_the_dataset(tmp_path):
+    """The command as the Job runs it, with this machine's Python for ``python3``, the program's file for its mount,
+    a folder here for ``/data`` and the local S3 for S3's endpoint."""
+    (manifest,) = chart(source=f"s3://{BUCKET}/bert/seqlen128.tar").manifests()
+    (container,) = manifest["spec"]["template"]["spec"]["containers"]
+    destination = tmp_path / "data" / "bert" / "seqlen128"
+    command = [sys.executable, *container["command"][1:]]
+    command[3] = dataset_staging_program.__file__
+    command[4] = str(destination)
+    with fake_s3_server() as s3:
+        s3.public = True
+        s3.put("bert/seqlen128.tar", tarball(SHARDS, mode="w"))
+        result = subprocess.run(
+            command, env={"AWS_ENDPOINT_URL_S3": s3.endpoint}, capture_output=True, text=True, timeout=120
+        )
+    assert result.returncode == 0, result.stderr
+    assert staged_files(destination) == SHARDS and (destination / STAGED_MARKER).exists()
+
+
+def test_a_failure_no_retry_mends_fails_the_job_at_once():
+    (manifest,) = chart().manifests()
+    rules = manifest["spec"]["podFailurePolicy"]["rules"]
+    assert rules[0] == {
+        "action": "FailJob",
+        "onExitCodes": {"containerName": "stage", "operator": "In", "values": [2, 3]},
+    }
+    assert rules[1] == {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
+
+
+def test_the_buckets_region_is_a_region_the_stacks_token_or_left_to_the_program():
+    (manifest,) = chart(region=None).manifests()
+    assert manifest["spec"]["template"]["spec"]["containers"][0]["command"][-1] == "-"
+    with pytest.raises(ConfigurationError, match="region='west': the bucket's region"):
+        chart(region="west")
+    (manifest,) = chart(region=Aws.REGION, resolve=Stack().resolve).manifests()
+    assert manifest["spec"]["template"]["spec"]["containers"][0]["command"][-1] == Aws.REGION
 
 
 def test_the_staging_pod_reaches_the_internet_and_admits_no_connection():
@@ -70,137 +144,17 @@ def test_bad_settings(overrides, message):
         chart(**overrides)
 
 
-@pytest.fixture
-def fake_aws(tmp_path):
-    """An `aws` command that serves `s3 cp <uri> -` from bucket/<key> files and `s3 sync` from bucket/ folders."""
-    bucket = tmp_path / "bucket"
-    bucket.mkdir()
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    log = tmp_path / "aws.log"
-    (bin_dir / "aws").write_text(f"""#!/usr/bin/env bash
-echo "$@" >> {log}
-args=(); for a in "$@"; do case "$a" in --*) ;; *) args+=("$a");; esac; done
-key="${{args[2]#s3://*/}}"
-case "${{args[1]}}" in
-  cp) cat "{bucket}/$key" ;;
-  sync) cp -r "{bucket}/$key/." "${{args[3]}}" ;;
-esac
-""")
-    (bin_dir / "aws").chmod(0o755)
-    return bucket, bin_dir, log
-
-
-def stage(fake_aws, data, source, sign="unsigned"):
-    _, bin_dir, _ = fake_aws
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
-    return subprocess.run(
-        ["bash", "-c", STAGING_SCRIPT, "stage", str(data), source, sign],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
-def tarball(path, files):
-    with tarfile.open(path, "w") as archive:
-        for name, text in files.items():
-            payload = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(payload)
-            archive.addfile(info, io.BytesIO(payload))
-
-
-def test_tarball_with_one_top_folder_becomes_the_dataset_and_is_staged_once(fake_aws, tmp_path):
-    bucket, _, log = fake_aws
-    (bucket / "ds").mkdir()
-    tarball(bucket / "ds" / "set.tar", {"seqlen128/a_training_0.hdf5": "a", "seqlen128/b_training_1.hdf5": "b"})
-    dest = tmp_path / "data" / "bert"
-    dest.parent.mkdir()
-    result = stage(fake_aws, dest, "s3://bucket/ds/set.tar")
-    assert result.returncode == 0, result.stderr
-    assert sorted(p.name for p in dest.iterdir()) == [STAGED_MARKER, "a_training_0.hdf5", "b_training_1.hdf5"]
-    assert "--no-sign-request" in log.read_text()
-    assert not any(p.name.startswith(".staging") for p in dest.parent.iterdir())
-    again = stage(fake_aws, dest, "s3://bucket/ds/set.tar")
-    assert again.returncode == 0 and "already staged" in again.stdout
-    assert log.read_text().count("s3 cp") == 1, "the second run copies nothing"
-
-
-def test_prefix_is_synced_with_credentials(fake_aws, tmp_path):
-    bucket, _, log = fake_aws
-    (bucket / "prefix").mkdir()
-    (bucket / "prefix" / "x.h5").write_text("x")
-    (bucket / "prefix" / "y.h5").write_text("y")
-    dest = tmp_path / "data" / "set"
-    dest.parent.mkdir()
-    result = stage(fake_aws, dest, "s3://bucket/prefix/", sign="signed")
-    assert result.returncode == 0, result.stderr
-    assert sorted(p.name for p in dest.iterdir()) == [STAGED_MARKER, "x.h5", "y.h5"]
-    assert "--no-sign-request" not in log.read_text()
-
-
-def test_a_failed_copy_leaves_no_dataset_behind(fake_aws, tmp_path):
-    bucket, _, _ = fake_aws
-    (bucket / "broken.tar").write_text("not a tar archive")
-    dest = tmp_path / "data" / "set"
-    dest.parent.mkdir()
-    result = stage(fake_aws, dest, "s3://bucket/broken.tar")
-    assert result.returncode != 0
-    assert not dest.exists()
-
-
-def test_staging_pod_runs_without_capabilities():
+def test_staging_pod_runs_without_capabilities_on_a_read_only_root():
     (manifest,) = chart().manifests()
     pod = manifest["spec"]["template"]["spec"]
     assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    assert pod["automountServiceAccountToken"] is False
     (container,) = pod["containers"]
-    assert container["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
-    assert "tar -x --no-same-owner" in STAGING_SCRIPT, "without CAP_CHOWN, tar must not restore ownership"
-
-
-def serve(directory):
-    """An HTTP server on localhost serving ``directory``; returns (base URL, server)."""
-    import functools
-    import http.server
-    import threading
-
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{server.server_address[1]}", server
-
-
-def stage_https(dest, url, sha256):
-    env = {"PATH": os.environ["PATH"], "DOWNLOAD": DOWNLOAD}
-    return subprocess.run(
-        ["bash", "-c", STAGING_SCRIPT, "stage-dataset", str(dest), url, "signed", sha256],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-
-
-def test_an_https_tarball_is_staged_only_when_its_sha256_matches(tmp_path):
-    import hashlib
-
-    site = tmp_path / "site"
-    site.mkdir()
-    archive = site / "cifar-10-python.tar.gz"
-    tarball(archive, {"cifar-10-batches-py/data_batch_1": "x" * 100, "cifar-10-batches-py/batches.meta": "m"})
-    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
-    base, server = serve(site)
-    try:
-        dest = tmp_path / "data" / "cifar10"
-        wrong = stage_https(dest, f"{base}/cifar-10-python.tar.gz", "0" * 64)
-        assert wrong.returncode != 0 and "expected 0000" in wrong.stderr and not dest.exists()
-        right = stage_https(dest, f"{base}/cifar-10-python.tar.gz", digest)
-        assert right.returncode == 0, right.stderr
-        assert (dest / "data_batch_1").read_text() == "x" * 100 and (dest / STAGED_MARKER).exists()
-        assert not list(dest.parent.glob(".staging-*")), "the work folder and the archive are gone"
-    finally:
-        server.shutdown()
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
 
 
 def test_https_sources_need_their_sha256():
@@ -210,7 +164,7 @@ def test_https_sources_need_their_sha256():
     https = chart(source="https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz", sha256="ab" * 32)
     (manifest,) = https.manifests()
     (container,) = manifest["spec"]["template"]["spec"]["containers"]
-    assert container["command"][-1] == "ab" * 32 and container["env"] == [{"name": "DOWNLOAD", "value": DOWNLOAD}]
+    assert container["command"][-2:] == ["ab" * 32, "-"] and "env" not in container
 
 
 def test_the_whole_staging_job_ends_by_its_deadline(tmp_path):
