@@ -55,7 +55,13 @@ class FakeS3:
         self.change_after_first: Optional[str] = None
         """A key whose content changes after its first response."""
         self.region = REGION
-        """The bucket's region: a request signed for another gets 400 AuthorizationHeaderMalformed, as from S3."""
+        """The bucket's region: a request signed for another gets the answer :attr:`wrong_region` names."""
+        self.wrong_region = "AuthorizationHeaderMalformed"
+        """How S3 answers a request signed for another region: ``AuthorizationHeaderMalformed`` (400, the region in
+        the header and the body), ``301`` (the region in the header only), ``IllegalLocationConstraintException``
+        (400, no region: a HEAD of the bucket names it)."""
+        self.forbidden = 0
+        """How many requests get 403 AccessDenied."""
         self.requests: List[Dict[str, str]] = []
         self.bad_signatures = 0
         self.tokens_seen: List[str] = []
@@ -116,13 +122,31 @@ def fake_s3_server() -> Iterator[FakeS3]:
                 return False
             return True
 
+        def elsewhere(self) -> None:
+            named = {"x-amz-bucket-region": fake.region, "Connection": "close"}
+            if fake.wrong_region == "301":
+                return self.send(301, b"<Error><Code>PermanentRedirect</Code></Error>", named)
+            if fake.wrong_region == "IllegalLocationConstraintException":
+                return self.error(400, "IllegalLocationConstraintException")
+            body = f"<Error><Code>AuthorizationHeaderMalformed</Code><Region>{fake.region}</Region></Error>"
+            return self.send(400, body.encode(), named)
+
+        def do_HEAD(self):
+            fake.requests.append({"HEAD": self.path, **dict(self.headers)})
+            self.send_response(403)
+            self.send_header("x-amz-bucket-region", fake.region)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
         def do_GET(self):
             if not self.verified():
                 return self.error(403, "SignatureDoesNotMatch")
             scope = (self.headers.get("Authorization") or "").split("Credential=")[-1].split("/")
             if len(scope) > 2 and scope[2] != fake.region:
-                body = f"<Error><Code>AuthorizationHeaderMalformed</Code><Region>{fake.region}</Region></Error>"
-                return self.send(400, body.encode(), {"Connection": "close", "x-amz-bucket-region": fake.region})
+                return self.elsewhere()
+            if fake.forbidden:
+                fake.forbidden -= 1
+                return self.error(403, "AccessDenied")
             if fake.throttle:
                 fake.throttle -= 1
                 return self.error(503, "SlowDown")

@@ -135,7 +135,7 @@ def credentials_endpoint(tmp_path):
     expiry the test sets."""
     token_file = tmp_path / "eks-pod-identity-token"
     token_file.write_text(TOKEN_FILE_TEXT)
-    state = {"expires_in": 3600.0, "fetches": [], "session": 0}
+    state = {"expires_in": 3600.0, "fetches": [], "session": 0, "throttle": 0, "refuse": False}
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):
@@ -143,7 +143,13 @@ def credentials_endpoint(tmp_path):
 
         def do_GET(self):
             state["fetches"].append(self.headers.get("Authorization"))
-            if self.headers.get("Authorization") != token_file.read_text():
+            if state["throttle"]:
+                state["throttle"] -= 1
+                self.send_response(429)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            if state["refuse"] or self.headers.get("Authorization") != token_file.read_text():
                 self.send_response(401)
                 self.end_headers()
                 return
@@ -276,14 +282,47 @@ def test_credentials_that_stay_expired_fail_the_run(tmp_path, s3, credentials_en
     assert len(state["fetches"]) == 2
 
 
-def test_a_bucket_in_another_region_is_read_there(tmp_path, s3, credentials_endpoint):
+@pytest.mark.parametrize(
+    "answer, heads",
+    [("AuthorizationHeaderMalformed", 0), ("301", 0), ("IllegalLocationConstraintException", 1)],
+)
+def test_a_bucket_in_another_region_is_read_there(tmp_path, s3, credentials_endpoint, answer, heads):
+    """S3's answers to a request for a bucket elsewhere, as botocore's ``S3RegionRedirectorv2`` reads them: the region
+    in ``x-amz-bucket-region`` (and the error's ``Region``), or, when the answer names none, in a HEAD of the bucket."""
     environ, _, _ = credentials_endpoint
     s3.region = "us-west-2"
+    s3.wrong_region = answer
     s3.put("bert/wikicorpus.tar", tarball(SHARDS, mode="w"))
     destination, _ = run_stage(tmp_path, s3, f"s3://{BUCKET}/bert/wikicorpus.tar", environ)
     assert staged_files(destination) == SHARDS
-    scopes = [request["Authorization"].split("/")[2] for request in s3.requests]
+    assert len([request for request in s3.requests if "HEAD" in request]) == heads
+    scopes = [request["Authorization"].split("/")[2] for request in s3.requests if "HEAD" not in request]
     assert scopes == [REGION, "us-west-2"] and s3.bad_signatures == 0
+
+
+def test_a_403_fails_the_run_for_the_job_to_retry_and_a_404_for_good(tmp_path, s3, credentials_endpoint):
+    """A 403 may be an association or a policy not yet in effect (exit status 1); a missing key never appears by
+    itself (3)."""
+    environ, _, _ = credentials_endpoint
+    environ = {**environ, "AWS_ENDPOINT_URL_S3": s3.endpoint}
+    s3.put("bert/wikicorpus.tar", tarball(SHARDS, mode="w"))
+    s3.forbidden = 1
+    destination = str(tmp_path / "bert")
+    assert program.main([destination, f"s3://{BUCKET}/bert/wikicorpus.tar", "signed", "-", REGION], environ) == 1
+    assert program.main([destination, f"s3://{BUCKET}/bert/missing.tar", "signed", "-", REGION], environ) == 3
+    assert program.main([destination, f"s3://{BUCKET}/bert/wikicorpus.tar", "signed", "-", REGION], environ) == 0
+
+
+def test_a_throttled_credentials_endpoint_is_waited_out_and_its_refusal_is_no_s3_refusal(credentials_endpoint):
+    environ, state, _ = credentials_endpoint
+    state["throttle"] = 2
+    pauses: List[float] = []
+    assert Credentials(environ, sleep=pauses.append).get()[2] == "session-1"
+    assert len(pauses) == 2
+    state["refuse"] = True
+    with pytest.raises(program.Unavailable, match="HTTP 401"):
+        Credentials(environ, sleep=pauses.append).get()
+    assert len(pauses) == 2, "a refusal is not retried"
 
 
 def test_without_a_region_the_pods_aws_region_is_tried_first(tmp_path, s3, credentials_endpoint):
@@ -328,7 +367,7 @@ def test_credentials_are_fetched_again_before_they_expire_with_the_token_file_re
 
 @pytest.mark.parametrize(
     "url",
-    ["http://example.com/v1/credentials", "http://169.254.169.254/latest/meta-data/", "ftp://127.0.0.1/x", ""],
+    ["http://example.com/v1/credentials", "http://169.254.169.254/latest/meta-data/", "ftp://127.0.0.1/x"],
 )
 def test_a_credentials_url_that_is_not_the_agents_is_refused(tmp_path, url):
     environ = {"AWS_CONTAINER_CREDENTIALS_FULL_URI": url, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE": str(tmp_path)}
@@ -336,7 +375,16 @@ def test_a_credentials_url_that_is_not_the_agents_is_refused(tmp_path, url):
         Credentials(environ)
 
 
-@pytest.mark.parametrize("url", ["http://169.254.170.23/v1/credentials", "http://[fd00:ec2::23]/v1/credentials"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://169.254.170.23/v1/credentials",
+        "http://[fd00:ec2::23]/v1/credentials",
+        "http://127.0.0.2:8080/v1/credentials",
+        "http://[::1]/v1/credentials",
+        "https://credentials.example.com/v1",
+    ],
+)
 def test_the_pod_identity_agents_addresses_are_accepted(tmp_path, url):
     environ = {"AWS_CONTAINER_CREDENTIALS_FULL_URI": url, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE": str(tmp_path)}
     assert Credentials(environ).url == url
@@ -380,8 +428,9 @@ def test_a_public_bucket_is_read_without_credentials(tmp_path, s3):
     assert not any("Authorization" in request for request in s3.requests)
 
 
-def test_signed_staging_without_pod_identity_is_refused(tmp_path, s3):
-    with pytest.raises(Refused, match="no Pod Identity credentials"):
+def test_signed_staging_without_pod_identity_fails_the_run_for_the_job_to_retry(tmp_path, s3):
+    """A pod created before its service account's Pod Identity association has no credentials; a new pod may."""
+    with pytest.raises(program.Unavailable, match="no Pod Identity credentials"):
         run_stage(tmp_path, s3, f"s3://{BUCKET}/bert/wikicorpus.tar", {})
 
 

@@ -79,19 +79,19 @@ class DatasetStagingChart(JobChart):
     - It runs on the node group given (tolerating its taints, requesting no accelerator), up to ``backoff_limit`` + 1
       times, as the image's user (root: the shared volume's root and the files the training jobs write are root's),
       with a read-only root file system, no capabilities (so root is held to the files' permission bits like any
-      user; the ``data`` filter keeps no archive ownership), no privilege escalation, the runtime's default seccomp profile and no
-      service-account token (Pod Identity's token is mounted apart). Its pods may open HTTPS connections outside the
-      VPC (label :data:`~trainium_eks.core.conventions.EGRESS_INTERNET_LABEL`, admitted by the training namespace's
-      NetworkPolicies) and accept no connection from any pod (label
+      user; the ``data`` filter keeps no archive ownership), no privilege escalation, the runtime's default seccomp
+      profile and no service-account token (Pod Identity's token is mounted apart). Its pods may open HTTPS
+      connections outside the VPC (label :data:`~trainium_eks.core.conventions.EGRESS_INTERNET_LABEL`, admitted by the
+      training namespace's NetworkPolicies) and accept no connection from any pod (label
       :data:`~trainium_eks.core.conventions.INGRESS_POLICY_LABEL` =
       :data:`~trainium_eks.core.conventions.NO_INGRESS_POLICY`): a pod of the namespace cannot use one as its way
       out. It is not deleted when it finishes: the release Jobs of later jobs read its status.
     - ``activeDeadlineSeconds`` = ``deadline_seconds`` bounds the whole Job, its retries included: once past, the Job
       controller deletes its pod and the Job fails with the reason ``DeadlineExceeded``
       (:mod:`~trainium_eks.manifests.jobs.job_deadline` cites the controller's source); a copy cut short has no marker,
-      so it is never taken for the dataset. A failure that no retry mends (a wrong SHA-256, S3's refusal, an archive
-      member outside the destination; exit status 3) or a usage error (2) fails the Job at once, and a pod that a node
-      drain or preemption disrupted is not counted (the Job's pod failure policy).
+      so it is never taken for the dataset. A failure that no retry mends (a wrong SHA-256, S3's 400 or 404, an
+      archive member outside the destination; exit status 3) or a usage error (2) fails the Job at once, and a pod
+      that a node drain or preemption disrupted is not counted (the Job's pod failure policy).
 
     The job's name carries a hash of its spec (:attr:`job_name`); :attr:`ref` is how later jobs wait for it
     (``job/<name>``).

@@ -23,9 +23,10 @@ moved into place at the end, then the marker ``.staged`` is written: a run that 
 copy cut short is never taken for the dataset.
 
 Exit status: 0 when the dataset is staged (now or before); 3 when it never will be with these arguments (the archive's
-SHA-256 differs, S3 refuses the request, the object changed while it was read, a key or archive member would land
-outside the destination); 2 on a usage error; 1 on anything else (a network failure after every retry), which the
-Job retries.
+SHA-256 differs, S3 answers 400 or 404, the object changed while it was read, a key or archive member would land
+outside the destination); 2 on a usage error; 1 on anything else, which the Job retries: a network failure after every
+retry, no credentials yet (a pod created before its Pod Identity association has none), S3's 403 (a policy not yet in
+effect).
 """
 
 import datetime
@@ -33,6 +34,7 @@ import functools
 import hashlib
 import hmac
 import http.client
+import ipaddress
 import json
 import os
 import random
@@ -72,15 +74,37 @@ RETRIED_STATUSES = (500, 502, 503, 504)
 REFRESH_SECONDS = 15 * 60
 """Credentials that expire within this are fetched again before the next request (botocore's advisory refresh)."""
 
-CREDENTIAL_HOSTS = ("127.0.0.1", "localhost", "169.254.170.2", "169.254.170.23", "fd00:ec2::23")
-"""Hosts a plain-HTTP container credentials URL may name: the ones botocore's ``ContainerMetadataFetcher`` accepts
-(the ECS and EKS Pod Identity agents' link-local addresses, and loopback)."""
+CREDENTIAL_HOSTS = ("localhost", "169.254.170.2", "169.254.170.23", "fd00:ec2::23")
+"""Hosts a plain-HTTP container credentials URL may name besides loopback addresses: the ones botocore's
+``ContainerMetadataFetcher`` accepts (the ECS and EKS Pod Identity agents' link-local addresses)."""
+
+CREDENTIAL_RETRIED_STATUSES = (429, *RETRIED_STATUSES)
+"""Statuses of the credentials endpoint that are retried: the Pod Identity agent throttles with 429."""
+
+REGION_ERRORS = ("AuthorizationHeaderMalformed", "PermanentRedirect", "IllegalLocationConstraintException")
+"""S3 error codes that say the bucket is in another region than the request's (besides a 301, 302 or 307), as
+botocore's ``S3RegionRedirectorv2.redirect_from_error`` reads them (an opt-in region's bucket, or a request from one,
+gets ``IllegalLocationConstraintException``)."""
 
 USAGE = "usage: dataset_staging_program.py <destination> <source> signed|unsigned <sha256 or -> <region or ->"
 
 
 class Refused(Exception):
     """A failure that no retry with the same arguments can mend (exit status 3)."""
+
+
+class Unavailable(Exception):
+    """A failure that a later run may not meet (exit status 1, which the Job retries)."""
+
+
+def is_credentials_host(host):
+    """Whether a plain-HTTP credentials URL may name ``host``: a loopback address or :data:`CREDENTIAL_HOSTS`."""
+    if host in CREDENTIAL_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class Credentials:
@@ -92,20 +116,21 @@ class Credentials:
     :data:`REFRESH_SECONDS`, or when S3 says they have expired.
     """
 
-    def __init__(self, environ, clock=time.time):
+    def __init__(self, environ, clock=time.time, sleep=time.sleep):
         self.url = environ.get("AWS_CONTAINER_CREDENTIALS_FULL_URI", "")
         self.token_file = environ.get("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", "")
         self.clock = clock
+        self.sleep = sleep
         self.current = None
         self.expires = 0.0
         parts = urllib.parse.urlsplit(self.url)
         if not self.url or not self.token_file:
-            raise Refused(
+            raise Unavailable(
                 "no Pod Identity credentials: AWS_CONTAINER_CREDENTIALS_FULL_URI and "
                 "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE must be set (a Pod Identity association for the Job's "
                 "service account), or stage a public bucket with unsigned"
             )
-        if parts.scheme != "https" and not (parts.scheme == "http" and parts.hostname in CREDENTIAL_HOSTS):
+        if parts.scheme != "https" and not (parts.scheme == "http" and is_credentials_host(parts.hostname)):
             raise Refused(f"the credentials URL {self.url} is neither HTTPS nor a container credentials address")
 
     def get(self, force=False):
@@ -119,7 +144,12 @@ class Credentials:
         with open(self.token_file) as file:
             token = file.read().strip()
         request = urllib.request.Request(self.url, headers={"Authorization": token})
-        body = retried(lambda: _read_all(request), f"credentials from {self.url}")
+        try:
+            body = retried(
+                lambda: _read_all(request), f"credentials from {self.url}", CREDENTIAL_RETRIED_STATUSES, self.sleep
+            )
+        except urllib.error.HTTPError as error:
+            raise Unavailable(f"no credentials from {self.url}: HTTP {error.code} {error.reason}") from error
         document = json.loads(body)
         self.current = (document["AccessKeyId"], document["SecretAccessKey"], document.get("Token"))
         expiration = document.get("Expiration")
@@ -135,15 +165,15 @@ def _read_all(request):
         return response.read()
 
 
-def retried(call, what, sleep=time.sleep):
-    """``call()``, tried again after a connection error or a status of :data:`RETRIED_STATUSES`, up to
-    :data:`ATTEMPTS` times in all with exponential back-off and full jitter (AWS Architecture Blog, "Exponential
-    Backoff And Jitter"). Any other HTTP error raises at once."""
+def retried(call, what, statuses=RETRIED_STATUSES, sleep=time.sleep):
+    """``call()``, tried again after a connection error or an HTTP status of ``statuses``, up to :data:`ATTEMPTS`
+    times in all with exponential back-off and full jitter (AWS Architecture Blog, "Exponential Backoff And Jitter").
+    Any other HTTP error raises at once."""
     for attempt in range(ATTEMPTS):
         try:
             return call()
         except urllib.error.HTTPError as error:
-            if error.code not in RETRIED_STATUSES or attempt == ATTEMPTS - 1:
+            if error.code not in statuses or attempt == ATTEMPTS - 1:
                 raise
             reason = f"HTTP {error.code}"
         except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError) as error:
@@ -248,9 +278,11 @@ class S3:
     def _open(self, target, headers):
         """The response to a GET of ``target()`` (the URL, which changes with the bucket's region), signed afresh at
         every try. Credentials S3 calls expired are fetched again once. A bucket in another region than the one
-        given is reached there, once: S3 names the bucket's region in ``x-amz-bucket-region`` (or the error's
-        ``Region``) of a 301, or of the 400 ``AuthorizationHeaderMalformed`` that a request signed for the wrong
-        region gets, which botocore follows the same way (``botocore/utils.py``, ``S3RegionRedirectorv2``)."""
+        given is reached there, once: S3 answers a 301, 302 or 307, or an error of :data:`REGION_ERRORS`, naming the
+        region in ``x-amz-bucket-region`` or the error's ``Region``; when it names none, a HEAD of the bucket says
+        (botocore: ``botocore/utils.py``, ``S3RegionRedirectorv2``). A 403 may be a Pod Identity association or
+        policy not yet in effect, so it fails the run for the Job to retry (:class:`Unavailable`); any other 4xx is
+        :class:`Refused`."""
         fetched = moved = False
         while True:
             url = target()
@@ -262,7 +294,9 @@ class S3:
                     fetched = True
                     self.credentials.get(force=True)
                     continue
-                moving = error.code == 301 or code in ("AuthorizationHeaderMalformed", "PermanentRedirect")
+                moving = error.code in (301, 302, 307) or code in REGION_ERRORS
+                if moving and not region:
+                    region = self.head_region()
                 if moving and region and region != self.region and not moved:
                     moved = True
                     print(f"s3://{self.bucket} is in {region}, not {self.region}", flush=True)
@@ -272,9 +306,23 @@ class S3:
                     raise Refused(
                         f"{url} changed while it was read (its ETag is no longer the one first read)"
                     ) from error
+                if error.code == 403:
+                    raise Unavailable(f"S3 refused GET {url}: HTTP 403 {code or error.reason}") from error
                 if 400 <= error.code < 500:
                     raise Refused(f"S3 refused GET {url}: HTTP {error.code} {code or error.reason}") from error
                 raise
+
+    def head_region(self):
+        """The bucket's region as S3 names it in ``x-amz-bucket-region`` of an unsigned HEAD of the bucket (an answer
+        of any status carries it), or None."""
+        request = urllib.request.Request(self.bucket_url, method="HEAD")
+        try:
+            with S3_OPENER.open(request, timeout=TIMEOUT_SECONDS) as response:
+                return response.headers.get("x-amz-bucket-region")
+        except urllib.error.HTTPError as error:
+            return error.headers.get("x-amz-bucket-region") if error.headers is not None else None
+        except (urllib.error.URLError, http.client.HTTPException, ConnectionError, TimeoutError):
+            return None
 
     def _request(self, url, headers):
         sent = dict(headers)
@@ -514,7 +562,7 @@ def stage(destination, source, signed, sha256, region, environ, sleep=time.sleep
                 os.remove(archive)
     else:
         bucket, _, key = source[len("s3://") :].partition("/")
-        credentials = Credentials(environ) if signed else None
+        credentials = Credentials(environ, sleep=sleep) if signed else None
         if region == "-":
             region = environ.get("AWS_REGION") or "us-east-1"
         s3 = S3(bucket, region, credentials, endpoint=environ.get("AWS_ENDPOINT_URL_S3"), sleep=sleep)
@@ -547,6 +595,9 @@ def main(argv, environ):
     except Refused as error:
         print(f"not staged: {error}", file=sys.stderr, flush=True)
         return 3
+    except Unavailable as error:
+        print(f"not staged yet: {error}", file=sys.stderr, flush=True)
+        return 1
     return 0
 
 
