@@ -132,7 +132,7 @@ def test_the_release_digest_covers_everything_of_the_release_job_that_cannot_cha
         patched.setattr(job_release, "RELEASE_IMAGE", "python:3.14-slim")
         assert job_release._release_digest() != RELEASE_DIGEST
     with monkeypatch.context() as patched:
-        patched.setattr(job_release, "_failure_rules", lambda: [])
+        patched.setattr(job_release, "pod_failure_rules", lambda container, exit_codes: [])
         assert job_release._release_digest() != RELEASE_DIGEST
     with monkeypatch.context() as patched:
         patched.setattr(job_release, "SYSTEM_NODE_LABELS", {"role": "other"})

@@ -410,7 +410,8 @@ JOB_RELEASE_IMAGE = ImagePin(
     "python@sha256:4a3ceab0...', 14 platform manifests). The tag was rebuilt later (third-party lock files pin "
     "sha256:593bd06e... for it); a digest keeps the build it names. Read 2026-12-01",
 )
-"""Image of the release Jobs that create held jobs (:mod:`trainium_eks.manifests.jobs.job_release`)."""
+"""Image of the release Jobs that create held jobs (:mod:`trainium_eks.manifests.jobs.job_release`) and of the dataset
+staging Jobs (:mod:`trainium_eks.manifests.jobs.dataset_staging`): programs of Python's standard library only."""
 
 
 @dataclass(frozen=True)

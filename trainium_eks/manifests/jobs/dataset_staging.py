@@ -31,6 +31,7 @@ from trainium_eks.manifests.audit_exceptions import checkov_skips, image_skips
 from trainium_eks.manifests.jobs import job_naming
 from trainium_eks.manifests.jobs.job_chart import JobChart
 from trainium_eks.manifests.jobs.job_deadline import HOUR, check_deadline
+from trainium_eks.manifests.jobs.job_release import pod_failure_rules
 from trainium_eks.manifests.jobs.mounted_program import MountedProgram, MountedProgramChart, program_source
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 
@@ -230,15 +231,7 @@ class DatasetStagingChart(JobChart):
             "spec": {
                 "backoffLimit": backoff_limit,
                 "activeDeadlineSeconds": deadline_seconds,
-                "podFailurePolicy": {
-                    "rules": [
-                        {
-                            "action": "FailJob",
-                            "onExitCodes": {"containerName": "stage", "operator": "In", "values": [2, 3]},
-                        },
-                        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
-                    ]
-                },
+                "podFailurePolicy": {"rules": pod_failure_rules("stage", [2, 3])},
                 "template": {
                     "metadata": {
                         "labels": {**labels, EGRESS_INTERNET_LABEL: "true", INGRESS_POLICY_LABEL: NO_INGRESS_POLICY}

@@ -221,7 +221,7 @@ def release_job(
         "spec": {
             "backoffLimit": 6,
             "activeDeadlineSeconds": timeout_seconds,
-            "podFailurePolicy": {"rules": _failure_rules()},
+            "podFailurePolicy": {"rules": pod_failure_rules("release", [2, NEVER])},
             "template": {
                 "metadata": {"labels": {**labels, EGRESS_KUBERNETES_API_LABEL: "true"}},
                 "spec": {
@@ -237,11 +237,16 @@ def release_job(
     }
 
 
-def _failure_rules() -> List[Dict[str, Any]]:
-    """Fail the Job at once when the program says the held job will never be created (or was misused); ignore pods
-    that a node drain or preemption disrupted; retry the rest (Kubernetes: Job pod failure policy)."""
+def pod_failure_rules(container: str, exit_codes: Sequence[int]) -> List[Dict[str, Any]]:
+    """The rules of a library Job's pod failure policy: fail the Job at once when ``container`` exits with one of
+    ``exit_codes`` (its program says no retry can mend it: the held job will never be created, the dataset never
+    staged, or it was misused); ignore pods that a node drain or preemption disrupted; retry the rest (Kubernetes:
+    Job pod failure policy)."""
     return [
-        {"action": "FailJob", "onExitCodes": {"containerName": "release", "operator": "In", "values": [2, NEVER]}},
+        {
+            "action": "FailJob",
+            "onExitCodes": {"containerName": container, "operator": "In", "values": list(exit_codes)},
+        },
         {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
     ]
 
