@@ -1,17 +1,18 @@
 """A real Kubernetes control plane on loopback: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
 kwok, built from their Go modules (:mod:`e2e.build`).
 
-Every server binds 127.0.0.1 on a port the operating system picks; the test run is in a network namespace with only
-loopback up (``make e2e``), so a pod or service address (10.x) that a component dials fails at once. Authentication:
-a static admin token (group ``system:masters``) for the harness, the control plane and kwok; service-account
-tokens (TokenRequest, signed by the cluster's key) for the components that run as pods, so that their RBAC is the
-real check. kwok plays kubelet for every node annotated ``kwok.x-k8s.io/node: fake`` (the nodes the harness adds
-and the nodes Karpenter's kwok provider launches), with the stages of :mod:`e2e.kwok_stages`.
+Every server binds 127.0.0.1 on a port of the test process's own block (:func:`free_port`); the test run is in a
+network namespace with only loopback up (``make e2e``), so a pod or service address (10.x) that a component dials
+fails at once. Authentication: a static admin token (group ``system:masters``) for the harness, the control plane
+and kwok; service-account tokens (TokenRequest, signed by the cluster's key) for the components that run as pods, so
+that their RBAC is the real check. kwok plays kubelet for every node annotated ``kwok.x-k8s.io/node: fake`` (the
+nodes the harness adds and the nodes Karpenter's kwok provider launches), with the stages of :mod:`e2e.kwok_stages`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
 import socket
@@ -36,11 +37,55 @@ STARTUP_TIMEOUT = 120.0
 """Seconds a control-plane server gets to answer its health check."""
 
 
+PORTS_PER_WORKER = 2000
+"""How many ports each test process hands out before it starts again at the first of its block."""
+
+PORT_BLOCKS_BASE = 12000
+"""The first port of worker ``gw0``'s block. Blocks lie below Linux's default ephemeral range (32768-60999,
+``net.ipv4.ip_local_port_range``), so no outgoing connection's source port and no server bound to port 0 takes one."""
+
+
+def worker_port_block(worker: str) -> range:
+    """The ports the test process ``worker`` (pytest-xdist's ``PYTEST_XDIST_WORKER``: ``gw0``, ``gw1`` ...; anything
+    else is one process alone) hands out: a block of its own, so that two workers never hand out the same port.
+
+    A port the operating system picks (binding port 0) is free when it is picked, not when the server that is given
+    the number binds it: all the workers share one network namespace, and another worker's probe could be given the
+    same number in between (an etcd failed with ``bind: address already in use`` that way)."""
+    index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
+    first = PORT_BLOCKS_BASE + (index % 10) * PORTS_PER_WORKER
+    return range(first, first + PORTS_PER_WORKER)
+
+
+class PortAllocator:
+    """Hands out the ports of one block in turn, skipping any that cannot be bound now (a server still on it, or a
+    connection of its in TIME_WAIT)."""
+
+    def __init__(self, block: Sequence[int]) -> None:
+        self._block = block
+        self._next = 0
+
+    def take(self) -> int:
+        """The next port of the block that 127.0.0.1 can bind now (:class:`HarnessError` if a whole turn finds none)."""
+        for _ in range(len(self._block)):
+            port = self._block[self._next]
+            self._next = (self._next + 1) % len(self._block)
+            with socket.socket() as probe:
+                try:
+                    probe.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            return port
+        raise HarnessError(f"no port of {self._block!r} can be bound on 127.0.0.1")
+
+
+_PORTS = PortAllocator(worker_port_block(os.environ.get("PYTEST_XDIST_WORKER", "")))
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    """A TCP port on 127.0.0.1 that nothing listens on now and that no other test process hands out
+    (:func:`worker_port_block`)."""
+    return _PORTS.take()
 
 
 def write_kubeconfig(path: Path, server: str, ca_file: Path, token: str) -> Path:
