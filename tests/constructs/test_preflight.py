@@ -65,7 +65,13 @@ def test_the_plan_is_what_the_seed_stack_launches():
     assert nodes["SystemNodes"]["instanceType"] == "m7i.xlarge" and nodes["SystemNodes"]["count"] == 2
     assert nodes["SystemNodes"]["provisioning"] == "node-group" and nodes["SystemNodes"]["subnetCreated"] is False
     assert plan["fileSystems"] == [
-        {"kind": "lustre", "storageGib": 1200, "deploymentType": "PERSISTENT_2", "throughputPerUnitStorage": 250}
+        {
+            "kind": "lustre",
+            "name": "Storage",
+            "storageGib": 1200,
+            "deploymentType": "PERSISTENT_2",
+            "throughputPerUnitStorage": 250,
+        }
     ]
     assert CHECKS.check_plan(plan) == []
 

@@ -225,6 +225,7 @@ def plan_of(stack: Stack, version: int) -> Dict[str, Any]:
             file_systems.append(
                 {
                     "kind": "lustre",
+                    "name": construct.node.path.removeprefix(f"{stack.node.path}/"),
                     "storageGib": construct.storage_capacity_gib,
                     "deploymentType": construct.deployment_type.name,
                     "throughputPerUnitStorage": construct.throughput_per_tib,

@@ -25,8 +25,8 @@ The plan (``PLAN_VERSION`` 1)::
                 "capacityReservationId": "cr-..." | null,   # null: none, or one the stack makes (unchecked)
                 "capacityType": "on-demand" | "capacity-block" | "reservation",
                 "provisioning": "karpenter" | "node-group"}],   # optional: how the nodes are launched
-     "fileSystems": [{"kind": "lustre", "storageGib": 1200, "deploymentType": "PERSISTENT_2",
-                      "throughputPerUnitStorage": 125}, {"kind": "efs"}]}
+     "fileSystems": [{"kind": "lustre", "name": "Storage", "storageGib": 1200,   # name: optional
+                      "deploymentType": "PERSISTENT_2", "throughputPerUnitStorage": 125}, {"kind": "efs"}]}
 
 Each check gives a :class:`CheckResult` whose status is ``pass``, ``fail`` or ``unknown``. Only what AWS answered
 makes a check fail; a check that cannot be made (a refused permission, an API, value or endpoint the partition or

@@ -48,6 +48,8 @@ def check_plan(plan: Any) -> List[str]:
                 problems.append(f"{where}: an object whose kind is lustre or efs")
             elif file_system["kind"] == "lustre":
                 _expect(problems, file_system, "storageGib", where, int, minimum=1)
+                if "name" in file_system:  # absent in the plans of earlier versions
+                    _expect(problems, file_system, "name", where, str)
                 if file_system.get("deploymentType") not in LUSTRE_QUOTAS:
                     problems.append(
                         f"{where}: deploymentType {file_system.get('deploymentType')!r}: one of "

@@ -15,7 +15,7 @@ from .plan import check_plan, on_demand, unique
 from .quotas import check_on_demand_vcpus, family_label, quota_family
 from .results import UNKNOWN, CannotCheck, CheckResult
 from .subnet_addresses import check_subnet_addresses
-from .updates import check_lustre_growth, check_zone_move, lustre_sizes, moves_zone
+from .updates import check_lustre_growth, check_zone_move, lustre_pairs, moves_zone
 from .versions import check_kubernetes_version
 
 RESERVE_SECONDS = 20.0
@@ -109,8 +109,8 @@ def planned_checks(context: AwsContext) -> List[Tuple[str, Callable[[], Optional
     if any(fs["kind"] == "efs" for fs in plan["fileSystems"]):
         add("efs-file-systems", check_efs_file_systems)
     if context.forward:
-        for index in range(min(len(lustre_sizes(plan)), len(lustre_sizes(context.previous)))):
-            add(f"lustre-storage/{index}", check_lustre_growth, index)
+        for name, _, _ in lustre_pairs(context):
+            add(f"lustre-storage/{name}", check_lustre_growth, name)
     return checks
 
 

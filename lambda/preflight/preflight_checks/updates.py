@@ -4,7 +4,7 @@ call, and fail the update in its first minute instead of at the resource that ca
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional
+from typing import Any, List, Mapping, Optional, Tuple
 
 from .aws_context import AwsContext
 from .results import FAIL, PASS, CheckResult
@@ -39,37 +39,53 @@ def check_zone_move(context: AwsContext, node: Mapping[str, Any]) -> CheckResult
     before = _previous_nodes(context, node["name"])
     assert before is not None
     old, new = before["availabilityZoneId"], node["availabilityZoneId"]
-    types = ", ".join(sorted({nodes["instanceType"] for nodes in context.plan["nodes"]}))
     if old == new:
         return CheckResult(name, PASS, f"{node['name']} stay in {new}")
     return CheckResult(
         name,
         FAIL,
-        f"{node['name']} would move from {old} to {new} (the plan's instance types: {types}): the stack's subnets "
-        f"would be replaced with their CIDR blocks, which EC2 refuses while the old subnets stand "
+        f"{node['name']} would move from {old} to {new} (their instance type: {node['instanceType']}): the stack's "
+        f"subnets would be replaced with their CIDR blocks, which EC2 refuses while the old subnets stand "
         f"(InvalidSubnet.Conflict)",
-        f"keep {old}: set the nodes' AZ ID to {old} (trainiumAzId, kubeflowAzId or composerAzId in the default app) "
-        f"with instance types {old} offers; to move, destroy the stack (its file system is retained) and deploy it "
-        f"again in {new}",
+        f"keep {old}: give the nodes the AZ ID {old} (in the default app: trainiumAzId, kubeflowAzId or composerAzId) "
+        f"and an instance type that {old} offers; to move, destroy the stack (its file system is retained) and "
+        f"deploy it again in {new}",
     )
 
 
-def lustre_sizes(plan: Optional[Mapping[str, Any]]) -> List[int]:
-    """The storage of each FSx for Lustre file system of ``plan``, in GiB, in the plan's order."""
-    return [int(fs["storageGib"]) for fs in (plan or {}).get("fileSystems", []) if fs.get("kind") == "lustre"]
+def _lustre(plan: Optional[Mapping[str, Any]]) -> List[Mapping[str, Any]]:
+    return [fs for fs in (plan or {}).get("fileSystems", []) if fs.get("kind") == "lustre"]
 
 
-def check_lustre_growth(context: AwsContext, index: int) -> CheckResult:
-    """The ``index``-th FSx for Lustre file system of the plan is at least as large as the previous deploy's: FSx
-    for Lustre storage can only be increased (FSx for Lustre user guide, "Managing storage capacity": "You can only
-    increase the amount of storage capacity"), so a smaller size fails the update at the file system."""
-    name = f"lustre-storage/{index}"
-    old, new = lustre_sizes(context.previous)[index], lustre_sizes(context.plan)[index]
-    if new >= old:
-        return CheckResult(name, PASS, f"{new} GiB, from {old} GiB")
+def lustre_pairs(context: AwsContext) -> List[Tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
+    """The FSx for Lustre file systems of the plan that the previous deploy had, as (name, before, now): paired by
+    ``name`` (the construct's path in the stack, from which its logical ID comes, so the same file system). Plans of
+    versions before the key name none; those pair only when each plan has one file system."""
+    before, now = _lustre(context.previous), _lustre(context.plan)
+    if all("name" in fs for fs in before + now):
+        previous = {fs["name"]: fs for fs in before}
+        return [(fs["name"], previous[fs["name"]], fs) for fs in now if fs["name"] in previous]
+    if len(before) == len(now) == 1:
+        return [(now[0].get("name") or before[0].get("name") or "0", before[0], now[0])]
+    return []
+
+
+def check_lustre_growth(context: AwsContext, name: str) -> CheckResult:
+    """The FSx for Lustre file system ``name`` keeps its size or grows, and a SCRATCH_1 file system keeps it.
+    CloudFormation changes ``StorageCapacity`` in place (it is not among ``AWS::FSx::FileSystem``'s
+    createOnlyProperties in the CloudFormation registry schema) by FSx's UpdateFileSystem, which only increases
+    storage, and not for SCRATCH_1 (FSx API Reference, UpdateFileSystem, ``StorageCapacity``: for SCRATCH_2,
+    PERSISTENT_1 and PERSISTENT_2 SSD the value must be greater than the current capacity), so any other change
+    fails the update at the file system."""
+    check = f"lustre-storage/{name}"
+    _, before, now = next(pair for pair in lustre_pairs(context) if pair[0] == name)
+    old, new = int(before["storageGib"]), int(now["storageGib"])
+    if new == old or (new > old and now.get("deploymentType") != "SCRATCH_1"):
+        return CheckResult(check, PASS, f"{new} GiB, from {old} GiB")
+    if new > old:
+        reason = "the storage of a SCRATCH_1 file system cannot change"
+    else:
+        reason = f"{new} GiB is less than the file system's {old} GiB: FSx for Lustre storage only grows"
     return CheckResult(
-        name,
-        FAIL,
-        f"{new} GiB is less than the file system's {old} GiB: FSx for Lustre storage only grows",
-        f"keep {old} GiB or more (lustreStorageGiB in the default app)",
+        check, FAIL, reason, f"keep {old} GiB{'' if new > old else ' or more'} (lustreStorageGiB in the default app)"
     )

@@ -34,3 +34,10 @@ def test_subnet_created_is_optional_and_a_boolean(checks):
     assert checks.check_plan(_plan(_node(subnetCreated="yes"))) == [
         "nodes[0] (AcceleratedNodes): subnetCreated='yes' must be true or false"
     ]
+
+
+def test_a_lustre_file_systems_name_is_optional_and_a_string(checks):
+    lustre = {"kind": "lustre", "storageGib": 1200, "deploymentType": "PERSISTENT_2"}
+    assert checks.check_plan(_plan(fileSystems=[lustre])) == [], "plans of earlier versions name no file system"
+    assert checks.check_plan(_plan(fileSystems=[dict(lustre, name="Storage")])) == []
+    assert checks.check_plan(_plan(fileSystems=[dict(lustre, name=7)])) == ["fileSystems[0]: name=7 must be a string"]

@@ -20,12 +20,13 @@ G5 = _own(name="AcceleratedNodes", instanceType="g5.12xlarge", availabilityZoneI
 
 
 def test_nodes_that_stay_in_their_zone_pass_and_a_move_fails_naming_both_zones(checks, mixed):
-    context = _context(checks, mixed, _plan(G5), previous=_plan(_own()))
+    cpu = _node(name="CpuNodes", instanceType="m7i.4xlarge", efaInterfaces=0)
+    context = _context(checks, mixed, _plan(G5, cpu), previous=_plan(_own(), cpu))
     assert "zone-move/AcceleratedNodes" in [name for name, _ in checks.planned_checks(context)]
     moved = checks.check_zone_move(context, G5)
     assert moved.status == "fail"
     assert moved.message.startswith(
-        "AcceleratedNodes would move from usw2-az4 to usw2-az3 (the plan's instance types: g5.12xlarge)"
+        "AcceleratedNodes would move from usw2-az4 to usw2-az3 (their instance type: g5.12xlarge)"
     )
     assert "InvalidSubnet.Conflict" in moved.message and moved.advice.startswith("keep usw2-az4")
     stayed = _context(checks, mixed, _plan(_own()), previous=_plan(_own(count=4)))
@@ -48,14 +49,19 @@ def test_a_zone_is_not_compared_without_a_previous_deploy_a_subnet_of_the_user_o
         assert not [name for name, _ in checks.planned_checks(context) if name.startswith("zone-move/")]
 
 
+def _lustre(gib: int, name="Storage/Lustre", deployment_type="PERSISTENT_2"):
+    file_system = {"kind": "lustre", "storageGib": gib, "deploymentType": deployment_type}
+    return dict(file_system, name=name) if name else file_system
+
+
 def test_a_lustre_file_system_may_grow_and_never_shrink(checks, mixed):
     def lustre(gib: int):
-        return _plan(fileSystems=[{"kind": "lustre", "storageGib": gib, "deploymentType": "PERSISTENT_2"}])
+        return _plan(fileSystems=[_lustre(gib)])
 
     grown = _context(checks, mixed, lustre(2400), previous=lustre(1200))
-    assert [name for name, _ in checks.planned_checks(grown)][-1] == "lustre-storage/0"
-    assert checks.check_lustre_growth(grown, 0).status == "pass"
-    shrunk = checks.check_lustre_growth(_context(checks, mixed, lustre(1200), previous=lustre(2400)), 0)
+    assert [name for name, _ in checks.planned_checks(grown)][-1] == "lustre-storage/Storage/Lustre"
+    assert checks.check_lustre_growth(grown, "Storage/Lustre").status == "pass"
+    shrunk = checks.check_lustre_growth(_context(checks, mixed, lustre(1200), previous=lustre(2400)), "Storage/Lustre")
     assert (shrunk.status, shrunk.message) == (
         "fail",
         "1200 GiB is less than the file system's 2400 GiB: FSx for Lustre storage only grows",
@@ -63,3 +69,50 @@ def test_a_lustre_file_system_may_grow_and_never_shrink(checks, mixed):
     for context in (_context(checks, mixed, lustre(1200)), _context(checks, mixed, lustre(1200), lustre(2400), False)):
         assert not [name for name, _ in checks.planned_checks(context) if name.startswith("lustre-storage/")]
     assert shrunk.advice == "keep 2400 GiB or more (lustreStorageGiB in the default app)"
+
+
+def test_a_scratch_1_file_system_keeps_its_size_which_fsx_cannot_change(checks, mixed):
+    def scratch(gib: int):
+        return _plan(fileSystems=[_lustre(gib, deployment_type="SCRATCH_1")])
+
+    grown = checks.check_lustre_growth(_context(checks, mixed, scratch(2400), previous=scratch(1200)), "Storage/Lustre")
+    assert (grown.status, grown.message, grown.advice) == (
+        "fail",
+        "the storage of a SCRATCH_1 file system cannot change",
+        "keep 1200 GiB (lustreStorageGiB in the default app)",
+    )
+    kept = _context(checks, mixed, scratch(1200), previous=scratch(1200))
+    assert checks.check_lustre_growth(kept, "Storage/Lustre").status == "pass"
+
+
+def test_file_systems_are_paired_by_name_not_by_position(checks, mixed):
+    """A file system added before the one that was there is new: only the one of the same name is compared."""
+    previous = _plan(fileSystems=[_lustre(2400, name="Storage/Lustre")])
+    plan = _plan(fileSystems=[_lustre(1200, name="Scratch/Lustre"), _lustre(2400, name="Storage/Lustre")])
+    context = _context(checks, mixed, plan, previous=previous)
+    planned = [name for name, _ in checks.planned_checks(context) if name.startswith("lustre-storage/")]
+    assert planned == ["lustre-storage/Storage/Lustre"]
+    assert checks.check_lustre_growth(context, "Storage/Lustre").status == "pass"
+    renamed = _context(checks, mixed, _plan(fileSystems=[_lustre(1200, name="Data/Lustre")]), previous=previous)
+    assert not [name for name, _ in checks.planned_checks(renamed) if name.startswith("lustre-storage/")]
+
+
+def test_a_plan_of_an_earlier_version_pairs_its_one_file_system_and_no_more(checks, mixed):
+    """Plans before the ``name`` key: one file system on each side is the same one; with more, position says
+    nothing, and nothing is compared."""
+    earlier = _plan(fileSystems=[_lustre(2400, name=None)])
+    shrunk = _context(checks, mixed, _plan(fileSystems=[_lustre(1200)]), previous=earlier)
+    assert checks.check_lustre_growth(shrunk, "Storage/Lustre").status == "fail"
+    two = _plan(fileSystems=[_lustre(2400, name=None), _lustre(2400, name=None)])
+    context = _context(checks, mixed, _plan(fileSystems=[_lustre(1200), _lustre(1200, name="Other")]), previous=two)
+    assert not [name for name, _ in checks.planned_checks(context) if name.startswith("lustre-storage/")]
+
+
+def test_storage_capacity_is_changed_in_place_by_cloudformation_so_fsx_rules_decide():
+    """The claim of ``check_lustre_growth``: the CloudFormation registry schema (as cfn-lint ships it) does not make
+    ``StorageCapacity`` create-only, so a change is an UpdateFileSystem call, not a new file system."""
+    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+
+    schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema("us-east-1", "AWS::FSx::FileSystem").schema
+    assert "/properties/StorageCapacity" not in schema["createOnlyProperties"]
+    assert "/properties/SubnetIds" in schema["createOnlyProperties"]
