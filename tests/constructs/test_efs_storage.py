@@ -201,6 +201,16 @@ def test_a_named_client_has_a_rule_of_its_own_name_and_takes_no_position():
         storage.allow_clients(optional, late, name="gpu-nodes")
 
 
+def test_an_efs_clients_name_is_neither_a_positional_name_nor_one_taken():
+    stack, vpc, _groups, storage = storage_stack(clients=1)
+    optional = ec2.SecurityGroup(stack, "Optional", vpc=vpc)
+    storage.allow_clients(optional, name="GpuNodes")
+    with pytest.raises(ConfigurationError, match=r"name='GpuNodes': a name no other client"):
+        storage.allow_clients(optional, name="GpuNodes")
+    with pytest.raises(ConfigurationError, match=r"name='Client0': a name other than Client<n>"):
+        storage.allow_clients(optional, name="Client0")
+
+
 def stack_dependencies(app):
     """Stack name -> the names of the stacks it depends on (synthesizing fails on a dependency cycle)."""
     stacks = app.synth().stacks

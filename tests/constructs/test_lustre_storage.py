@@ -206,13 +206,40 @@ def test_a_named_client_has_rules_of_its_own_name_and_takes_no_position():
     storage = LustreStorage(stack, "Fs", vpc=vpc, subnet=vpc.private_subnets[0], client_security_groups=[first])
     storage.allow_clients(optional, name="GpuNodes")
     storage.allow_clients(late)
+
+    def group(construct):
+        return json.dumps({"Fn::GetAtt": [stack.get_logical_id(construct.node.default_child), "GroupId"]})
+
+    own = group(storage.security_group)
     rules = resources_of(assertions.Template.from_stack(stack), "AWS::EC2::SecurityGroupIngress")
-    names = sorted(
-        {lid.removeprefix("Fs")[:-8].rsplit("Port", 1)[0] for lid in rules if "Client" in lid or "Gpu" in lid}
-    )
-    assert names == ["FromClient0", "FromClient1", "FromGpuNodes", "ToClient0", "ToClient1", "ToGpuNodes"]
+    pairs = {}
+    for lid, rule in rules.items():
+        if not lid.startswith(("FsFrom", "FsTo")):
+            continue  # the file system's own group admitting itself
+        name = lid.removeprefix("Fs")[:-8].rsplit("Port", 1)[0]
+        pairs.setdefault(name, set()).add(
+            (json.dumps(rule["Properties"]["GroupId"]), json.dumps(rule["Properties"]["SourceSecurityGroupId"]))
+        )
+    expected = {}
+    for name, client in (("Client0", first), ("GpuNodes", optional), ("Client1", late)):
+        expected[f"From{name}"] = {(own, group(client))}
+        expected[f"To{name}"] = {(group(client), own)}
+    assert pairs == expected
     with pytest.raises(ConfigurationError, match=r"name='2nd'"):
         storage.allow_clients(late, name="2nd")
+
+
+def test_a_clients_name_is_neither_a_positional_name_nor_one_taken():
+    stack = cdk.Stack(new_app(), "S")
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2)
+    first, second = (ec2.SecurityGroup(stack, name, vpc=vpc) for name in ("First", "Second"))
+    storage = LustreStorage(stack, "Fs", vpc=vpc, subnet=vpc.private_subnets[0])
+    storage.allow_clients(first, name="GpuNodes")
+    with pytest.raises(ConfigurationError, match=r"name='GpuNodes': a name no other client of the file system has"):
+        storage.allow_clients(second, name="GpuNodes")
+    with pytest.raises(ConfigurationError, match=r"name='Client3': a name other than Client<n>"):
+        storage.allow_clients(second, name="Client3")
+    storage.allow_clients(second, name="Clients")
 
 
 @pytest.mark.parametrize("size", [1200, 2400, 4800, 7200])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List, Mapping, Optional, Sequence
+from typing import List, Mapping, Optional, Sequence, Set
 
 from aws_cdk import RemovalPolicy, Token
 from aws_cdk import aws_ec2 as ec2
@@ -121,6 +121,7 @@ class EfsStorage(Construct):
             allow_all_outbound=False,
         )
         self._clients: List[ec2.ISecurityGroup] = []
+        self._client_names: Set[str] = set()
         self.allow_clients(*client_security_groups)
 
         conditions = {"elasticfilesystem:AccessedViaMountTarget": "true"}
@@ -191,8 +192,10 @@ class EfsStorage(Construct):
         """
         problems = Problems(f"{self.node.path}.allow_clients")
         check_client_groups(problems, "security_groups", security_groups)
-        check_client_name(problems, name, security_groups)
+        check_client_name(problems, name, security_groups, self._client_names)
         problems.raise_if_any()
+        if name is not None:
+            self._client_names.add(name)
         for client in security_groups:
             label = name
             if label is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional, Sequence
+from typing import Any, List, Mapping, Optional, Sequence, Set
 
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -176,6 +176,7 @@ class LustreStorage(Construct):
         )
         # LustreFileSystem itself opens TCP 988-1023 between members of this group (the file system's servers).
         self._clients: List[ec2.ISecurityGroup] = []
+        self._client_names: Set[str] = set()
         self.allow_clients(*client_security_groups)
 
         self.file_system = fsx.LustreFileSystem(
@@ -329,8 +330,10 @@ class LustreStorage(Construct):
         """
         problems = Problems(f"{self.node.path}.allow_clients")
         check_client_groups(problems, "security_groups", security_groups)
-        check_client_name(problems, name, security_groups)
+        check_client_name(problems, name, security_groups, self._client_names)
         problems.raise_if_any()
+        if name is not None:
+            self._client_names.add(name)
         for client in security_groups:
             label = name
             if label is None:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Collection
 
 from aws_cdk import Stack
 from aws_cdk import aws_ec2 as ec2
@@ -25,13 +25,18 @@ def check_client_groups(problems: Problems, setting: str, groups: Any) -> bool:
     return not wrong
 
 
-def check_client_name(problems: Problems, name: Any, groups: Any) -> None:
+def check_client_name(problems: Problems, name: Any, groups: Any, taken: Collection[str]) -> None:
     """``name``, when given, names the rules of exactly one client group: letters and digits, starting with a
-    letter (it goes into logical IDs)."""
+    letter (it goes into logical IDs), not ``Client<n>`` (the names of clients by position) and not a name in
+    ``taken`` (the names the file system's clients have already: a second would be the same rules)."""
     if name is None:
         return
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", name):
         problems.add("name", name, "letters and digits, starting with a letter")
+    elif re.fullmatch(r"Client[0-9]+", name):
+        problems.add("name", name, "a name other than Client<n>, which names the clients given without a name")
+    elif name in taken:
+        problems.add("name", name, "a name no other client of the file system has")
     if isinstance(groups, (list, tuple)) and len(groups) != 1:
         problems.add("security_groups", len(groups), "one security group with a name")
 

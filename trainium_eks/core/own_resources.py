@@ -1,22 +1,28 @@
-"""Which of a stack's own L1 resources a value refers to: a ``Ref`` to a resource of the stack itself, not to one
-of another stack (``Fn::ImportValue``) or one that exists before the deploy (a plain ID)."""
+"""Which of a stack's own L1 resources a value refers to: a reference to a resource of the stack itself, not to one
+of another stack (even one whose logical ID is the same) or one that exists before the deploy (a plain ID)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, List, Sequence, Type
 
-from aws_cdk import CfnResource, Stack
+from aws_cdk import CfnResource, Reference, Stack, Token, Tokenization
 
 
 def own_resources(stack: Stack, values: Sequence[Any], types: Sequence[Type[CfnResource]]) -> List[CfnResource]:
-    """The resources of ``types`` in ``stack`` whose ``Ref`` is one of ``values`` (tokens such as
-    ``subnet.subnet_id``, resolved in ``stack``)."""
-    wanted = {json.dumps(stack.resolve(value)) for value in values}
-    return [
-        child
-        for child in stack.node.find_all()
-        if isinstance(child, tuple(types))
-        and Stack.of(child) is stack
-        and json.dumps({"Ref": stack.get_logical_id(child)}) in wanted
-    ]
+    """The resources of ``types`` in ``stack`` that ``values`` (tokens such as ``subnet.subnet_id``) refer to, in
+    the order of ``values``. A value is matched by the resource its token refers to (the ``Reference``'s target),
+    not by the ``Ref`` it resolves to: a subnet of another stack resolves, in ``stack``, to a ``Ref`` of its own
+    logical ID, which a subnet of ``stack`` built by the same constructs has too."""
+    found: List[CfnResource] = []
+    for value in values:
+        token = Tokenization.reverse(value) if Token.is_unresolved(value) else None
+        if not isinstance(token, Reference):
+            continue
+        target = token.target
+        if (
+            isinstance(target, tuple(types))
+            and Stack.of(target) is stack
+            and all(target.node.path != f.node.path for f in found)
+        ):
+            found.append(target)
+    return found
