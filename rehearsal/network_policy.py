@@ -22,8 +22,18 @@ What is modelled, and where it comes from:
   their ClusterIPs added"), on the Service's port, which must equal the container's (EKS user guide,
   cni-network-policy.html considerations). Headless Services resolve to pod addresses and are not Services here.
 
-Not modelled: the window of the agent's default (standard) mode in which a new pod runs before its rules are
-programmed, IPv6, SCTP, and traffic that does not pass through the pod's network interface (EFA).
+- Strict mode (``strict=True``: the agent's ``NETWORK_POLICY_ENFORCING_MODE=strict``): a pod that no policy of its
+  namespace selects, for either direction, is denied both ways, its node too (the node's address is an entry of the
+  rules computed for a pod's policies, ``fw_rule_processor.go``; this pod has none: its ``pod_state`` stays
+  ``DEFAULT_DENY``:
+  aws/aws-network-policy-agent v1.4.1 ``pkg/rpc/rpc_handler.go``, ``controllers/policyendpoints_controller.go``); a
+  pod that some policy selects is decided as above, the direction no policy isolates open (the controller's
+  catch-all entry). EKS user guide, cni-network-policy-configure.html: in strict mode "you must have a network policy
+  for every endpoint that your pods need to access".
+
+Not modelled: the moment between a pod's start and its rules being programmed (in standard mode it passes
+everything, in strict mode nothing), IPv6, SCTP, and traffic that does not pass through the pod's network interface
+(EFA).
 """
 
 from __future__ import annotations
@@ -72,6 +82,7 @@ class Cluster:
     :param namespaces: Namespace name -> its labels (``kubernetes.io/metadata.name`` is added).
     :param pods: The pods that Services may select.
     :param services: ClusterIP Services.
+    :param strict: The agent's strict mode: a pod that no policy selects is denied. Default: false (standard).
     """
 
     def __init__(
@@ -81,11 +92,13 @@ class Cluster:
         namespaces: Mapping[str, Mapping[str, str]],
         pods: Sequence[Pod] = (),
         services: Sequence[Service] = (),
+        strict: bool = False,
     ) -> None:
         self.policies = [dict(policy) for policy in policies]
         self.namespaces = {name: {**labels, "kubernetes.io/metadata.name": name} for name, labels in namespaces.items()}
         self.pods = list(pods)
         self.services = list(services)
+        self.strict = strict
 
     def allowed(self, source: Endpoint, destination: Endpoint, port: int, protocol: str = "TCP") -> bool:
         """Whether ``source`` may open a connection to ``destination`` on ``port``."""
@@ -103,6 +116,8 @@ class Cluster:
     ) -> bool:
         """Whether ``pod``'s ``policy_type`` side lets the connection through: to or from ``other``, on ``port`` of
         ``ports_of`` (the destination, whose named ports a rule may use)."""
+        if self.strict and not self.selected(pod):
+            return False
         if isinstance(other, Address) and other.ip == pod.node_ip:
             return True
         rules = self._rules(pod, policy_type, policy_type.lower())
@@ -113,6 +128,14 @@ class Cluster:
             self._ports_match(rule.get("ports"), ports_of, port, protocol)
             and self._peers_match(rule.get(peers), namespace, other)
             for rule, namespace in rules
+        )
+
+    def selected(self, pod: Pod) -> bool:
+        """Whether some policy of ``pod``'s namespace selects it (for either direction)."""
+        return any(
+            policy["metadata"]["namespace"] == pod.namespace
+            and selects(policy["spec"].get("podSelector") or {}, pod.labels)
+            for policy in self.policies
         )
 
     def _rules(self, pod: Pod, policy_type: str, key: str) -> Optional[List[Any]]:

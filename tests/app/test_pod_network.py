@@ -7,8 +7,8 @@ from typing import Dict, List
 import pytest
 
 from rehearsal.network_policy import Address, Cluster, Pod, Service
-from tests.support.apps import COMPOSER_TRAINING, KUBEFLOW_TRAINING, TRAINIUM_EKS, stack_template
-from tests.support.manifests import applied_objects, pod_templates
+from tests.support.apps import COMPOSER_TRAINING, KUBEFLOW_TRAINING, TRAINIUM_EKS, resources_of, stack_template
+from tests.support.manifests import MANIFEST, applied_objects, manifest_of, pod_templates
 from trainium_eks.core.conventions import FABRIC_CHECK_LABEL
 from trainium_eks.manifests.access.training_network_policy import EKS_KUBERNETES_SERVICE_IPS
 from trainium_eks.manifests.addons.etcd import CLIENT_PORT, PEER_PORT, EtcdChart
@@ -49,15 +49,66 @@ def namespace_pods(template) -> Dict[str, List[Pod]]:
     return found
 
 
+def network_policies(template) -> List[Dict]:
+    """Every NetworkPolicy the stack applies, in every namespace (``applied_objects`` keys by kind and name)."""
+    found = [manifest_of(resource) for resource in resources_of(template, MANIFEST).values()]
+    return [obj for obj in found if obj["kind"] == "NetworkPolicy"]
+
+
+def system_namespaces(template) -> List[str]:
+    """The namespaces other than the training namespace where the stack runs pods: its Helm releases', its add-ons'
+    (kube-system always; amazon-cloudwatch with Container Insights) and those of the pods it applies itself."""
+    found = {"kube-system"}
+    found |= {r["Properties"]["Namespace"] for r in resources_of(template, "Custom::AWSCDK-EKS-HelmChart").values()}
+    addons = {r["Properties"]["AddonName"] for r in resources_of(template, "AWS::EKS::Addon").values()}
+    found |= {"amazon-cloudwatch"} if "amazon-cloudwatch-observability" in addons else set()
+    found |= {o["metadata"].get("namespace") for o in applied_objects(template).values() if pod_templates(o)}
+    return sorted(found - {NAMESPACE, None})  # None: a cluster-scoped runtime's templates, for the training namespace
+
+
 def cluster_of(template, pods: Dict[str, List[Pod]]) -> Cluster:
-    policies = [obj for obj in applied_objects(template).values() if obj["kind"] == "NetworkPolicy"]
+    """The stack's policies in the VPC CNI's strict mode (``TrainingCluster``'s default)."""
     every_pod = [pod for group in pods.values() for pod in group] + [COREDNS, KARPENTER, ELSEWHERE]
-    return Cluster(
-        policies,
-        namespaces={NAMESPACE: {}, "kube-system": {}, "default": {}},
-        pods=every_pod,
+    namespaces = {NAMESPACE: {}, "default": {}, **{name: {} for name in system_namespaces(template)}}
+    return Cluster(network_policies(template), namespaces=namespaces, pods=every_pod, services=[KUBE_DNS], strict=True)
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_in_strict_mode_every_pod_of_the_stacks_own_namespaces_keeps_its_network(name):
+    """A pod that no policy selects has no network in strict mode: each namespace where the stack runs pods admits
+    its pods' traffic (a Helm release's pod, CoreDNS, the CloudWatch agent: to the API server and AWS, and from the
+    API server to a webhook), while the device plugins keep their policy (no ingress) and the default namespace,
+    which the stack leaves alone, is closed."""
+    template = stack_template(name)
+    namespaces = system_namespaces(template)
+    expected = {"kube-system", "volcano-system", "amazon-cloudwatch"}
+    expected |= {"kubeflow-system"} if name == KUBEFLOW_TRAINING else set()
+    assert set(namespaces) == expected
+    cluster = Cluster(
+        network_policies(template),
+        namespaces={n: {} for n in [*namespaces, "default"]},
+        pods=[COREDNS],
         services=[KUBE_DNS],
+        strict=True,
     )
+    for namespace in namespaces:
+        component = Pod(namespace, {"app.kubernetes.io/name": "component"}, "10.0.7.7")
+        assert cluster.selected(component), namespace
+        assert cluster.allowed(component, Address(EKS_KUBERNETES_SERVICE_IPS[1]), 443), namespace
+        assert cluster.allowed(component, S3, 443) and cluster.allowed(component, KUBE_DNS, 53, "UDP"), namespace
+        assert cluster.allowed(VPC_HOST, component, 9443), f"{namespace}: the API server calls its webhooks"
+    plugins = [
+        Pod(o["metadata"]["namespace"], t["labels"], "10.0.8.8")
+        for o in applied_objects(template).values()
+        if o["kind"] == "DaemonSet" and "device-plugin" in o["metadata"]["name"]
+        for t in pod_templates(o)
+        if not t["spec"].get("hostNetwork")  # the EFA plugin's: no policy applies to the host's network
+    ]
+    assert bool(plugins) == (name != KUBEFLOW_TRAINING)  # Neuron, NVIDIA; KubeflowTraining's GPU group is optional
+    for plugin in plugins:
+        assert cluster.allowed(plugin, Address(EKS_KUBERNETES_SERVICE_IPS[1]), 443), plugin.labels
+        assert not cluster.allowed(VPC_HOST, plugin, 8080) and not cluster.allowed(COREDNS, plugin, 8080), plugin
+    assert not cluster.allowed(ELSEWHERE, S3, 443) and not cluster.allowed(COREDNS, ELSEWHERE, 80)
 
 
 @pytest.fixture(scope="module", params=STACKS)

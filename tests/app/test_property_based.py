@@ -44,6 +44,7 @@ from trainium_eks.facts.catalog import INSTANCE_CATALOG, Accelerator
 from trainium_eks.facts.dns_domains import domain_pattern_problem
 from trainium_eks.facts.regions import AZ_IDS_BY_REGION, partition_of
 from trainium_eks.manifests.access.job_release_access import JobReleaseAccessChart, JobReleaseCreatorChart
+from trainium_eks.manifests.access.system_network_policy import SystemNetworkPolicyChart
 from trainium_eks.manifests.access.training_namespace import TrainingNamespaceChart
 from trainium_eks.manifests.access.training_network_policy import TrainingNetworkPolicyChart
 from trainium_eks.manifests.access.workflow_access import WorkflowAccessChart
@@ -397,6 +398,7 @@ CHART_FACTORIES: Dict[str, Callable[..., Any]] = {
     "TensorBoardChart": lambda **p: TensorBoardChart(**p),
     "TrainingNamespaceChart": lambda **p: TrainingNamespaceChart(**p),
     "TrainingNetworkPolicyChart": lambda **p: TrainingNetworkPolicyChart(**p),
+    "SystemNetworkPolicyChart": lambda **p: SystemNetworkPolicyChart(**{"namespace": "kube-system", **p}),
     "LustreVolumeChart": lambda **p: LustreVolumeChart(**{"volume": VOLUME, **p}),
     "VolcanoQueueChart": lambda **p: VolcanoQueueChart(**p),
     "TrainJobChart": lambda **p: TrainJobChart(
@@ -510,6 +512,7 @@ PROPS = {
         "fsx_csi_driver",
         "efs_csi_driver",
         "invocation_alarm",
+        "network_policy_mode",
     ],
     "JobSequence": ["cluster", "prerequisites", "access_prerequisites", "release_timeout"],
     "VolcanoJobChart": [
@@ -562,6 +565,7 @@ PROPS = {
     "TensorBoardChart": ["namespace", "claim_name", "log_dir", "image"],
     "TrainingNamespaceChart": ["namespace", "service_account"],
     "TrainingNetworkPolicyChart": ["namespace", "kubernetes_api_addresses"],
+    "SystemNetworkPolicyChart": ["namespace", "create_namespace"],
     "LustreVolumeChart": ["volume", "namespace", "volume_name", "claim_name"],
     "VolcanoQueueChart": ["name", "weight"],
     "EfsStorage": ["vpc", "subnets", "client_security_groups", "kms_key", "transition_to_ia", "require_tls"],

@@ -8,10 +8,12 @@ from aws_cdk import assertions
 from aws_cdk import aws_eks_v2 as eks
 
 from tests.support.apps import default_template, new_app, only, resources_of, stack_template
+from tests.support.manifests import MANIFEST, manifest_of
 from trainium_eks.constructs.cluster import VPC_CNI_SERVICE_ACCOUNT, TrainingCluster
 from trainium_eks.constructs.network import TrainingNetwork
 from trainium_eks.core.validation import ConfigurationError
 from trainium_eks.facts import versions
+from trainium_eks.manifests.access.system_network_policy import ALLOW_ALL_POLICY
 from trainium_eks.stacks.app_context import STACKS
 
 
@@ -153,9 +155,10 @@ def test_add_on_versions_can_be_pinned():
     )
 
 
-def test_a_vpc_cni_without_efa_only_support_is_refused():
-    with pytest.raises(ValueError, match=r"vpc-cni must be v1.18.5 or newer"):
-        build_cluster(addon_versions={"vpc-cni": "v1.18.3-eksbuild.1"})
+def test_a_vpc_cni_without_efa_only_support_or_strict_mode_is_refused():
+    for version in ("v1.18.3-eksbuild.1", "v1.19.2-eksbuild.1"):
+        with pytest.raises(ValueError, match=r"vpc-cni must be v1.19.3 or newer"):
+            build_cluster(addon_versions={"vpc-cni": version})
 
 
 def test_container_insights_agent_uses_pod_identity_with_the_cloudwatch_agent_policy(template):
@@ -194,9 +197,48 @@ def test_dashboard_graphs_neuron_and_efa_metrics_per_node_of_this_cluster(templa
     assert {"Ref": cluster_id} in parts
 
 
-def test_vpc_cni_enforces_network_policies(template):
+def test_vpc_cni_enforces_network_policies_strictly_from_a_pods_first_packet(template):
+    cni = addons(template)["vpc-cni"]
+    assert json.loads(cni["Properties"]["ConfigurationValues"]) == {
+        "enableNetworkPolicy": "true",
+        "env": {"NETWORK_POLICY_ENFORCING_MODE": "strict"},
+    }
+
+
+def allow_all_policies(template):
+    """The allow-all NetworkPolicy manifests of a template, by namespace: their logical IDs."""
+    return {
+        obj["metadata"]["namespace"]: lid
+        for lid, resource in resources_of(template, MANIFEST).items()
+        for obj in [manifest_of(resource)]
+        if obj["kind"] == "NetworkPolicy" and obj["metadata"]["name"] == ALLOW_ALL_POLICY
+    }
+
+
+def test_in_strict_mode_kube_system_admits_its_pods_traffic_before_they_exist():
+    """The allow-all policy of kube-system is applied before CoreDNS and the CSI drivers (and, through
+    ``system_workloads_after``, Karpenter and the device plugins), not before the vpc-cni add-on (the deploy's critical
+    path); amazon-cloudwatch's after the add-on that creates that namespace."""
+    _, stack = build_cluster()
+    template = assertions.Template.from_stack(stack)
+    resources = template.to_json()["Resources"]
+    policies = allow_all_policies(template)
+    assert sorted(policies) == ["amazon-cloudwatch", "kube-system"]
+    by_name = {r["Properties"]["AddonName"]: lid for lid, r in resources_of(template, "AWS::EKS::Addon").items()}
+    assert policies["kube-system"] in resources[by_name["coredns"]]["DependsOn"]
+    assert policies["kube-system"] not in resources[by_name["vpc-cni"]].get("DependsOn", [])
+    assert by_name["amazon-cloudwatch-observability"] in resources[policies["amazon-cloudwatch"]]["DependsOn"]
+
+
+def test_in_standard_mode_no_namespace_is_opened_and_the_agent_keeps_its_default():
+    cluster, stack = build_cluster(network_policy_mode="standard")
+    template = assertions.Template.from_stack(stack)
     cni = addons(template)["vpc-cni"]
     assert json.loads(cni["Properties"]["ConfigurationValues"]) == {"enableNetworkPolicy": "true"}
+    assert cluster.allow_all_traffic("kube-system") is None
+    assert allow_all_policies(template) == {}
+    with pytest.raises(ConfigurationError, match=r"network_policy_mode='lenient': strict or standard"):
+        build_cluster(network_policy_mode="lenient")
 
 
 # --- Issue 17: a pod cannot become its node ---------------------------------------------------------------------

@@ -49,6 +49,7 @@ CHARTS = (
     "SharedVolume",
     "TensorBoard",
     "VolcanoQueue",
+    "VolcanoNamespaceNetwork",
 )
 
 
@@ -85,6 +86,7 @@ def test_every_object_of_every_chart_is_its_own_resource_keyed_by_its_identity(t
         "SharedVolume": ["PersistentVolume", "PersistentVolumeClaim"],
         "TensorBoard": ["Deployment", "NetworkPolicy", "Service"],
         "VolcanoQueue": ["Queue"],
+        "VolcanoNamespaceNetwork": ["Namespace", "NetworkPolicy"],
     }
 
 

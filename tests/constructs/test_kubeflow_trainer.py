@@ -29,8 +29,9 @@ def test_defaults_run_the_controller_on_the_system_nodes_and_a_volcano_runtime_a
     ((release_id, release),) = resources_of(template, "Custom::AWSCDK-EKS-HelmChart").items()
     assert json.loads(release["Properties"]["Values"])["manager"] == {"nodeSelector": dict(SYSTEM_NODE_LABELS)}
     assert release["Properties"]["CreateNamespace"] is True
-    assert release["DependsOn"] == ["VolcanoRelease"], "installed after what ``after`` names"
-    (resource,) = resources_of(template, MANIFEST).values()
+    network = namespace_network(template)
+    assert sorted(release["DependsOn"]) == sorted(["VolcanoRelease", *network]), "after ``after`` and its namespace"
+    (resource,) = [r for r in resources_of(template, MANIFEST).values() if manifest_of(r)["kind"] not in NETWORK_KINDS]
     assert release_id in resource["DependsOn"], "the runtime waits for the controller and its webhook"
     runtime = manifest_of(resource)
     assert (runtime["kind"], runtime["metadata"]["name"]) == ("ClusterTrainingRuntime", DEFAULT_RUNTIME)
@@ -42,10 +43,25 @@ def test_defaults_run_the_controller_on_the_system_nodes_and_a_volcano_runtime_a
     assert trainer.runtime_chart.runtime_name == DEFAULT_RUNTIME
 
 
-def test_a_named_runtime_without_volcano_and_nothing_to_wait_for():
+NETWORK_KINDS = ("Namespace", "NetworkPolicy")
+
+
+def namespace_network(template):
+    """The logical IDs of kubeflow-system's namespace and allow-all policy, applied before the release."""
+    found = {lid: manifest_of(r) for lid, r in resources_of(template, MANIFEST).items()}
+    network = {lid: obj for lid, obj in found.items() if obj["kind"] in NETWORK_KINDS}
+    assert sorted((o["kind"], o["metadata"]["name"], o["metadata"].get("namespace")) for o in network.values()) == [
+        ("Namespace", "kubeflow-system", None),
+        ("NetworkPolicy", "allow-all", "kubeflow-system"),
+    ]
+    return list(network)
+
+
+def test_a_named_runtime_without_volcano_and_nothing_to_wait_for_but_its_namespace():
     _, _, template = trainer_stack(runtime_name="neuron-torch", volcano=False, after=[])
-    assert "DependsOn" not in only(template, "Custom::AWSCDK-EKS-HelmChart")
-    (resource,) = resources_of(template, MANIFEST).values()
+    release = only(template, "Custom::AWSCDK-EKS-HelmChart")
+    assert sorted(release["DependsOn"]) == sorted(namespace_network(template))
+    (resource,) = [r for r in resources_of(template, MANIFEST).values() if manifest_of(r)["kind"] not in NETWORK_KINDS]
     runtime = manifest_of(resource)
     assert runtime["metadata"]["name"] == "neuron-torch"
     assert "podGroupPolicy" not in runtime["spec"]

@@ -104,3 +104,18 @@ def test_a_service_is_matched_as_its_cluster_ip_before_the_rewrite():
             namespace="kube-system", selector={"k8s-app": "kube-dns"}, cluster_ip="172.20.0.9", ports={53: 5353}
         )
         by_selector.allowed(pod(), moved, 53, "UDP")
+
+
+def test_in_strict_mode_a_pod_no_policy_selects_is_denied_both_ways_and_one_selected_one_way_is_open_the_other():
+    ingress_only = policy("a", {"matchLabels": {"app": "plugin"}}, ingress=[])
+    strict = Cluster([ingress_only], namespaces=NAMESPACES, strict=True)
+    standard = Cluster([ingress_only], namespaces=NAMESPACES)
+    lonely, plugin = pod("b", ip="10.0.0.2"), pod(app="plugin")
+    assert standard.allowed(lonely, Address("8.8.8.8"), 443) and standard.allowed(pod(), lonely, 80)
+    assert not strict.allowed(lonely, Address("8.8.8.8"), 443), "no policy selects it: no egress"
+    assert not strict.allowed(plugin, lonely, 80), "nor ingress"
+    assert strict.allowed(plugin, Address("8.8.8.8"), 443), "selected for ingress only: egress stays open"
+    assert not strict.allowed(lonely, plugin, 80)
+    assert not strict.allowed(Address(lonely.node_ip), lonely, 80), "nor its node: kubelet's probes fail"
+    assert strict.allowed(Address(plugin.node_ip), plugin, 80), "a selected pod's node reaches it"
+    assert strict.selected(plugin) and not strict.selected(lonely)

@@ -12,8 +12,9 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from constructs import Construct
+from constructs import Construct, IConstruct
 
+from trainium_eks.constructs.applied_chart import AppliedChart
 from trainium_eks.constructs.kubectl_handler_guard import KubectlHandlerGuard
 from trainium_eks.constructs.kubectl_invocation_alarm import KubectlInvocationAlarm
 from trainium_eks.constructs.network import TrainingNetwork
@@ -38,6 +39,7 @@ from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import INSTANCE_CATALOG, MAX_NODES_PER_MANAGED_NODE_GROUP
 from trainium_eks.facts.pricing import eks_control_plane_usd_per_hour
 from trainium_eks.facts.regions import partition_of
+from trainium_eks.manifests.access.system_network_policy import SystemNetworkPolicyChart
 from trainium_eks.manifests.jobs.topology import NodeGroupTopology
 
 DEFAULT_SYSTEM_INSTANCE_TYPE = "m7i.xlarge"
@@ -55,6 +57,14 @@ DEFAULT_CLUSTER_LOGGING = (
 
 CLOUDWATCH_AGENT_SERVICE_ACCOUNT = "cloudwatch-agent"
 """Service account of the CloudWatch agent (namespace amazon-cloudwatch), bound to its role by Pod Identity."""
+
+NETWORK_POLICY_MODES = ("strict", "standard")
+"""The VPC CNI network policy agent's modes (``NETWORK_POLICY_ENFORCING_MODE``: EKS user guide,
+cni-network-policy-configure.html, Step 1)."""
+
+DEFAULT_NETWORK_POLICY_MODE = "strict"
+"""A new pod is denied until its NetworkPolicies are programmed: a training image's code cannot use the window in
+which standard mode lets every packet pass."""
 
 CLOUDWATCH_AGENT_NAMESPACE = "amazon-cloudwatch"
 """Namespace of the amazon-cloudwatch-observability add-on (CloudWatch user guide,
@@ -112,7 +122,8 @@ class TrainingCluster(Construct):
       private subnets, labelled ``trainium-eks/node-role=system``, for CoreDNS and the add-ons.
     - The API endpoint private only unless ``public_endpoint_cidrs`` admits CIDR blocks to a public one.
     - Managed add-ons at the versions of :mod:`trainium_eks.facts.versions`: vpc-cni (a version that supports EFA-only
-      interfaces; ``kube-system/aws-node`` bound by Pod Identity to a role with ``AmazonEKS_CNI_Policy``, which the
+      interfaces; NetworkPolicies enforced, by default in strict mode: ``network_policy_mode``;
+      ``kube-system/aws-node`` bound by Pod Identity to a role with ``AmazonEKS_CNI_Policy``, which the
       node role does not carry; the add-on and the Pod Identity agent exist before the system nodes join), coredns,
       kube-proxy, eks-pod-identity-agent and eks-node-monitoring-agent (node health for auto repair); unless disabled,
       amazon-cloudwatch-observability (Container Insights: Neuron and EFA metrics, container logs; its agent's role
@@ -150,6 +161,14 @@ class TrainingCluster(Construct):
     :param container_insights: Install the amazon-cloudwatch-observability add-on (CloudWatch Container Insights with
         enhanced observability: Neuron and EFA metrics, container logs), its agent's role bound by Pod Identity.
         Default: true.
+    :param network_policy_mode: How the VPC CNI's network policy agent treats a new pod until its policies are
+        programmed: ``"strict"``, denied (the add-on's ``NETWORK_POLICY_ENFORCING_MODE``), so that no pod's first
+        packets pass before its NetworkPolicies apply; ``"standard"``, allowed. In strict mode a pod that no
+        NetworkPolicy selects has no network at all: the cluster applies
+        :class:`~trainium_eks.manifests.SystemNetworkPolicyChart` (allow all) to ``kube-system`` and, with
+        ``container_insights``, to ``amazon-cloudwatch``; the library's constructs do the same for the namespaces
+        they install into (Volcano's, Kubeflow's) and the training namespace has its own policies; a namespace of your
+        own needs a policy too (:meth:`allow_all_traffic`). Default: ``"strict"``.
     :param invocation_alarm: Notify on an SNS topic whenever the kubectl provider's handler or onEvent function is
         invoked by another principal than its own provider or CloudFormation (:class:`KubectlInvocationAlarm`: a
         CloudTrail trail of their Lambda data events and two EventBridge rules). Default: false.
@@ -176,6 +195,7 @@ class TrainingCluster(Construct):
         fsx_csi_driver: bool = False,
         efs_csi_driver: bool = False,
         container_insights: bool = True,
+        network_policy_mode: str = DEFAULT_NETWORK_POLICY_MODE,
         invocation_alarm: bool = False,
         setting_names: Optional[Mapping[str, str]] = None,
     ) -> None:
@@ -216,7 +236,11 @@ class TrainingCluster(Construct):
         check_bool(problems, "efs_csi_driver", efs_csi_driver)
         check_bool(problems, "container_insights", container_insights)
         check_bool(problems, "invocation_alarm", invocation_alarm)
+        if network_policy_mode not in NETWORK_POLICY_MODES:
+            problems.add("network_policy_mode", network_policy_mode, " or ".join(NETWORK_POLICY_MODES))
         problems.raise_if_any()
+        self.network_policy_mode = network_policy_mode
+        self._open_namespaces: Dict[str, AppliedChart] = {}
         self.kubernetes_version = kubernetes_version
         self._addon_versions = dict(addon_versions or {})
         self.public_endpoint_cidrs: List[str] = list(public_endpoint_cidrs or [])
@@ -343,6 +367,12 @@ class TrainingCluster(Construct):
 
         self.addons: Dict[str, eks.CfnAddon] = {}
         self.vpc_cni_role = self._add_vpc_cni()
+        kube_system = self.allow_all_traffic("kube-system")
+        self.system_workloads_after: List[IConstruct] = [self.system_nodegroup, *([kube_system] if kube_system else [])]
+        """What every workload of the system nodes is created after: the nodes, and in strict mode kube-system's
+        allow-all policy (CoreDNS, the CSI controllers, Karpenter and the device plugins run there). The vpc-cni add-on
+        is not among those that wait for it: that would put the kubectl provider before the system nodes, 2 minutes
+        on the deploy's critical path; on a create no pod exists before the nodes join."""
         for name in ("kube-proxy", "eks-pod-identity-agent", "eks-node-monitoring-agent"):
             self._addon(name)
         # aws-node takes its credentials from the Pod Identity agent (host network, so it runs before the CNI does):
@@ -352,7 +382,7 @@ class TrainingCluster(Construct):
         self.system_nodegroup.node.add_dependency(self.addons["vpc-cni"], self.addons["eks-pod-identity-agent"])
         if own_node_role:
             self.node_role.node.add_dependency(self.addons["vpc-cni"])
-        self._addon("coredns").node.add_dependency(self.system_nodegroup)
+        self._addon("coredns").node.add_dependency(*self.system_workloads_after)
         self.fsx_csi_driver_role: Optional[iam.IRole] = self._add_fsx_csi_driver() if fsx_csi_driver else None
         """The FSx CSI controller's role (``LustreStorage.grant_csi_driver`` grants it a file system), or None without
         the driver."""
@@ -424,7 +454,7 @@ class TrainingCluster(Construct):
             ],
         )
         # Add-ons that run Deployments become ACTIVE only once nodes can run them.
-        addon.node.add_dependency(self.addons["eks-pod-identity-agent"], self.system_nodegroup)
+        addon.node.add_dependency(self.addons["eks-pod-identity-agent"], *self.system_workloads_after)
         return role
 
     def _add_efs_csi_driver(self) -> None:
@@ -440,7 +470,7 @@ class TrainingCluster(Construct):
             "add-ons-aws-efs-csi-driver.html): describe file systems and mount targets, create and delete the access "
             "points of dynamically provisioned volumes (tagged by the driver).",
         )
-        addon.node.add_dependency(self.addons["eks-pod-identity-agent"], self.system_nodegroup)
+        addon.node.add_dependency(self.addons["eks-pod-identity-agent"], *self.system_workloads_after)
 
     def _add_container_insights(self) -> None:
         """CloudWatch Container Insights with enhanced observability: NeuronCore utilisation, Neuron device memory
@@ -456,7 +486,8 @@ class TrainingCluster(Construct):
             "guide, install-CloudWatch-Observability-EKS-addon.html): put metrics and log events, describe EC2 tags "
             "and volumes.",
         )
-        addon.node.add_dependency(self.addons["eks-pod-identity-agent"], self.system_nodegroup)
+        addon.node.add_dependency(self.addons["eks-pod-identity-agent"], *self.system_workloads_after)
+        self.allow_all_traffic(CLOUDWATCH_AGENT_NAMESPACE, after=[addon])  # the add-on creates the namespace
 
     def _addon_with_pod_identity(
         self,
@@ -544,7 +575,33 @@ class TrainingCluster(Construct):
             "aws-cdk-lib pins the kubectl handler's Python runtime to the one its kubectl/helm layer is built for.",
         )
 
+    def allow_all_traffic(
+        self, namespace: str, *, create_namespace: bool = False, after: Sequence[IConstruct] = ()
+    ) -> Optional[AppliedChart]:
+        """In strict mode, apply :class:`~trainium_eks.manifests.SystemNetworkPolicyChart` to ``namespace`` (once:
+        a second call returns the first chart), after ``after``; make the pods' workload depend on it. In standard
+        mode, None: a pod that no policy selects is open there already.
+
+        :param namespace: Required.
+        :param create_namespace: Create the namespace first (for a Helm release installed after). Default: false.
+        :param after: What the chart is applied after (an add-on that creates the namespace). Default: nothing.
+        """
+        if self.network_policy_mode != "strict":
+            return None
+        if namespace not in self._open_namespaces:
+            self._open_namespaces[namespace] = AppliedChart(
+                self,
+                f"AllowAllTraffic-{namespace}",
+                cluster=self.cluster,
+                chart=SystemNetworkPolicyChart(namespace=namespace, create_namespace=create_namespace),
+                after=after,
+            )
+        return self._open_namespaces[namespace]
+
     def _addon(self, name: str, **extra) -> eks.CfnAddon:
+        configuration = dict(versions.ADDONS[name].configuration)
+        if name == "vpc-cni" and self.network_policy_mode == "strict":
+            configuration["env"] = {"NETWORK_POLICY_ENFORCING_MODE": "strict"}
         addon = eks.CfnAddon(
             self,
             "Addon-" + name,
@@ -552,7 +609,7 @@ class TrainingCluster(Construct):
             cluster_name=self.cluster.cluster_name,
             addon_version=self._addon_versions.get(name, versions.ADDONS[name].version),
             resolve_conflicts="OVERWRITE",
-            configuration_values=_json_or_none(versions.ADDONS[name].configuration),
+            configuration_values=_json_or_none(configuration),
             **extra,
         )
         self.addons[name] = addon

@@ -33,6 +33,7 @@ from trainium_eks.core.validation import (
 from trainium_eks.facts import versions
 from trainium_eks.facts.catalog import Accelerator, instance_facts
 from trainium_eks.facts.regions import EKS_REGISTRY_ACCOUNTS, eks_registry
+from trainium_eks.manifests.access.system_network_policy import SystemNetworkPolicyChart
 from trainium_eks.manifests.access.training_namespace import TrainingNamespaceChart
 from trainium_eks.manifests.access.training_network_policy import (
     EKS_KUBERNETES_SERVICE_IPS,
@@ -252,6 +253,11 @@ class ClusterAddons(Construct):
             after=[*in_namespace, self.network_policies],
         )
 
+        self.volcano_namespace_network = self._apply(
+            "VolcanoNamespaceNetwork", SystemNetworkPolicyChart(namespace=VOLCANO_NAMESPACE, create_namespace=True)
+        )
+        """Volcano's namespace and its allow-all NetworkPolicy, before Volcano's pods (the VPC CNI's strict mode
+        denies a pod that no policy selects: :class:`~trainium_eks.manifests.SystemNetworkPolicyChart`)."""
         self.volcano = eks.HelmChart(
             self,
             "Volcano",
@@ -266,7 +272,7 @@ class ClusterAddons(Construct):
             timeout=helm_timeout(versions.VOLCANO),
             values={"basic": dict(VOLCANO_BASIC_VALUES), "custom": self._volcano_custom_values()},
         )
-        for nodes in after_nodes:
+        for nodes in (*after_nodes, self.volcano_namespace_network):
             self.volcano.node.add_dependency(nodes)
         self.volcano_admission_serving = eks.KubernetesObjectValue(
             self,

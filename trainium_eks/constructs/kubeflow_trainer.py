@@ -12,6 +12,7 @@ from trainium_eks.constructs.cluster_addons import helm_timeout
 from trainium_eks.core.conventions import SYSTEM_NODE_LABELS
 from trainium_eks.core.validation import Problems, check_bool, check_cluster, check_dns_label, implements
 from trainium_eks.facts import versions
+from trainium_eks.manifests.access.system_network_policy import SystemNetworkPolicyChart
 from trainium_eks.manifests.addons.training_runtime import DEFAULT_RUNTIME, TrainingRuntimeChart
 
 TRAINER_RELEASE = "kubeflow-trainer"
@@ -64,6 +65,14 @@ class KubeflowTrainer(Construct):
             problems.add("after", after, "a list of constructs (Volcano's Helm release)")
         problems.raise_if_any()
         pin = versions.KUBEFLOW_TRAINER
+        self.namespace_network = AppliedChart(
+            self,
+            "NamespaceNetwork",
+            cluster=cluster,
+            chart=SystemNetworkPolicyChart(namespace=versions.KUBEFLOW_TRAINER_NAMESPACE, create_namespace=True),
+        )
+        """The namespace and its allow-all NetworkPolicy, before the release's pods (the VPC CNI's strict mode denies
+        a pod that no policy selects: :class:`~trainium_eks.manifests.SystemNetworkPolicyChart`)."""
         self.release = eks.HelmChart(
             self,
             "Release",
@@ -82,7 +91,7 @@ class KubeflowTrainer(Construct):
                 "jobset": {"install": True},
             },
         )
-        for item in after:
+        for item in (*after, self.namespace_network):
             self.release.node.add_dependency(item)
         self.runtime_chart = TrainingRuntimeChart(name=runtime_name, volcano=volcano)
         self.runtime = AppliedChart(self, "Runtime", cluster=cluster, chart=self.runtime_chart, after=[self.release])

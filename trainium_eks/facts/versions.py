@@ -109,12 +109,16 @@ class AddonPin:
 ADDONS: Mapping[str, AddonPin] = {
     "vpc-cni": AddonPin(
         version=None,
-        minimum="v1.18.5",
+        minimum="v1.19.3",
         source="EKS user guide node-efa.html: 'You must have VPC CNI version 1.18.5 or later for EFA-only "
-        "interfaces'. 1.18.5 was released in 2024-10; the default add-on version of every Kubernetes version in "
-        "KUBERNETES_VERSIONS (EKS 1.34 shipped 2025-10) is newer. enableNetworkPolicy: EKS user guide, "
-        "cni-network-policy-configure.html (VPC CNI 1.14+), enforces the charts' NetworkPolicies.",
-        checked="2026-11-30",
+        "interfaces'. Strict network policy mode (TrainingCluster network_policy_mode, the add-on's "
+        "env.NETWORK_POLICY_ENFORCING_MODE, in the aws-vpc-cni chart's values since v1.17.1): from v1.19.3, whose "
+        "network policy agent (v1.2.0, charts/aws-vpc-cni/values.yaml nodeAgent.image.tag) keeps a pod_state per pod "
+        "and sets it to DEFAULT_DENY at a pod's start (aws/aws-network-policy-agent v1.2.0 pkg/rpc/rpc_handler.go). "
+        "The default add-on version of every Kubernetes version in KUBERNETES_VERSIONS (EKS 1.34 shipped 2025-10) is "
+        "newer. enableNetworkPolicy: EKS user guide, cni-network-policy-configure.html (VPC CNI 1.14+), enforces the "
+        "charts' NetworkPolicies.",
+        checked="2026-12-07",
         configuration={"enableNetworkPolicy": "true"},
     ),
     "coredns": AddonPin(

@@ -1,6 +1,7 @@
 """Charts: the in-cluster add-ons and the jobs as Kubernetes objects (``chart.LibraryChart``), by role: ``addons/``,
 ``jobs/``, ``storage/``, ``access/``; applied to a cluster by ``AppliedChart`` (``ClusterAddons``, ``JobSequence``)."""
 
+from trainium_eks.manifests.access.system_network_policy import SystemNetworkPolicyChart
 from trainium_eks.manifests.access.training_namespace import TrainingNamespaceChart
 from trainium_eks.manifests.access.training_network_policy import TrainingNetworkPolicyChart
 from trainium_eks.manifests.chart import LibraryChart
@@ -29,6 +30,7 @@ __all__ = [
     "NodeGroupTopology",
     "ProgressWatch",
     "PyTorchJobChart",
+    "SystemNetworkPolicyChart",
     "TrainJobChart",
     "TrainingNamespaceChart",
     "TrainingNetworkPolicyChart",

@@ -105,10 +105,16 @@ class LibraryChart(cdk8s.Chart):
         return copy.deepcopy(obj)
 
     def add_daemon_set(
-        self, name: str, pod_spec: Mapping[str, Any], *, annotations: Optional[Mapping[str, str]] = None
+        self,
+        name: str,
+        pod_spec: Mapping[str, Any],
+        *,
+        annotations: Optional[Mapping[str, str]] = None,
+        pod_labels: Optional[Mapping[str, str]] = None,
     ) -> Dict[str, Any]:
         """Add a DaemonSet ``name`` of pods ``pod_spec``, selected by the chart's selector labels, updated rolling,
-        with ``annotations`` (checkov's accepted findings, say)."""
+        with ``annotations`` (checkov's accepted findings, say) and ``pod_labels`` on its pods besides the selector's
+        (:func:`governed_by`, say)."""
         labels = self.selector_labels()
         return self.add_object(
             {
@@ -118,7 +124,7 @@ class LibraryChart(cdk8s.Chart):
                 "spec": {
                     "selector": {"matchLabels": labels},
                     "updateStrategy": {"type": "RollingUpdate"},
-                    "template": {"metadata": {"labels": labels}, "spec": dict(pod_spec)},
+                    "template": {"metadata": {"labels": {**labels, **(pod_labels or {})}}, "spec": dict(pod_spec)},
                 },
             }
         )

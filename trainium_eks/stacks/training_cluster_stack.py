@@ -276,7 +276,7 @@ class TrainingClusterStack(Stack):
                     "Karpenter",
                     cluster=self.cluster.cluster,
                     after=[
-                        self.cluster.system_nodegroup,
+                        *self.cluster.system_workloads_after,
                         self.cluster.addons["vpc-cni"],
                         self.cluster.addons["eks-pod-identity-agent"],
                     ],
@@ -342,7 +342,7 @@ class TrainingClusterStack(Stack):
             volume=volume,
             namespace=self.training_identity.namespace,
             service_account=self.training_identity.service_account,
-            after_nodes=[self.cluster.system_nodegroup],
+            after_nodes=self.cluster.system_workloads_after,
         )
         self.images = TrainingImageRepository(
             self, "Images", image_directory=self.props.image_directory, build_args=self.props.image_build_args

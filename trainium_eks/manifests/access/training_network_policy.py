@@ -66,9 +66,10 @@ class TrainingNetworkPolicyChart(LibraryChart):
     v1.1.7 ``pkg/resolvers/endpoints.go``: the probes on the pod's veth are "unable to see the pod IP after the DNAT
     happens for the clusterIPs", so the controller adds the ClusterIPs of Services whose selector a rule's pod
     selector matches: the kube-dns and etcd-server Services), and always admits the node's own IP
-    (aws/aws-network-policy-agent v1.4.1 ``pkg/fwruleprocessor/fw_rule_processor.go``). In its default (standard)
-    mode a new pod has no policy until the agent has programmed its rules (EKS user guide,
-    cni-network-policy-configure.html); traffic over EFA does not pass through the pod's network interface at all.
+    (aws/aws-network-policy-agent v1.4.1 ``pkg/fwruleprocessor/fw_rule_processor.go``). In its strict mode
+    (``TrainingCluster``'s default) a new pod is denied everything until the agent has programmed its rules; in
+    standard mode it is allowed everything until then (EKS user guide, cni-network-policy-configure.html). Traffic
+    over EFA does not pass through the pod's network interface at all.
 
     :param namespace: Default: ``training``.
     :param kubernetes_api_addresses: IPv4 addresses of the ``kubernetes`` Service. Default:

@@ -14,6 +14,7 @@ from trainium_eks.manifests.chart import (
     LibraryChart,
     device_plugin_resources,
     exists_toleration,
+    governed_by,
     instance_type_affinity,
 )
 
@@ -75,7 +76,7 @@ class NeuronDevicePluginChart(LibraryChart):
             }
         )
         labels = self.selector_labels()
-        self.allow_ingress_only(f"{NAME}-no-ingress", pods=labels)
+        no_ingress = self.allow_ingress_only(f"{NAME}-no-ingress", pods=labels)
         container = {
             "name": NAME,
             "image": image,
@@ -110,6 +111,7 @@ class NeuronDevicePluginChart(LibraryChart):
                     {"name": "aws-config", "hostPath": {"path": "/opt/aws"}},
                 ],
             },
+            pod_labels=governed_by(no_ingress),
             annotations=checkov_skips(
                 {
                     "CKV_K8S_8": audit.PLUGIN_PROBES,

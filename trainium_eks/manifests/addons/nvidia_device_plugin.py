@@ -15,6 +15,7 @@ from trainium_eks.manifests.chart import (
     LibraryChart,
     device_plugin_resources,
     exists_toleration,
+    governed_by,
     instance_type_affinity,
 )
 
@@ -88,7 +89,7 @@ class NvidiaDevicePluginChart(LibraryChart):
         super().__init__(NAME, namespace="kube-system")
         self.instance_types = sorted(instance_types or nvidia_instance_types())
         labels = self.selector_labels()
-        self.allow_ingress_only(f"{NAME}-no-ingress", pods=labels)
+        no_ingress = self.allow_ingress_only(f"{NAME}-no-ingress", pods=labels)
         environment = {"FAIL_ON_INIT_ERROR": "true" if fail_on_init_error else "false", **PLUGIN_SETTINGS}
         container = {
             "name": NAME,
@@ -118,6 +119,7 @@ class NvidiaDevicePluginChart(LibraryChart):
                     }
                 ],
             },
+            pod_labels=governed_by(no_ingress),
             annotations=checkov_skips(
                 {
                     "CKV_K8S_8": audit.PLUGIN_PROBES,
