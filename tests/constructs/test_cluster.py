@@ -218,7 +218,7 @@ def allow_all_policies(template):
 def test_in_strict_mode_kube_system_admits_its_pods_traffic_before_they_exist():
     """The allow-all policy of kube-system is applied before CoreDNS and the CSI drivers (and, through
     ``system_workloads_after``, Karpenter and the device plugins), not before the vpc-cni add-on (the deploy's critical
-    path); amazon-cloudwatch's after the add-on that creates that namespace."""
+    path); amazon-cloudwatch's with the namespace, before the add-on."""
     _, stack = build_cluster()
     template = assertions.Template.from_stack(stack)
     resources = template.to_json()["Resources"]
@@ -227,7 +227,9 @@ def test_in_strict_mode_kube_system_admits_its_pods_traffic_before_they_exist():
     by_name = {r["Properties"]["AddonName"]: lid for lid, r in resources_of(template, "AWS::EKS::Addon").items()}
     assert policies["kube-system"] in resources[by_name["coredns"]]["DependsOn"]
     assert policies["kube-system"] not in resources[by_name["vpc-cni"]].get("DependsOn", [])
-    assert by_name["amazon-cloudwatch-observability"] in resources[policies["amazon-cloudwatch"]]["DependsOn"]
+    assert policies["amazon-cloudwatch"] in resources[by_name["amazon-cloudwatch-observability"]]["DependsOn"]
+    namespaces = [manifest_of(r)["metadata"]["name"] for r in resources_of(template, MANIFEST).values()]
+    assert "amazon-cloudwatch" in namespaces and "kube-system" not in namespaces
 
 
 def test_in_standard_mode_no_namespace_is_opened_and_the_agent_keeps_its_default():

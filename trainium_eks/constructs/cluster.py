@@ -487,7 +487,9 @@ class TrainingCluster(Construct):
             "and volumes.",
         )
         addon.node.add_dependency(self.addons["eks-pod-identity-agent"], *self.system_workloads_after)
-        self.allow_all_traffic(CLOUDWATCH_AGENT_NAMESPACE, after=[addon])  # the add-on creates the namespace
+        network = self.allow_all_traffic(CLOUDWATCH_AGENT_NAMESPACE, create_namespace=True)
+        if network is not None:  # the namespace and its policy before the add-on's pods
+            addon.node.add_dependency(network)
 
     def _addon_with_pod_identity(
         self,
