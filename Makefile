@@ -82,8 +82,9 @@ e2e-build: install
 
 # tests/e2e in a network namespace of their own with only loopback up: nothing they start can reach or be reached
 # from outside, and a component that dials a pod or service address fails at once. The tests run on E2E_WORKERS
-# pytest-xdist workers, longest first (tests/e2e/conftest.py; each test starts a control plane of its own on ports
-# the system picks); most of a test's time is waiting for the controllers' periods, so two share the two cores.
+# pytest-xdist workers (at most 10), longest first (tests/e2e/conftest.py; each test starts a control plane of its
+# own on ports of its worker's block, e2e/cluster.py); most of a test's time is waiting for the controllers' periods,
+# so two share the two cores.
 E2E_WORKERS ?= 2
 e2e: e2e-build
 	unshare --net -- sh -c 'ip link set lo up && TRAINIUM_EKS_E2E_NETNS=1 exec $(BIN)/python -m pytest -m e2e \

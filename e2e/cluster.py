@@ -40,6 +40,9 @@ STARTUP_TIMEOUT = 120.0
 PORTS_PER_WORKER = 2000
 """How many ports each test process hands out before it starts again at the first of its block."""
 
+MAX_WORKERS = 10
+"""How many test processes get a block (12000-31999)."""
+
 PORT_BLOCKS_BASE = 12000
 """The first port of worker ``gw0``'s block. Blocks lie below Linux's default ephemeral range (32768-60999,
 ``net.ipv4.ip_local_port_range``), so no outgoing connection's source port and no server bound to port 0 takes one."""
@@ -53,7 +56,9 @@ def worker_port_block(worker: str) -> range:
     the number binds it: all the workers share one network namespace, and another worker's probe could be given the
     same number in between (an etcd failed with ``bind: address already in use`` that way)."""
     index = int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else 0
-    first = PORT_BLOCKS_BASE + (index % 10) * PORTS_PER_WORKER
+    if index >= MAX_WORKERS:
+        raise HarnessError(f"worker {worker}: at most {MAX_WORKERS} workers have port blocks of their own")
+    first = PORT_BLOCKS_BASE + index * PORTS_PER_WORKER
     return range(first, first + PORTS_PER_WORKER)
 
 

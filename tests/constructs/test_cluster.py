@@ -156,8 +156,8 @@ def test_add_on_versions_can_be_pinned():
 
 
 def test_a_vpc_cni_without_efa_only_support_or_strict_mode_is_refused():
-    for version in ("v1.18.3-eksbuild.1", "v1.19.2-eksbuild.1"):
-        with pytest.raises(ValueError, match=r"vpc-cni must be v1.19.3 or newer"):
+    for version in ("v1.18.3-eksbuild.1", "v1.19.6-eksbuild.1"):
+        with pytest.raises(ValueError, match=r"vpc-cni must be v1.20.0 or newer"):
             build_cluster(addon_versions={"vpc-cni": version})
 
 
@@ -232,13 +232,15 @@ def test_in_strict_mode_kube_system_admits_its_pods_traffic_before_they_exist():
     assert "amazon-cloudwatch" in namespaces and "kube-system" not in namespaces
 
 
-def test_in_standard_mode_no_namespace_is_opened_and_the_agent_keeps_its_default():
+def test_in_standard_mode_the_agent_keeps_its_default_and_the_namespaces_stay_open_for_a_switch_back():
+    """The allow-all policies stay in standard mode (they change nothing there), so a stack switched from strict to
+    standard never deletes them while agents on its nodes still run strict and would deny the pods they leave."""
     cluster, stack = build_cluster(network_policy_mode="standard")
     template = assertions.Template.from_stack(stack)
     cni = addons(template)["vpc-cni"]
     assert json.loads(cni["Properties"]["ConfigurationValues"]) == {"enableNetworkPolicy": "true"}
-    assert cluster.allow_all_traffic("kube-system") is None
-    assert allow_all_policies(template) == {}
+    assert sorted(allow_all_policies(template)) == ["amazon-cloudwatch", "kube-system"]
+    assert cluster.allow_all_traffic("kube-system") is cluster.allow_all_traffic("kube-system", create_namespace=True)
     with pytest.raises(ConfigurationError, match=r"network_policy_mode='lenient': strict or standard"):
         build_cluster(network_policy_mode="lenient")
 

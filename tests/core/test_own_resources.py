@@ -37,3 +37,5 @@ def test_a_plain_id_and_a_resource_of_another_type_are_not_found():
     imported = ec2.Subnet.from_subnet_id(first, "Imported", "subnet-0123456789abcdef0")
     assert own_resources(first, [imported.subnet_id, "subnet-1"], [ec2.CfnSubnet]) == []
     assert own_resources(first, [vpc.vpc_id], [ec2.CfnSubnet]) == []
+    joined = f"{vpc.private_subnets[0].subnet_id}/x"  # a token inside a longer string refers to nothing as a whole
+    assert own_resources(first, [joined], [ec2.CfnSubnet]) == []

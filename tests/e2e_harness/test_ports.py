@@ -19,6 +19,8 @@ def test_two_workers_never_hand_out_the_same_port_and_no_block_is_in_the_ephemer
         for other in blocks[index + 1 : 10]:
             assert not set(block) & set(other)
     assert blocks[-1] == blocks[0]  # one process alone (no xdist) takes the first block
+    with pytest.raises(HarnessError, match="at most 10 workers"):
+        worker_port_block("gw10")
 
 
 def a_free_port() -> int:

@@ -73,13 +73,13 @@ def test_addon_pins_have_the_documented_form():
 @pytest.mark.parametrize(
     "name,version,problem",
     [
-        ("vpc-cni", "v1.19.3-eksbuild.1", None),
+        ("vpc-cni", "v1.20.0-eksbuild.1", None),
         ("vpc-cni", "v1.100.0-eksbuild.1", None),
         ("vpc-cni", "v2.0.0-eksbuild.3", None),
         ("coredns", "v0.0.1-eksbuild.1", None),
-        ("vpc-cni", "v1.19.2-eksbuild.9", "vpc-cni must be v1.19.3 or newer (EKS user guide node-efa.html"),
-        ("vpc-cni", "v1.18.5-eksbuild.1", "vpc-cni must be v1.19.3 or newer"),
-        ("vpc-cni", "v1.9.0-eksbuild.1", "vpc-cni must be v1.19.3 or newer"),
+        ("vpc-cni", "v1.19.6-eksbuild.9", "vpc-cni must be v1.20.0 or newer (EKS user guide node-efa.html"),
+        ("vpc-cni", "v1.18.5-eksbuild.1", "vpc-cni must be v1.20.0 or newer"),
+        ("vpc-cni", "v1.9.0-eksbuild.1", "vpc-cni must be v1.20.0 or newer"),
         ("amazon-cloudwatch-observability", "v3.0.9-eksbuild.1", "amazon-cloudwatch-observability must be v3.1.0"),
         ("vpc-cni", "1.21.1-eksbuild.1", "an EKS add-on version such as v1.21.1-eksbuild.1"),
         ("vpc-cni", "v1.21.1", "an EKS add-on version such as"),

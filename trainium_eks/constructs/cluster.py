@@ -166,9 +166,10 @@ class TrainingCluster(Construct):
         packets pass before its NetworkPolicies apply; ``"standard"``, allowed. In strict mode a pod that no
         NetworkPolicy selects has no network at all: the cluster applies
         :class:`~trainium_eks.manifests.SystemNetworkPolicyChart` (allow all) to ``kube-system`` and, with
-        ``container_insights``, to ``amazon-cloudwatch``; the library's constructs do the same for the namespaces
-        they install into (Volcano's, Kubeflow's) and the training namespace has its own policies; a namespace of your
-        own needs a policy too (:meth:`allow_all_traffic`). Default: ``"strict"``.
+        ``container_insights``, to ``amazon-cloudwatch`` (in both modes: a switch back to standard stays safe); the
+        library's constructs do the same for the namespaces they install into (Volcano's, Kubeflow's) and the
+        training namespace has its own policies; a namespace of your own needs a policy too
+        (:meth:`allow_all_traffic`). Default: ``"strict"``.
     :param invocation_alarm: Notify on an SNS topic whenever the kubectl provider's handler or onEvent function is
         invoked by another principal than its own provider or CloudFormation (:class:`KubectlInvocationAlarm`: a
         CloudTrail trail of their Lambda data events and two EventBridge rules). Default: false.
@@ -367,12 +368,11 @@ class TrainingCluster(Construct):
 
         self.addons: Dict[str, eks.CfnAddon] = {}
         self.vpc_cni_role = self._add_vpc_cni()
-        kube_system = self.allow_all_traffic("kube-system")
-        self.system_workloads_after: List[IConstruct] = [self.system_nodegroup, *([kube_system] if kube_system else [])]
-        """What every workload of the system nodes is created after: the nodes, and in strict mode kube-system's
-        allow-all policy (CoreDNS, the CSI controllers, Karpenter and the device plugins run there). The vpc-cni add-on
-        is not among those that wait for it: that would put the kubectl provider before the system nodes, 2 minutes
-        on the deploy's critical path; on a create no pod exists before the nodes join."""
+        self.system_workloads_after: List[IConstruct] = [self.system_nodegroup, self.allow_all_traffic("kube-system")]
+        """What every workload of the system nodes is created after: the nodes, and kube-system's allow-all policy
+        (CoreDNS, the CSI controllers and Karpenter run there). The vpc-cni add-on is not among those that wait for it:
+        that would put the kubectl provider before the system nodes, 2 minutes on the deploy's critical path; on a
+        create no pod exists before the nodes join."""
         for name in ("kube-proxy", "eks-pod-identity-agent", "eks-node-monitoring-agent"):
             self._addon(name)
         # aws-node takes its credentials from the Pod Identity agent (host network, so it runs before the CNI does):
@@ -487,9 +487,8 @@ class TrainingCluster(Construct):
             "and volumes.",
         )
         addon.node.add_dependency(self.addons["eks-pod-identity-agent"], *self.system_workloads_after)
-        network = self.allow_all_traffic(CLOUDWATCH_AGENT_NAMESPACE, create_namespace=True)
-        if network is not None:  # the namespace and its policy before the add-on's pods
-            addon.node.add_dependency(network)
+        # the namespace and its policy before the add-on's pods
+        addon.node.add_dependency(self.allow_all_traffic(CLOUDWATCH_AGENT_NAMESPACE, create_namespace=True))
 
     def _addon_with_pod_identity(
         self,
@@ -577,33 +576,30 @@ class TrainingCluster(Construct):
             "aws-cdk-lib pins the kubectl handler's Python runtime to the one its kubectl/helm layer is built for.",
         )
 
-    def allow_all_traffic(
-        self, namespace: str, *, create_namespace: bool = False, after: Sequence[IConstruct] = ()
-    ) -> Optional[AppliedChart]:
-        """In strict mode, apply :class:`~trainium_eks.manifests.SystemNetworkPolicyChart` to ``namespace`` (once:
-        a second call returns the first chart), after ``after``; make the pods' workload depend on it. In standard
-        mode, None: a pod that no policy selects is open there already.
+    def allow_all_traffic(self, namespace: str, *, create_namespace: bool = False) -> AppliedChart:
+        """Apply :class:`~trainium_eks.manifests.SystemNetworkPolicyChart` to ``namespace`` and return it (once per
+        namespace: a later call returns the first chart, whatever its ``create_namespace``); make the workloads of
+        the namespace depend on it. Applied in both modes: in standard mode it changes nothing (a pod no policy
+        selects is open there already), and a stack that switches from strict to standard keeps it, so no pod of the
+        namespace is denied while the agents on its nodes change mode.
 
         :param namespace: Required.
-        :param create_namespace: Create the namespace first (for a Helm release installed after). Default: false.
-        :param after: What the chart is applied after (an add-on that creates the namespace). Default: nothing.
+        :param create_namespace: Create the namespace first (for an add-on or Helm release installed after). Default:
+            false.
         """
-        if self.network_policy_mode != "strict":
-            return None
         if namespace not in self._open_namespaces:
             self._open_namespaces[namespace] = AppliedChart(
                 self,
                 f"AllowAllTraffic-{namespace}",
                 cluster=self.cluster,
                 chart=SystemNetworkPolicyChart(namespace=namespace, create_namespace=create_namespace),
-                after=after,
             )
         return self._open_namespaces[namespace]
 
     def _addon(self, name: str, **extra) -> eks.CfnAddon:
         configuration = dict(versions.ADDONS[name].configuration)
         if name == "vpc-cni" and self.network_policy_mode == "strict":
-            configuration["env"] = {"NETWORK_POLICY_ENFORCING_MODE": "strict"}
+            configuration["env"] = {**configuration.get("env", {}), "NETWORK_POLICY_ENFORCING_MODE": "strict"}
         addon = eks.CfnAddon(
             self,
             "Addon-" + name,

@@ -15,7 +15,7 @@ def own_resources(stack: Stack, values: Sequence[Any], types: Sequence[Type[CfnR
     logical ID, which a subnet of ``stack`` built by the same constructs has too."""
     found: List[CfnResource] = []
     for value in values:
-        token = Tokenization.reverse(value) if Token.is_unresolved(value) else None
+        token = Tokenization.reverse(value, fail_concat=False) if Token.is_unresolved(value) else None
         if not isinstance(token, Reference):
             continue
         target = token.target

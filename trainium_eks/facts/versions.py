@@ -109,12 +109,15 @@ class AddonPin:
 ADDONS: Mapping[str, AddonPin] = {
     "vpc-cni": AddonPin(
         version=None,
-        minimum="v1.19.3",
+        minimum="v1.20.0",
         source="EKS user guide node-efa.html: 'You must have VPC CNI version 1.18.5 or later for EFA-only "
         "interfaces'. Strict network policy mode (TrainingCluster network_policy_mode, the add-on's "
-        "env.NETWORK_POLICY_ENFORCING_MODE, in the aws-vpc-cni chart's values since v1.17.1): from v1.19.3, whose "
-        "network policy agent (v1.2.0, charts/aws-vpc-cni/values.yaml nodeAgent.image.tag) keeps a pod_state per pod "
-        "and sets it to DEFAULT_DENY at a pod's start (aws/aws-network-policy-agent v1.2.0 pkg/rpc/rpc_handler.go). "
+        "env.NETWORK_POLICY_ENFORCING_MODE, in the aws-vpc-cni chart's values since v1.17.1): from v1.20.0, whose "
+        "network policy agent (v1.2.3, charts/aws-vpc-cni/values.yaml nodeAgent.image.tag) keeps a pod_state per pod, "
+        "sets it to DEFAULT_DENY at a pod's start (aws/aws-network-policy-agent pkg/rpc/rpc_handler.go, since "
+        "v1.2.0) and reads the mode from ipamd when it starts (pkg/ebpf/bpf_client.go, since v1.2.3; before, a "
+        "restarted agent took the mode from the next pod created on its node, and until then reset a pod that lost "
+        "its last policy to DEFAULT_ALLOW). "
         "The default add-on version of every Kubernetes version in KUBERNETES_VERSIONS (EKS 1.34 shipped 2025-10) is "
         "newer. enableNetworkPolicy: EKS user guide, cni-network-policy-configure.html (VPC CNI 1.14+), enforces the "
         "charts' NetworkPolicies.",

@@ -71,7 +71,8 @@ def lustre_pairs(context: AwsContext) -> List[Tuple[str, Mapping[str, Any], Mapp
 
 
 def check_lustre_growth(context: AwsContext, name: str) -> CheckResult:
-    """The FSx for Lustre file system ``name`` keeps its size or grows, and a SCRATCH_1 file system keeps it.
+    """The FSx for Lustre file system ``name`` keeps its size or grows, and a SCRATCH_1 file system keeps it (the
+    deployed file system's type decides: FSx changes that one).
     CloudFormation changes ``StorageCapacity`` in place (it is not among ``AWS::FSx::FileSystem``'s
     createOnlyProperties in the CloudFormation registry schema) by FSx's UpdateFileSystem, which only increases
     storage, and not for SCRATCH_1 (FSx API Reference, UpdateFileSystem, ``StorageCapacity``: for SCRATCH_2,
@@ -80,7 +81,7 @@ def check_lustre_growth(context: AwsContext, name: str) -> CheckResult:
     check = f"lustre-storage/{name}"
     _, before, now = next(pair for pair in lustre_pairs(context) if pair[0] == name)
     old, new = int(before["storageGib"]), int(now["storageGib"])
-    if new == old or (new > old and now.get("deploymentType") != "SCRATCH_1"):
+    if new == old or (new > old and before.get("deploymentType") != "SCRATCH_1"):
         return CheckResult(check, PASS, f"{new} GiB, from {old} GiB")
     if new > old:
         reason = "the storage of a SCRATCH_1 file system cannot change"

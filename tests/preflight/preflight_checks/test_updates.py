@@ -83,6 +83,9 @@ def test_a_scratch_1_file_system_keeps_its_size_which_fsx_cannot_change(checks, 
     )
     kept = _context(checks, mixed, scratch(1200), previous=scratch(1200))
     assert checks.check_lustre_growth(kept, "Storage/Lustre").status == "pass"
+    persistent = _plan(fileSystems=[_lustre(2400, deployment_type="PERSISTENT_2")])
+    retyped = checks.check_lustre_growth(_context(checks, mixed, persistent, previous=scratch(1200)), "Storage/Lustre")
+    assert retyped.status == "fail", "the deployed file system's type decides, not the plan's"
 
 
 def test_file_systems_are_paired_by_name_not_by_position(checks, mixed):

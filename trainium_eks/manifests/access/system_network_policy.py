@@ -16,15 +16,17 @@ class SystemNetworkPolicyChart(LibraryChart):
     policy of its own governs (pods without :data:`~trainium_eks.core.conventions.INGRESS_POLICY_LABEL`, such as the
     device plugins, keep theirs), and, with ``create_namespace``, the namespace itself (applied before the policy).
 
-    Why: in the VPC CNI's strict mode a pod starts with a default deny policy, "then policies are configured", and
-    "you must have a network policy for every endpoint that your pods need to access in your cluster. Note that this
-    requirement applies to the CoreDNS pods" (EKS user guide, cni-network-policy-configure.html, Step 1). A pod that no
-    policy selects stays denied: the agent sets its ``pod_state`` to ``DEFAULT_DENY`` when it starts and again when its
-    last policy goes (aws/aws-network-policy-agent v1.4.1 ``pkg/rpc/rpc_handler.go``,
-    ``controllers/policyendpoints_controller.go``). A pod that a policy selects for one direction only is open in the
-    other (the same controller adds a catch-all entry), so this policy opens both. Pods on the host network are not
-    affected. Policies add up (Kubernetes, "Network Policies"), so in a namespace where you restrict pods with policies
-    of your own, label those pods with the label above, or this policy admits what yours leave out.
+    Applied by :class:`~trainium_eks.constructs.TrainingCluster` in both of its network policy modes (in standard
+    mode it changes nothing). Why: in the VPC CNI's strict mode a pod starts with a default deny policy, "then
+    policies are configured", and "you must have a network policy for every endpoint that your pods need to access
+    in your cluster. Note that this requirement applies to the CoreDNS pods" (EKS user guide,
+    cni-network-policy-configure.html, Step 1). A pod that no policy selects stays denied: the agent sets its
+    ``pod_state`` to ``DEFAULT_DENY`` when it starts and again when its last policy goes
+    (aws/aws-network-policy-agent v1.4.1 ``pkg/rpc/rpc_handler.go``, ``controllers/policyendpoints_controller.go``).
+    A pod that a policy selects for one direction only is open in the other (the same controller adds a catch-all
+    entry), so this policy opens both. Pods on the host network are not affected. Policies add up (Kubernetes,
+    "Network Policies"), so in a namespace where you restrict pods with policies of your own, label those pods with
+    the label above, or this policy admits what yours leave out.
 
     :param namespace: The namespace. Required.
     :param create_namespace: Create the namespace (retained on delete, like every namespace the library applies), for
