@@ -371,8 +371,10 @@ class TrainingCluster(Construct):
         self.system_workloads_after: List[IConstruct] = [self.system_nodegroup, self.allow_all_traffic("kube-system")]
         """What every workload of the system nodes is created after: the nodes, and kube-system's allow-all policy
         (CoreDNS, the CSI controllers and Karpenter run there). The vpc-cni add-on is not among those that wait for it:
-        that would put the kubectl provider before the system nodes, 2 minutes on the deploy's critical path; on a
-        create no pod exists before the nodes join."""
+        that would put the kubectl provider before the system nodes, 2 minutes on the deploy's critical path. The
+        add-ons that start pods before this policy runs only pods on the host network, which no policy governs:
+        aws-node, kube-proxy, the Pod Identity agent and the node monitoring agent (aws/eks-node-monitoring-agent
+        ``charts/eks-node-monitoring-agent/templates/daemonset.yaml``: ``hostNetwork: true``)."""
         for name in ("kube-proxy", "eks-pod-identity-agent", "eks-node-monitoring-agent"):
             self._addon(name)
         # aws-node takes its credentials from the Pod Identity agent (host network, so it runs before the CNI does):
@@ -424,6 +426,7 @@ class TrainingCluster(Construct):
             policy=VPC_CNI_POLICY,
             reason="The VPC CNI needs AmazonEKS_CNI_Policy for an IPv4 cluster (EKS user guide, cni-iam-role.html), "
             "which AWS keeps current with the CNI; only kube-system/aws-node of this cluster can assume the role.",
+            configuration=versions.vpc_cni_configuration(strict=self.network_policy_mode == "strict"),
         )[1]
 
     def _add_fsx_csi_driver(self) -> iam.IRole:
@@ -500,9 +503,11 @@ class TrainingCluster(Construct):
         description: str,
         policy: str,
         reason: str,
+        configuration: Optional[Mapping] = None,
     ) -> Tuple[eks.CfnAddon, iam.IRole]:
-        """The add-on ``name`` with a Pod Identity association of ``namespace/service_account`` to a role of its own
-        (id ``role_id``) holding the AWS managed ``policy``, acknowledged (AwsSolutions-IAM4) with ``reason``."""
+        """The add-on ``name`` (with ``configuration``, default its pin's) with a Pod Identity association of
+        ``namespace/service_account`` to a role of its own (id ``role_id``) holding the AWS managed ``policy``,
+        acknowledged (AwsSolutions-IAM4) with ``reason``."""
         role = PodIdentityRole(
             self,
             role_id,
@@ -515,6 +520,7 @@ class TrainingCluster(Construct):
         acknowledge(role, "AwsSolutions-IAM4", reason, *managed_policy_findings([policy]))
         addon = self._addon(
             name,
+            configuration=configuration,
             pod_identity_associations=[
                 eks.CfnAddon.PodIdentityAssociationProperty(role_arn=role.role_arn, service_account=service_account)
             ],
@@ -596,10 +602,11 @@ class TrainingCluster(Construct):
             )
         return self._open_namespaces[namespace]
 
-    def _addon(self, name: str, **extra) -> eks.CfnAddon:
-        configuration = dict(versions.ADDONS[name].configuration)
-        if name == "vpc-cni" and self.network_policy_mode == "strict":
-            configuration["env"] = {**configuration.get("env", {}), "NETWORK_POLICY_ENFORCING_MODE": "strict"}
+    def _addon(self, name: str, *, configuration: Optional[Mapping] = None, **extra) -> eks.CfnAddon:
+        """The managed add-on ``name``, configured as :data:`~trainium_eks.facts.versions.ADDONS` says unless
+        ``configuration`` is given."""
+        if configuration is None:
+            configuration = versions.ADDONS[name].configuration
         addon = eks.CfnAddon(
             self,
             "Addon-" + name,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple
 
 if TYPE_CHECKING:  # the module is data: the e2e harness's aws and helm commands read it without starting jsii
     from aws_cdk import aws_lambda as lambda_
@@ -175,6 +175,20 @@ No version is pinned by default: EKS publishes add-on builds per Kubernetes vers
 describe-addon-versions --kubernetes-version 1.36``) and no offline source lists the builds for 1.35 and 1.36, so a
 hard-coded build would be a guess that fails the deployment when wrong. The template stays deterministic; to pin,
 pass ``addon_versions={"vpc-cni": "v1.21.1-eksbuild.1"}`` to the cluster, which checks the minimum."""
+
+
+VPC_CNI_STRICT_MODE = {"NETWORK_POLICY_ENFORCING_MODE": "strict"}
+"""The ``aws-node`` container's environment that makes the network policy agent deny a new pod until its policies
+are programmed (EKS user guide, cni-network-policy-configure.html, Step 1; the add-on's ``env``, as the
+aws-vpc-cni chart's values name it since v1.17.1)."""
+
+
+def vpc_cni_configuration(*, strict: bool) -> Dict[str, Any]:
+    """The vpc-cni add-on's configuration: its pin's, with :data:`VPC_CNI_STRICT_MODE` in ``env`` when ``strict``."""
+    configuration = dict(ADDONS["vpc-cni"].configuration)
+    if strict:
+        configuration["env"] = {**configuration.get("env", {}), **VPC_CNI_STRICT_MODE}
+    return configuration
 
 
 ADDON_VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+")
