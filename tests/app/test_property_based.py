@@ -128,6 +128,7 @@ NEAR_VALID: Dict[str, st.SearchStrategy] = {
     | st.lists(st.sampled_from(["203.0.113.0/24", "192.0.2.1/32", "192.0.2.1/24", " 192.0.2.0/24"]), max_size=3),
     "dnsFirewall": st.sampled_from(["block", "alert", "off", "Block", "deny", ""]),
     "kubectlInvocationAlarm": st.sampled_from([True, False, "true", "false", "True", "yes", ""]),
+    "networkPolicyMode": st.sampled_from(["strict", "standard", "Strict", "default", ""]),
     "dnsAllowedDomains": st.text("ab.*-_ ,", max_size=16)
     | st.lists(st.sampled_from(["example.com", "*.example.com", "*", "EXAMPLE.org", "a..b", ""]), max_size=3),
 }
@@ -198,6 +199,8 @@ def check_accepted_settings(stacks: Dict[str, Any], key: str, value: Any) -> Non
             assert stack.props.provisioning.value == (value or "karpenter"), "unset (null) is the default"
         if key == "kubectlInvocationAlarm":
             assert (stack.cluster.invocation_alarm is not None) is (value in (True, "true"))
+        if key == "networkPolicyMode":
+            assert stack.cluster.network_policy_mode == (value or "strict"), "unset (null) is the default"
         if key == "dnsFirewall":
             mode = value or "block"
             assert (stack.dns_firewall is None) is (mode == "off")

@@ -429,6 +429,18 @@ def test_an_az_name_where_an_az_id_goes_names_the_id_format_and_the_command_that
     assert "(such as usw2-az4)" in problem and "aws ec2 describe-availability-zones --region us-west-2" in problem
 
 
+def test_network_policy_mode_is_strict_or_standard_and_strict_when_unset():
+    (problem,) = problems_of(networkPolicyMode="default")
+    assert problem == "networkPolicyMode='default': one of strict, standard"
+    assert (
+        settings_from_context(new_app(networkPolicyMode="standard").node).props["ComposerTraining"][
+            "network_policy_mode"
+        ]
+        == "standard"
+    )
+    assert settings_from_context(new_app().node).props["TrainiumEks"].get("network_policy_mode", "strict") == "strict"
+
+
 def test_dns_firewall_is_block_alert_or_off():
     (problem,) = problems_of(dnsFirewall="deny")
     assert problem == "dnsFirewall='deny': one of block, alert, off"

@@ -1,6 +1,8 @@
 """Facts that must live in one place stay in one place: what cdk.json and the documentation repeat matches the
 modules."""
 
+import json
+
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
@@ -131,6 +133,19 @@ def test_every_stack_of_its_own_network_has_a_dns_firewall_that_blocks_unless_se
     ]
     off = stack_template(name, dnsFirewall="off")
     assert resources_of(off, "AWS::Route53Resolver::FirewallRuleGroupAssociation") == {}
+
+
+@pytest.mark.parametrize("mode", ["strict", "standard"])
+def test_the_network_policy_mode_setting_reaches_the_vpc_cni_add_on(mode):
+    (cni,) = [
+        addon["Properties"]
+        for addon in resources_of(
+            stack_template("KubeflowTraining", networkPolicyMode=mode), "AWS::EKS::Addon"
+        ).values()
+        if addon["Properties"]["AddonName"] == "vpc-cni"
+    ]
+    env = json.loads(cni["ConfigurationValues"]).get("env", {})
+    assert env.get("NETWORK_POLICY_ENFORCING_MODE") == ("strict" if mode == "strict" else None)
 
 
 def test_the_allowed_domains_setting_reaches_the_firewalls_list():

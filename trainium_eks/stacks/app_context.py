@@ -15,7 +15,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 from aws_cdk import Duration, Environment
 from constructs import Node
 
-from trainium_eks.constructs.cluster import ADMIN_PRINCIPAL_ARN, check_public_endpoint_cidrs
+from trainium_eks.constructs.cluster import ADMIN_PRINCIPAL_ARN, NETWORK_POLICY_MODES, check_public_endpoint_cidrs
 from trainium_eks.constructs.dns_firewall import DnsFirewallMode, check_domains
 from trainium_eks.constructs.node_provisioning import NodeProvisioning
 from trainium_eks.constructs.training_node_group import DEFAULT_INSTANCE_TYPE as TRAINIUM_INSTANCE_TYPE
@@ -42,6 +42,7 @@ SHARED_KEYS: Mapping[str, str] = {
     "dns_firewall": "dnsFirewall",
     "dns_allowed_domains": "dnsAllowedDomains",
     "kubectl_invocation_alarm": "kubectlInvocationAlarm",
+    "network_policy_mode": "networkPolicyMode",
 }
 """Settings of every stack: prop -> context key."""
 
@@ -245,6 +246,11 @@ def _parse(problems: Problems, key: str, value: Any, region: Optional[str]) -> A
         before = len(list(problems))
         checked = check_domains(problems, key, domains)
         return tuple(checked) if len(list(problems)) == before else None
+    if key == "networkPolicyMode":
+        if value not in NETWORK_POLICY_MODES:
+            problems.add(key, value, f"one of {', '.join(NETWORK_POLICY_MODES)}{nearest(value, NETWORK_POLICY_MODES)}")
+            return None
+        return value
     for enum_key, enum_type in (("provisioning", NodeProvisioning), ("dnsFirewall", DnsFirewallMode)):
         if key == enum_key:
             choices = [mode.value for mode in enum_type]

@@ -8,7 +8,7 @@ from typing import Mapping, Optional, Sequence
 from aws_cdk import Duration
 from aws_cdk import aws_ec2 as ec2
 
-from trainium_eks.constructs.cluster import check_cluster_settings
+from trainium_eks.constructs.cluster import DEFAULT_NETWORK_POLICY_MODE, NETWORK_POLICY_MODES, check_cluster_settings
 from trainium_eks.constructs.dns_firewall import DnsFirewallMode, check_domains
 from trainium_eks.constructs.node_provisioning import NodeProvisioning
 from trainium_eks.constructs.training_node_pool import DEFAULT_IDLE_TIMEOUT, check_idle_timeout
@@ -68,6 +68,9 @@ class ClusterStackProps:
     :param kubectl_invocation_alarm: Notify whenever the kubectl provider's functions are invoked other than by their
         own provider and CloudFormation (``TrainingCluster``'s ``invocation_alarm``; a CloudTrail trail of the stack's
         own, of the 5 an account may have per region). Default: false.
+    :param network_policy_mode: How the VPC CNI's network policy agent treats a new pod until its NetworkPolicies are
+        programmed (``TrainingCluster``'s ``network_policy_mode``): ``"strict"`` denies it, ``"standard"`` allows it.
+        Default: ``"strict"``.
     :param setting_names: Names of the settings in error messages (the default app passes its context keys).
         Default: the prop names.
     """
@@ -87,6 +90,7 @@ class ClusterStackProps:
     dns_firewall: DnsFirewallMode = DnsFirewallMode.BLOCK
     dns_allowed_domains: Sequence[str] = ()
     kubectl_invocation_alarm: bool = False
+    network_policy_mode: str = DEFAULT_NETWORK_POLICY_MODE
     setting_names: Optional[Mapping[str, str]] = None
 
     def check(self, problems: Problems, *, region: str) -> None:
@@ -103,6 +107,8 @@ class ClusterStackProps:
         check_bool(problems, "seed_jobs", self.seed_jobs)
         check_bool(problems, "preflight", self.preflight)
         check_bool(problems, "kubectl_invocation_alarm", self.kubectl_invocation_alarm)
+        if self.network_policy_mode not in NETWORK_POLICY_MODES:
+            problems.add("network_policy_mode", self.network_policy_mode, " or ".join(NETWORK_POLICY_MODES))
         coerce_enum(problems, "dns_firewall", self.dns_firewall, DnsFirewallMode)
         check_domains(problems, "dns_allowed_domains", self.dns_allowed_domains)
         provisioning = coerce_enum(problems, "provisioning", self.provisioning, NodeProvisioning)

@@ -11,7 +11,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct
 
-from trainium_eks.constructs.cluster import TrainingCluster
+from trainium_eks.constructs.cluster import DEFAULT_NETWORK_POLICY_MODE, TrainingCluster
 from trainium_eks.constructs.cluster_addons import ClusterAddons
 from trainium_eks.constructs.dns_firewall import DnsFirewall, DnsFirewallMode
 from trainium_eks.constructs.image_repository import TrainingImageRepository
@@ -87,7 +87,7 @@ class TrainingClusterStack(Stack):
     The props of :class:`~trainium_eks.stacks.cluster_stack_props.ClusterStackProps` (``availability_zone_id``,
     ``kubernetes_version``, ``admin_role_arn``, ``vpc``, ``node_subnet``, ``image_directory``, ``image_build_args``,
     ``seed_jobs``, ``provisioning``, ``idle_timeout``, ``preflight``, ``public_endpoint_cidrs``, ``dns_firewall``,
-    ``dns_allowed_domains``, ``kubectl_invocation_alarm``, ``setting_names``) are
+    ``dns_allowed_domains``, ``kubectl_invocation_alarm``, ``network_policy_mode``, ``setting_names``) are
     every stack's, documented and checked
     there once: :attr:`props` holds them and :attr:`setting_problems` their problems, to which a subclass adds its own
     before it raises them.
@@ -115,6 +115,7 @@ class TrainingClusterStack(Stack):
         dns_firewall: DnsFirewallMode = DnsFirewallMode.BLOCK,
         dns_allowed_domains: Sequence[str] = (),
         kubectl_invocation_alarm: bool = False,
+        network_policy_mode: str = DEFAULT_NETWORK_POLICY_MODE,
         setting_names: Optional[Mapping[str, str]] = None,
         **stack_props: Any,
     ) -> None:
@@ -137,6 +138,7 @@ class TrainingClusterStack(Stack):
             dns_firewall=dns_firewall,
             dns_allowed_domains=dns_allowed_domains,
             kubectl_invocation_alarm=kubectl_invocation_alarm,
+            network_policy_mode=network_policy_mode,
             setting_names=setting_names,
         )
         self.setting_names = dict(setting_names or {})
@@ -256,6 +258,7 @@ class TrainingClusterStack(Stack):
             efs_csi_driver=efs_csi_driver,
             public_endpoint_cidrs=cidrs,
             invocation_alarm=self.props.kubectl_invocation_alarm,
+            network_policy_mode=self.props.network_policy_mode,
             setting_names=self.setting_names,
         )
         return self.cluster
