@@ -1,6 +1,6 @@
 """What an update cannot change in place: the Availability Zone of nodes whose subnets the stack creates, and the
-size of an FSx for Lustre file system downward. Both compare the plan with the previous deploy's, with no AWS
-call, and fail the update in its first minute instead of at the resource that cannot change."""
+deployment type of an FSx for Lustre file system and its size downward. Both compare the plan with the previous
+deploy's, with no AWS call, and fail the update in its first minute instead of at the resource that cannot change."""
 
 from __future__ import annotations
 
@@ -71,15 +71,26 @@ def lustre_pairs(context: AwsContext) -> List[Tuple[str, Mapping[str, Any], Mapp
 
 
 def check_lustre_growth(context: AwsContext, name: str) -> CheckResult:
-    """The FSx for Lustre file system ``name`` keeps its size or grows, and a SCRATCH_1 file system keeps it (the
-    deployed file system's type decides: FSx changes that one).
-    CloudFormation changes ``StorageCapacity`` in place (it is not among ``AWS::FSx::FileSystem``'s
-    createOnlyProperties in the CloudFormation registry schema) by FSx's UpdateFileSystem, which only increases
-    storage, and not for SCRATCH_1 (FSx API Reference, UpdateFileSystem, ``StorageCapacity``: for SCRATCH_2,
-    PERSISTENT_1 and PERSISTENT_2 SSD the value must be greater than the current capacity), so any other change
-    fails the update at the file system."""
+    """The FSx for Lustre file system ``name`` keeps its deployment type, and its size or grows, and a SCRATCH_1 file
+    system keeps it (the deployed file system's type decides: FSx changes that one).
+    CloudFormation changes ``StorageCapacity`` and ``LustreConfiguration`` in place (neither is among
+    ``AWS::FSx::FileSystem``'s createOnlyProperties in the CloudFormation registry schema) by FSx's UpdateFileSystem,
+    which only increases storage, and not for SCRATCH_1 (FSx API Reference, UpdateFileSystem, ``StorageCapacity``: for
+    SCRATCH_2, PERSISTENT_1 and PERSISTENT_2 SSD the value must be greater than the current capacity), and cannot
+    change the deployment type at all (its ``UpdateFileSystemLustreConfiguration`` has no ``DeploymentType``; the
+    create's configuration has), so any other change fails the update at the file system."""
     check = f"lustre-storage/{name}"
     _, before, now = next(pair for pair in lustre_pairs(context) if pair[0] == name)
+    old_type, new_type = before.get("deploymentType"), now.get("deploymentType")
+    if old_type and new_type and old_type != new_type:
+        return CheckResult(
+            check,
+            FAIL,
+            f"the file system is {old_type} and the plan makes it {new_type}: FSx cannot change a Lustre file "
+            f"system's deployment type (UpdateFileSystem has no DeploymentType)",
+            f"keep {old_type}; for another type, add a second file system (another construct id) and copy the data "
+            "to it, or destroy the stack (its file system is retained) and deploy it again",
+        )
     old, new = int(before["storageGib"]), int(now["storageGib"])
     if new == old or (new > old and before.get("deploymentType") != "SCRATCH_1"):
         return CheckResult(check, PASS, f"{new} GiB, from {old} GiB")

@@ -1,4 +1,5 @@
-"""What an update cannot change in place: a zone move of nodes in the stack's own subnets, a smaller Lustre."""
+"""What an update cannot change in place: a zone move of nodes in the stack's own subnets, a smaller Lustre, another
+Lustre deployment type."""
 
 from __future__ import annotations
 
@@ -86,6 +87,36 @@ def test_a_scratch_1_file_system_keeps_its_size_which_fsx_cannot_change(checks, 
     persistent = _plan(fileSystems=[_lustre(2400, deployment_type="PERSISTENT_2")])
     retyped = checks.check_lustre_growth(_context(checks, mixed, persistent, previous=scratch(1200)), "Storage/Lustre")
     assert retyped.status == "fail", "the deployed file system's type decides, not the plan's"
+
+
+def test_a_lustre_file_systems_deployment_type_cannot_change_whatever_its_size(checks, mixed):
+    for gib in (1200, 2400):
+        plan = _plan(fileSystems=[_lustre(gib, deployment_type="PERSISTENT_2")])
+        previous = _plan(fileSystems=[_lustre(1200, deployment_type="SCRATCH_2")])
+        retyped = checks.check_lustre_growth(_context(checks, mixed, plan, previous=previous), "Storage/Lustre")
+        assert (retyped.status, retyped.message) == (
+            "fail",
+            "the file system is SCRATCH_2 and the plan makes it PERSISTENT_2: FSx cannot change a Lustre file "
+            "system's deployment type (UpdateFileSystem has no DeploymentType)",
+        )
+        assert retyped.advice.startswith("keep SCRATCH_2; for another type, add a second file system")
+    earlier = _plan(fileSystems=[{"kind": "lustre", "storageGib": 1200, "name": "Storage/Lustre"}])
+    unknown = _context(checks, mixed, _plan(fileSystems=[_lustre(1200)]), previous=earlier)
+    assert checks.check_lustre_growth(unknown, "Storage/Lustre").status == "pass", "a plan that does not say"
+
+
+def test_fsx_cannot_change_a_lustre_deployment_type_in_place():
+    """The claim of the type check: FSx's UpdateFileSystem (botocore's service model, the API's own) takes no
+    DeploymentType, which its CreateFileSystem takes; and the registry schema does not make the configuration
+    create-only, so CloudFormation calls the update."""
+    import botocore.session
+    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+
+    model = botocore.session.get_session().get_service_model("fsx")
+    assert "DeploymentType" not in model.shape_for("UpdateFileSystemLustreConfiguration").members
+    assert "DeploymentType" in model.shape_for("CreateFileSystemLustreConfiguration").members
+    schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema("us-east-1", "AWS::FSx::FileSystem").schema
+    assert not [p for p in schema["createOnlyProperties"] if p.startswith("/properties/LustreConfiguration")]
 
 
 def test_file_systems_are_paired_by_name_not_by_position(checks, mixed):
