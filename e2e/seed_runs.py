@@ -10,7 +10,15 @@ from e2e.api import Api, ApiError
 from e2e.processes import wait_for
 from rehearsal.kubelet_expansion import expand
 from trainium_eks.manifests.jobs.graceful_stop import STOP_FILE_ENV
-from trainium_eks.manifests.jobs.job_release_program import API, DONE_CONDITIONS, parse, ref_of, state
+from trainium_eks.manifests.jobs.job_release_program import (
+    API,
+    DONE_CONDITIONS,
+    INGRESS_POLICY_LABEL,
+    PEERS_SUFFIX,
+    parse,
+    ref_of,
+    state,
+)
 from trainium_eks.manifests.jobs.progress_watch import PROGRESS_FILE_ENV
 from trainium_eks.manifests.jobs.run_directory import RUN_DIRECTORY, run_mount, run_volume
 
@@ -76,6 +84,40 @@ def stop_graces(api: Api) -> Dict[str, int]:
         for pod in api.list("v1", "Pod")
         if any(item.get("name") == STOP_FILE_ENV for c in pod["spec"]["containers"] for item in c.get("env") or [])
     }
+
+
+JOB_LABELS = (
+    "volcano.sh/job-name",
+    "jobset.sigs.k8s.io/jobset-name",
+    "training.kubeflow.org/job-name",
+    "batch.kubernetes.io/job-name",
+)
+"""The label by which each job controller names a pod's job (Volcano, JobSet under the Trainer, the training
+operator, the Job controller), in this order: a JobSet's pods carry its Jobs' label too. What the controllers, not the
+chart, say a pod belongs to."""
+
+
+def peers_policies(api: Api, namespace: str) -> Dict[str, Dict[str, Any]]:
+    """Each peers policy of ``namespace`` (``<job>-peers``, as the releases create them) -> its owners' names and,
+    per pod its selector selects as the controllers made the pods, the job the pod's controller label names."""
+    found = {}
+    for policy in api.list("networking.k8s.io/v1", "NetworkPolicy", namespace=namespace):
+        name = policy["metadata"]["name"]
+        if not name.endswith(PEERS_SUFFIX):
+            continue
+        selector = ",".join(f"{k}={v}" for k, v in policy["spec"]["podSelector"]["matchLabels"].items())
+        pods = api.list("v1", "Pod", namespace, selector=selector)
+        found[name] = {
+            "owners": [owner["name"] for owner in policy["metadata"].get("ownerReferences") or ()],
+            "selects": policy["spec"]["podSelector"]["matchLabels"] == {INGRESS_POLICY_LABEL: name},
+            "pods": {
+                pod["metadata"]["name"]: next(
+                    (pod["metadata"]["labels"][k] for k in JOB_LABELS if k in pod["metadata"]["labels"]), None
+                )
+                for pod in pods
+            },
+        }
+    return found
 
 
 def run_directory_mounts(api: Api) -> Dict[str, bool]:

@@ -2,18 +2,19 @@
 it or be reached from it: the stacks' NetworkPolicies through the model of :mod:`rehearsal.network_policy`."""
 
 import itertools
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import pytest
 
 from rehearsal.network_policy import Address, Cluster, Pod, Service
 from tests.support.apps import COMPOSER_TRAINING, KUBEFLOW_TRAINING, TRAINIUM_EKS, resources_of, stack_template
-from tests.support.manifests import MANIFEST, applied_objects, manifest_of, pod_templates
-from trainium_eks.core.conventions import FABRIC_CHECK_LABEL
+from tests.support.manifests import MANIFEST, applied_objects, held_job, manifest_of, pod_templates
+from trainium_eks.core.conventions import FABRIC_CHECK_LABEL, HELD_JOB_LABEL, INGRESS_POLICY_LABEL
 from trainium_eks.manifests.access.training_network_policy import EKS_KUBERNETES_SERVICE_IPS
 from trainium_eks.manifests.addons.etcd import CLIENT_PORT, PEER_PORT, EtcdChart
 from trainium_eks.manifests.jobs.distributed_workload import MASTER_PORT
 from trainium_eks.manifests.jobs.job_release import RELEASE_SERVICE_ACCOUNT
+from trainium_eks.manifests.jobs.job_release_program import peer_labelled, peer_templates, peers_policy
 
 STACKS = [TRAINIUM_EKS, KUBEFLOW_TRAINING, COMPOSER_TRAINING]
 NAMESPACE = "training"
@@ -32,11 +33,25 @@ EPHEMERAL = 45123
 """A port the collectives' bootstrap might pick between a job's pods (NCCL, gloo, the Neuron runtime)."""
 
 
+def released(template) -> Tuple[Dict[Tuple[str, str], Dict], List[Dict]]:
+    """What the stack applies with every held job as its release creates it (its pods labelled for its peers policy),
+    and the held jobs' peers policies (the release program's own functions make both)."""
+    found = applied_objects(template)
+    policies = []
+    for obj in list(found.values()):
+        if HELD_JOB_LABEL in (obj["metadata"].get("labels") or {}):
+            held = held_job(obj)
+            if peer_templates(held):
+                found[held["kind"], held["metadata"]["name"]] = peer_labelled(held)
+                policies.append(peers_policy(held, NAMESPACE, obj["metadata"]["name"], "release-uid"))
+    return found, policies
+
+
 def namespace_pods(template) -> Dict[str, List[Pod]]:
     """Two pods of every pod template the stack runs in the training namespace, by the object that makes them."""
     addresses = (f"10.0.{i // 250}.{i % 250 + 2}" for i in itertools.count(10))
     found: Dict[str, List[Pod]] = {}
-    for (kind, name), obj in applied_objects(template).items():
+    for (kind, name), obj in released(template)[0].items():
         if obj["metadata"].get("namespace") != NAMESPACE:
             continue
         for pod_template in pod_templates(obj):
@@ -50,9 +65,10 @@ def namespace_pods(template) -> Dict[str, List[Pod]]:
 
 
 def network_policies(template) -> List[Dict]:
-    """Every NetworkPolicy the stack applies, in every namespace (``applied_objects`` keys by kind and name)."""
+    """Every NetworkPolicy the stack applies, in every namespace (``applied_objects`` keys by kind and name), and
+    those its releases create."""
     found = [manifest_of(resource) for resource in resources_of(template, MANIFEST).values()]
-    return [obj for obj in found if obj["kind"] == "NetworkPolicy"]
+    return [obj for obj in found if obj["kind"] == "NetworkPolicy"] + released(template)[1]
 
 
 def system_namespaces(template) -> List[str]:
@@ -137,13 +153,47 @@ def test_every_stack_runs_each_kind_of_pod_it_checks(stack):
     assert roles == expected
 
 
+HELD = {TRAINIUM_EKS: 4, KUBEFLOW_TRAINING: 1, COMPOSER_TRAINING: 2}
+"""How many held training jobs each stack runs (each created by its release, with a peers policy): TrainiumEks's
+pre-compilation and training gangs, each with its fabric check; KubeflowTraining's TrainJob; ComposerTraining's two
+jobs (one pod each, held until the data is staged)."""
+
+
+def peered(pods: Dict[str, List[Pod]]) -> List[str]:
+    """The owners whose pods carry a peers policy's label (set by their release)."""
+    return [owner for owner, group in pods.items() if group[0].labels.get(INGRESS_POLICY_LABEL, "").endswith("-peers")]
+
+
 def test_the_pods_of_a_job_reach_each_other_on_every_port(stack):
-    _, cluster, pods = stack
-    for owner, (first, second) in pods.items():
-        if role_of(owner, first) not in ("training", "fabric"):
-            continue
+    name, cluster, pods = stack
+    assert len(peered(pods)) == HELD[name], peered(pods)
+    assert {role_of(owner, pods[owner][0]) for owner in peered(pods)} <= {"training", "fabric"}
+    for owner in peered(pods):
+        first, second = pods[owner]
         for port in (MASTER_PORT, 22, EPHEMERAL):
             assert cluster.allowed(first, second, port) and cluster.allowed(second, first, port), (owner, port)
+
+
+def test_no_pod_of_a_job_reaches_the_pods_of_another_job(stack):
+    """Each held job admits its own pods only (its peers policy): not another job's, not a release's, not a staging
+    Job's, not TensorBoard's."""
+    _, cluster, pods = stack
+    for target in peered(pods):
+        for owner, group in pods.items():
+            if owner != target:
+                for port in (MASTER_PORT, 22, EPHEMERAL):
+                    assert not cluster.allowed(group[0], pods[target][0], port), (owner, target, port)
+
+
+def test_without_its_peers_policy_a_jobs_pods_would_not_reach_each_other(stack):
+    """The mutation the peers policies answer: the namespace's own policies admit no pod of a gang from another."""
+    name, _, pods = stack
+    template = stack_template(name)
+    namespace_only = [p for p in network_policies(template) if not p["metadata"]["name"].endswith("-peers")]
+    cluster = Cluster(namespace_only, namespaces={NAMESPACE: {}}, strict=True)
+    for owner in peered(pods):
+        first, second = pods[owner]
+        assert not cluster.allowed(first, second, MASTER_PORT), owner
 
 
 def test_every_pod_resolves_names_and_gets_pod_identity_credentials(stack):

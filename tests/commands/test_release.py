@@ -49,6 +49,14 @@ TRAINJOB = {
     "metadata": {"name": "cifar"},
     "spec": {"trainer": {}},
 }
+NODE_PATCH = {
+    "manager": "example.com/mine",
+    "trainingRuntimeSpec": {
+        "template": {"spec": {"replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": {}}}}}]}}
+    },
+}
+"""A runtime patch with the pod template of the TrainJob's ``node`` replicated job, where its release puts the label of
+its peers policy."""
 ONE_POD = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "eval"}, "spec": {"template": {"spec": {}}}}
 
 
@@ -89,7 +97,12 @@ def test_the_release_creates_the_manifest_held_as_the_library_holds_its_own(tmp_
         (({**GANG, "metadata": {"name": "my.gang"}},), [], "a DNS-1035 label"),
         ((GANG,), ["--wait-for", "vcjob/my-gang"], "it would wait for itself"),
         ((TRAINJOB,), [], "spec.trainer.numNodes=None"),
-        (({**TRAINJOB, "spec": {"trainer": {"numNodes": 2}}},), [], "spec.trainer.resourcesPerNode='none'"),
+        (({**TRAINJOB, "spec": {"trainer": {"numNodes": 2}}},), [], 'spec.runtimePatches="no pod template of the'),
+        (
+            ({**TRAINJOB, "spec": {"trainer": {"numNodes": 2}, "runtimePatches": [NODE_PATCH]}},),
+            [],
+            "spec.trainer.resourcesPerNode='none'",
+        ),
         (({**TRAINJOB, "metadata": {"name": "t" * 49}},), [], "at most 48 characters"),
     ],
 )
@@ -104,11 +117,13 @@ def release_kubectl(
     missing: str = "",
     can_i: str = "yes",
     can_read: str = "yes",
+    can_police: str = "yes",
     create_error: str = "",
     absent: Sequence[str] = (),
     unserved: str = "",
 ) -> Path:
-    """A kubectl on PATH: auth can-i (``can_i`` for create: yes, no, or ``unserved``; ``can_read`` for get), get
+    """A kubectl on PATH: auth can-i (``can_i`` for create: yes, no, or ``unserved``; ``can_read`` for get;
+    ``can_police`` for create networkpolicies), get
     configmap and serviceaccount (``missing`` names one that is NotFound, or ``down``: the server refuses), get of
     objects with ``--ignore-not-found`` (prints those whose name is not in ``absent``; a resource starting with
     ``unserved`` is not served), create (``create_error`` on stderr, else records its input)."""
@@ -117,6 +132,7 @@ def release_kubectl(
         f"""
         if args[:2] == ["auth", "can-i"]:
             answer = {can_i!r} if args[2] == "create" else {can_read!r}
+            answer = {can_police!r} if args[3] == "networkpolicies" else answer
             if answer == "unserved":
                 sys.stderr.write("Warning: the server doesn't have a resource type 'jobs'\\n")
                 print("no")
@@ -161,6 +177,7 @@ def test_apply_checks_the_namespace_then_creates_the_release(tmp_path, capsys, m
         f"-n training get configmap {RELEASE_PROGRAM_CONFIG_MAP} -o name",
         "-n training get serviceaccount job-release -o name",
         "auth can-i create jobs.batch.volcano.sh -n training --as=system:serviceaccount:training:job-release",
+        "auth can-i create networkpolicies -n training --as=system:serviceaccount:training:job-release",
         "create -f - -o name",
     ]
     created = json.loads((tmp_path / "kubectl-data" / "created.json").read_text())
@@ -175,6 +192,12 @@ def test_apply_checks_the_namespace_then_creates_the_release(tmp_path, capsys, m
         ({"missing": "down"}, "kubectl get configmap failed (The connection to the server 127.0.0.1:6443 was refused)"),
         ({"can_i": "no"}, "JobReleaseCreatorChart(namespace='training', kind='vcjob')"),
         ({"can_i": "unserved"}, "the cluster does not serve jobs.batch.volcano.sh: install its controller"),
+        (
+            {"can_police": "no"},
+            "releases in training may not create NetworkPolicies (system:serviceaccount:training:job-release), so "
+            "cannot give vcjob/my-gang its peers policy: apply JobReleaseAccessChart(namespace='training') and "
+            "PeersPolicyAdmissionChart(namespace='training')",
+        ),
         (
             {"create_error": 'Error from server (AlreadyExists): jobs.batch "my-gang-release" already exists'},
             "job/my-gang-release exists in training: delete it",
@@ -241,6 +264,7 @@ def test_apply_checks_each_job_waited_for_and_the_node_pool(tmp_path, capsys, mo
     calls = (tmp_path / "kubectl-data" / "calls").read_text().splitlines()
     account = "--as=system:serviceaccount:training:job-release"
     assert calls[3:] == [
+        f"auth can-i create networkpolicies -n training {account}",
         f"auth can-i get jobs.batch -n training {account}",
         f"auth can-i get jobs.batch.volcano.sh -n training {account}",
         "-n training get jobs.batch/staging jobs.batch/staging-release --ignore-not-found -o name",

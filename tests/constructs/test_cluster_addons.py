@@ -82,7 +82,7 @@ def test_every_object_of_every_chart_is_its_own_resource_keyed_by_its_identity(t
         "NeuronDevicePlugin": ["ClusterRole", "ClusterRoleBinding", "DaemonSet", "NetworkPolicy", "ServiceAccount"],
         "EfaDevicePlugin": ["DaemonSet"],
         "TrainingNamespace": ["Namespace", "ServiceAccount"],
-        "NetworkPolicies": ["NetworkPolicy"] * 4,
+        "NetworkPolicies": ["NetworkPolicy"] * 3,
         "SharedVolume": ["PersistentVolume", "PersistentVolumeClaim"],
         "TensorBoard": ["Deployment", "NetworkPolicy", "Service"],
         "VolcanoQueue": ["Queue"],

@@ -755,6 +755,7 @@ def test_the_state_machine_comes_after_what_its_runs_releases_need(built):
         "JobReleaseCreatorChart",
         "ReleaseProgramChart",
         "HeldJobAdmissionChart",
+        "PeersPolicyAdmissionChart",
     }
 
 

@@ -16,6 +16,7 @@ from e2e.deploy import LiveStack, applied_objects
 from e2e.seed_runs import (
     SEED_RUN_MINUTES,
     created_before_its_waits_ended,
+    peers_policies,
     run_directory_mounts,
     seed_jobs,
     stop_graces,
@@ -33,7 +34,10 @@ from rehearsal.scenarios import (
 )
 from tests.support.apps import new_app
 from tests.support.dns_firewall import allowed_domains, unanswered
+from tests.support.manifests import held_job
 from trainium_eks.constructs.applied_chart import RETAINED_KINDS
+from trainium_eks.core.conventions import HELD_JOB_LABEL
+from trainium_eks.manifests.jobs.job_release_program import PEERS_SUFFIX, gang_pods, peer_templates
 from trainium_eks.workloads import bert_phase1, cifar10_ddp, composer_resnet
 
 SEED_GRACES = {
@@ -78,6 +82,21 @@ def test_a_deploy_applies_everything_runs_the_seed_jobs_and_a_destroy_removes_it
         assert graces and set(graces.values()) <= SEED_GRACES, f"the training pods keep their job's grace: {graces}"
         mounts = run_directory_mounts(cluster.api)
         assert mounts and all(mounts.values()), f"every training pod mounts its run directory: {mounts}"
+        held_jobs = {
+            held["metadata"]["name"] + PEERS_SUFFIX: (release["metadata"]["name"], len(gang_pods(held)) and 2)
+            for release in objects
+            if HELD_JOB_LABEL in (release["metadata"].get("labels") or {})
+            for held in [held_job(release)]
+            if peer_templates(held)
+        }
+        peers = peers_policies(cluster.api, "training")
+        assert set(peers) == set(held_jobs), "each held job's release created its peers policy, and no other policy"
+        for name, found in peers.items():
+            release, least = held_jobs[name]
+            assert found["owners"] == [release] and found["selects"], found
+            job = name[: -len(PEERS_SUFFIX)]
+            assert len(found["pods"]) >= max(least, 1), f"{name} selects {found} (a gang: at least two pods)"
+            assert set(found["pods"].values()) == {job}, f"{name} selects pods of other jobs: {found}"
 
         destroyed = live.deploy(None)
         assert not destroyed.failures, f"{destroyed.describe_failures()}\n{runner.describe()}\n{cluster.describe()}"

@@ -18,10 +18,12 @@ NOT_JOBS = (
     "JobsReleaseProgram",
     "JobsStagingProgram",
     "JobsReleaseGuard",
+    "JobsPeersGuard",
     "JobsFabricSuspect",
 )
 """What a JobSequence ``Jobs`` applies besides jobs and releases: the release access, etcd, the fabric, release and
-staging programs, the held jobs' admission policy, the fabric suspect taint's permission and policy."""
+staging programs, the held jobs' admission policy, the releases' NetworkPolicy admission policy, the fabric suspect
+taint's permission and policy."""
 
 
 def manifest_of(resource: Dict[str, Any]) -> Dict[str, Any]:

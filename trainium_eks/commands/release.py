@@ -63,6 +63,7 @@ from trainium_eks.manifests.jobs.job_release_program import (
     gang_pods,
     pod_requests,
     ref_of,
+    unlabelled_pods,
 )
 
 MAX_NAME = 63 - len("-release")
@@ -203,6 +204,14 @@ def _check_gang(problems: Problems, kind: str, manifest: Dict[str, Any], waits: 
             "spec.trainer.numNodes",
             trainer.get("numNodes"),
             "the TrainJob's node count (its release holds that many nodes; the runtime's count is not in the manifest)",
+        )
+        problems.raise_if_any()
+    if unlabelled_pods(manifest):
+        problems.add(
+            "spec.runtimePatches",
+            "no pod template of the 'node' replicated job",
+            "that pod template (its release labels it for the job's peers policy, without which the pods admit no "
+            "connection, each other's neither; its placement is that of the capacity pods too)",
         )
         problems.raise_if_any()
     try:
@@ -369,6 +378,12 @@ def apply(
         raise ReleaseError(
             f"releases in {namespace} may not create {resource} ({account}): apply "
             f"JobReleaseCreatorChart(namespace={namespace!r}, kind={kind!r}), or JobSequence.release_prerequisites"
+        )
+    if not release_may("create", "networkpolicies", namespace, stack):
+        raise ReleaseError(
+            f"releases in {namespace} may not create NetworkPolicies ({account}), so cannot give {held_ref} its peers "
+            f"policy: apply JobReleaseAccessChart(namespace={namespace!r}) and PeersPolicyAdmissionChart("
+            f"namespace={namespace!r}) of this library version, or JobSequence.release_prerequisites"
         )
     for ref in waits:
         if not release_may("get", resource_of(ref.split("/")[0]), namespace, stack):

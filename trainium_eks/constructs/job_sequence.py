@@ -18,6 +18,7 @@ from trainium_eks.manifests.access.job_release_access import (
     JobReleaseAccessChart,
     JobReleaseCreatorChart,
 )
+from trainium_eks.manifests.access.peers_policy_admission import PeersPolicyAdmissionChart
 from trainium_eks.manifests.addons.etcd import EtcdChart
 from trainium_eks.manifests.jobs.adopted_job import AdoptedJobChart
 from trainium_eks.manifests.jobs.dataset_staging import StagingProgramChart
@@ -192,8 +193,10 @@ class JobSequence(Construct):
         """What a release Job of ``namespace`` that creates jobs of ``kind`` (``vcjob``, ``trainjob``, ...) needs
         before it runs: the release service account and reader Role, the Role that lets releases create ``kind``,
         the release program's ConfigMap, and the admission policy that lets only releases create the namespace's held
-        jobs (:class:`~trainium_eks.manifests.access.held_job_admission.HeldJobAdmissionChart`); each applied once per
-        sequence. Give them to a release of your own (the hybrid workflow's runs use them). A fabric check's release
+        jobs (:class:`~trainium_eks.manifests.access.held_job_admission.HeldJobAdmissionChart`), and the one that lets
+        releases create no NetworkPolicy but a held job's peers policy
+        (:class:`~trainium_eks.manifests.access.peers_policy_admission.PeersPolicyAdmissionChart`); each applied once
+        per sequence. Give them to a release of your own (the hybrid workflow's runs use them). A fabric check's release
         needs more (:meth:`_fabric_suspect_access`), which :meth:`add` gives it."""
         problems = Problems(f"{self.node.path}.release_prerequisites")
         check_dns_label(problems, "namespace", namespace)
@@ -205,6 +208,7 @@ class JobSequence(Construct):
             self._release_access(namespace, kind),
             self._release_program(namespace),
             self._held_job_admission(namespace),
+            self._peers_policy_admission(namespace),
         ]
 
     def _release_access(self, namespace: str, kind: str) -> AppliedChart:
@@ -246,6 +250,15 @@ class JobSequence(Construct):
         return self._once(
             f"ReleaseGuard-{namespace}",
             lambda: HeldJobAdmissionChart(namespace=namespace),
+            self.access_prerequisites,
+        )
+
+    def _peers_policy_admission(self, namespace: str) -> AppliedChart:
+        """The admission policy that lets the releases of ``namespace`` create held jobs' peers policies and no other
+        NetworkPolicy; applied once."""
+        return self._once(
+            f"PeersGuard-{namespace}",
+            lambda: PeersPolicyAdmissionChart(namespace=namespace),
             self.access_prerequisites,
         )
 

@@ -57,12 +57,14 @@ FABRIC_RESULT_MARKER = "trainium-eks-fabric-result:"
 
 INGRESS_POLICY_LABEL = "trainium-eks/ingress-policy"
 """Label of pods whose ingress a NetworkPolicy of their own governs (its value is that policy's name, such as
-``tensorboard-clients``): the training namespace's rule that admits every pod of the namespace leaves them out."""
+``tensorboard-clients``, or ``<job>-peers`` on a held job's pods, set by its release): a namespace's ``allow-all``
+policy (:class:`~trainium_eks.manifests.access.system_network_policy.SystemNetworkPolicyChart`) leaves them out."""
 
 NO_INGRESS_POLICY = "namespace-baseline"
 """The training namespace's NetworkPolicy that selects every pod and admits no ingress: the value of
-:data:`INGRESS_POLICY_LABEL` on pods that take no connection at all (the dataset staging Jobs, which reach the
-internet: no pod of the namespace can use them as a relay)."""
+:data:`INGRESS_POLICY_LABEL` on pods that take no connection at all, which a release leaves so instead of giving them
+its job's peers policy (the dataset staging Jobs, which reach the internet: no pod of the namespace can use them as a
+relay)."""
 
 EGRESS_KUBERNETES_API_LABEL = "trainium-eks/egress-kubernetes-api"
 """Label (value ``"true"``) of the pods in the training namespace that may reach the Kubernetes API: the release

@@ -134,10 +134,10 @@ class LibraryChart(cdk8s.Chart):
     ) -> Dict[str, Any]:
         """A NetworkPolicy ``name`` that admits ingress to ``pods`` only on ``ports`` from pods of this namespace
         (none when ``ports`` is empty or ``from_namespace`` is false: all ingress denied). Enforced by the VPC CNI's
-        network policy agent (enabled by ``TrainingCluster``); egress is left to the namespace's policies. In the
-        training namespace, whose ``namespace-peers`` policy admits every pod of the namespace on every port, label the
-        pods with :func:`governed_by` the returned policy so that this one alone decides their ingress (policies add
-        up: Kubernetes, "Network Policies")."""
+        network policy agent (enabled by ``TrainingCluster``); egress is left to the namespace's policies. Label the
+        pods with :func:`governed_by` the returned policy: in a namespace opened by
+        :class:`~trainium_eks.manifests.access.system_network_policy.SystemNetworkPolicyChart` this one then alone
+        decides their ingress (policies add up: Kubernetes, "Network Policies")."""
         rules: List[Dict[str, Any]] = []
         if ports and from_namespace:
             rules = [{"from": [{"podSelector": {}}], "ports": [{"port": port, "protocol": "TCP"} for port in ports]}]

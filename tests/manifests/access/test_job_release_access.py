@@ -19,6 +19,7 @@ def test_release_jobs_may_read_jobs_hold_capacity_and_create_only_the_kinds_they
         {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create", "list", "delete"]},
         {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
         {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "list"]},
+        {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["create", "get"]},
     ]
     creator = objects(JobReleaseCreatorChart(namespace="training", kind="vcjob"))
     assert creator["Role", "job-release-create-vcjob"]["rules"] == [

@@ -21,8 +21,7 @@ def test_every_pod_of_the_namespace_is_isolated_both_ways():
         "internet",
         "kubernetes-api",
         "namespace-baseline",
-        "namespace-peers",
-    ]
+    ], "no policy admits the whole namespace: a gang's release creates its peers policy"
 
 
 def test_the_api_and_the_internet_are_opened_to_labelled_pods_on_https_only():

@@ -94,3 +94,28 @@ def test_a_bad_name_namespace_and_wait_for_are_reported_together():
         "namespace=None",
         "wait_for=['deployment/x']",
     ]
+
+
+def test_a_trainjob_of_several_nodes_without_its_node_pod_template_is_refused_for_its_release_could_not_label_it():
+    trainer = {"numNodes": 2, "image": "e.example/e:1"}
+    spec = {"runtimeRef": {"name": "torch-distributed"}, "trainer": trainer}
+    with pytest.raises(ConfigurationError) as raised:
+        AdoptedJobChart(user_chart("trainer.kubeflow.org/v1alpha1", "TrainJob", spec=spec))
+    (problem,) = raised.value.problems
+    assert "without the pod template of its 'node' replicated job" in problem and "peers policy" in problem
+    runtime_count = {**spec, "trainer": {"image": "e.example/e:1"}}
+    waiting = ["job/data-0123456789"]
+    with pytest.raises(ConfigurationError, match="without the pod template"):
+        AdoptedJobChart(user_chart("trainer.kubeflow.org/v1alpha1", "TrainJob", spec=runtime_count), wait_for=waiting)
+    assert AdoptedJobChart(user_chart("trainer.kubeflow.org/v1alpha1", "TrainJob", spec=runtime_count)), (
+        "no release creates it: no peers policy either (docs/security.md)"
+    )
+    no_template = {"tasks": [{"name": "node", "replicas": 2}]}
+    assert AdoptedJobChart(user_chart("batch.volcano.sh/v1alpha1", "Job", spec=no_template)), "not a TrainJob"
+    node = {"name": "node", "template": {"spec": {"template": {"spec": {"nodeSelector": {"a": "b"}}}}}}
+    patch = {"manager": "example.com/mine", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [node]}}}}
+    assert AdoptedJobChart(
+        user_chart("trainer.kubeflow.org/v1alpha1", "TrainJob", spec={**spec, "runtimePatches": [patch]})
+    )
+    one = {**spec, "trainer": {**trainer, "numNodes": 1}}
+    assert AdoptedJobChart(user_chart("trainer.kubeflow.org/v1alpha1", "TrainJob", spec=one)), "one pod: no gang"

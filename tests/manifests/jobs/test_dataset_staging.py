@@ -127,7 +127,7 @@ def test_the_staging_pod_reaches_the_internet_and_admits_no_connection():
     (manifest,) = chart().manifests()
     labels = manifest["spec"]["template"]["metadata"]["labels"]
     assert labels[EGRESS_INTERNET_LABEL] == "true"
-    assert labels[INGRESS_POLICY_LABEL] == NO_INGRESS_POLICY, "left out of the namespace's peer rule"
+    assert labels[INGRESS_POLICY_LABEL] == NO_INGRESS_POLICY, "a release gives it no peers policy when it is held"
 
 
 @pytest.mark.parametrize(

@@ -366,6 +366,127 @@ def test_a_trainjobs_gang_is_its_nodes_with_the_placement_of_its_runtime_patch_a
     assert pod["containers"] == [{"name": "node", "resources": manifest["spec"]["trainer"]["resourcesPerNode"]}]
 
 
+def test_a_held_jobs_pod_templates_of_each_kind_carry_its_peers_label_and_nothing_else_changes():
+    group = NodeGroupTopology("m5.xlarge", 6, 6, 0, (), frozenset({"efs-sc-claim"}))
+    trainjob = TrainJobChart(name="ddp", image="i:1", node_group=group, script="/t.py").manifest
+    pytorch = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "p", "namespace": "training"},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Master": {"replicas": 1, "template": {"metadata": {"labels": {"a": "b"}}, "spec": NEURON_POD}},
+                "Worker": {"replicas": 3, "template": {"spec": NEURON_POD}},
+            }
+        },
+    }
+    two_tasks = gang((1, NEURON_POD), (3, {"containers": []}))
+    batch = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "b", "namespace": "training"},
+        "spec": {"parallelism": 4, "template": {"spec": {"containers": []}}},
+    }
+    for held, templates in ((trainjob, 1), (pytorch, 2), (two_tasks, 2), (batch, 1)):
+        labelled = program.peer_labelled(held)
+        found = program.job_pod_templates(labelled)
+        name = held["metadata"]["name"]
+        assert len(found) == templates, held["kind"]
+        assert all(t["metadata"]["labels"][program.INGRESS_POLICY_LABEL] == f"{name}-peers" for t in found)
+        assert gang_pods(labelled) == gang_pods(held), "the capacity step sees the same pods"
+        for before, after in zip(program.job_pod_templates(held), found, strict=True):
+            after["metadata"]["labels"].pop(program.INGRESS_POLICY_LABEL)
+            assert after["spec"] == before["spec"], "only the label is added"
+            assert after["metadata"]["labels"] == (before.get("metadata") or {}).get("labels", {}), "(to a copy)"
+    assert program.peer_labelled(pytorch)["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["metadata"] == {
+        "labels": {"a": "b", program.INGRESS_POLICY_LABEL: "p-peers"}
+    }
+    assert program.INGRESS_POLICY_LABEL == conventions.INGRESS_POLICY_LABEL
+    assert program.NO_INGRESS_POLICY == conventions.NO_INGRESS_POLICY
+
+
+def test_pods_that_admit_nothing_keep_their_label_and_any_other_value_is_replaced():
+    staging = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "data-1", "namespace": "training"},
+        "spec": {"template": {"metadata": {"labels": {program.INGRESS_POLICY_LABEL: "namespace-baseline"}}}},
+    }
+    assert program.peer_templates(staging) == [] and program.peer_labelled(staging) == staging
+    posing = gang((2, NEURON_POD))
+    posing["spec"]["tasks"][0]["template"]["metadata"] = {"labels": {program.INGRESS_POLICY_LABEL: "other-1-peers"}}
+    (template,) = program.job_pod_templates(program.peer_labelled(posing))
+    assert template["metadata"]["labels"][program.INGRESS_POLICY_LABEL] == "train-1-peers", "not another job's peer"
+
+
+def test_a_trainjob_whose_pods_a_release_cannot_label_is_told_apart():
+    group = NodeGroupTopology("m5.xlarge", 6, 6, 0, (), frozenset({"efs-sc-claim"}))
+    chart = TrainJobChart(name="ddp", image="i:1", node_group=group, script="/t.py").manifest
+    assert not program.unlabelled_pods(chart)
+    bare = {**chart, "spec": {key: value for key, value in chart["spec"].items() if key != "runtimePatches"}}
+    assert program.unlabelled_pods(bare)
+    one = {**bare, "spec": {**bare["spec"], "trainer": {**bare["spec"]["trainer"], "numNodes": 1}}}
+    assert not program.unlabelled_pods(one), "one pod: nothing to admit"
+    assert not program.unlabelled_pods(gang((2, NEURON_POD))), "the others' templates are in their manifest"
+
+
+def test_a_gangs_peers_policy_admits_its_own_pods_only_and_goes_with_its_release():
+    policy = program.peers_policy(gang((2, NEURON_POD)), "training", "train-1-release", "release-uid")
+    pods = {"matchLabels": {conventions.INGRESS_POLICY_LABEL: "train-1-peers"}}
+    assert policy["metadata"]["name"] == "train-1-peers" and policy["metadata"]["namespace"] == "training"
+    assert policy["metadata"]["ownerReferences"] == [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "train-1-release", "uid": "release-uid"}
+    ]
+    assert policy["spec"] == {
+        "podSelector": pods,
+        "policyTypes": ["Ingress"],
+        "ingress": [{"from": [{"podSelector": pods}]}],
+    }
+
+
+class PolicyApi:
+    """Answers a peers policy's create (``create``: the answer, or an exception to raise) and its read."""
+
+    def __init__(self, create, existing=None):
+        self.create, self.existing, self.calls = create, existing, []
+
+    def __call__(self, url, body=None, method=None):
+        self.calls.append((url, body is not None))
+        if body is None:
+            return self.existing
+        if isinstance(self.create, Exception):
+            raise self.create
+        return body
+
+
+@pytest.mark.parametrize(
+    "create, existing, ours",
+    [
+        (None, None, True),
+        (program.Conflict("409"), {"metadata": {"ownerReferences": [{"uid": "release-uid"}]}}, True),
+        (program.Conflict("409"), {"metadata": {"ownerReferences": [{"uid": "someone-else"}]}}, False),
+        (program.Conflict("409"), {"metadata": {}}, False),
+    ],
+)
+def test_a_peers_policy_is_created_once_and_one_the_release_did_not_create_is_not_taken(
+    monkeypatch, create, existing, ours
+):
+    api = PolicyApi(create, existing)
+    monkeypatch.setattr(program, "request", api)
+    policy = program.peers_policy(gang((2, NEURON_POD)), "training", "train-1-release", "release-uid")
+    assert program.ensure_peers_policy("https://api", "training", policy, "release-uid") is ours
+    collection = f"https://api/apis/networking.k8s.io/v1{NS}/networkpolicies"
+    assert api.calls[0] == (collection, True)
+    assert api.calls[1:] == ([] if create is None else [(collection + "/train-1-peers", False)])
+
+
+def test_a_peers_policy_deleted_as_it_was_read_is_tried_again(monkeypatch):
+    monkeypatch.setattr(program, "request", PolicyApi(program.Conflict("409"), None))
+    policy = program.peers_policy(gang((2, NEURON_POD)), "training", "train-1-release", "release-uid")
+    with pytest.raises(ConnectionError, match="train-1-peers was deleted"):
+        program.ensure_peers_policy("https://api", "training", policy, "release-uid")
+
+
 def test_a_pod_requests_its_containers_sum_or_its_largest_init_container_and_a_limit_stands_for_a_request():
     assert pod_requests(NEURON_POD) == {
         "cpu": 100.5,
@@ -751,13 +872,25 @@ def release_with_image(api):
     api.objects[f"/api/v1{NS}/pods?labelSelector=volcano.sh/job-name%3Dtrain-1"] = {"items": []}
 
 
+def test_a_peers_policy_the_release_did_not_create_ends_it_before_any_node_is_held(api):
+    release_with_image(api)
+    api.post_status = 409
+    api.objects[f"/apis/networking.k8s.io/v1{NS}/networkpolicies/train-1-peers"] = {"metadata": {"name": "x"}}
+    result = api.release(held=gang((2, NEURON_POD)))
+    assert result.returncode == NEVER, result.stdout + result.stderr
+    assert "networkpolicy/train-1-peers exists and was not created by job/train-1-release-abc123" in result.stdout
+    assert [path for path, _ in api.posts] == [f"/apis/networking.k8s.io/v1{NS}/networkpolicies"], "no capacity Job"
+
+
 def test_a_release_watches_the_gang_it_created_until_it_ends(api):
     release_with_image(api)
     api.objects[HELD] = lambda n: owned(vcjob("Running")) if n < 4 else owned(vcjob("Completed"))
     result = api.release(held=gang((2, NEURON_POD)))
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("job release: watching vcjob/train-1\n") == 1  # each message once
-    assert result.stdout.endswith("job release: vcjob/train-1 completed\n") and api.posts == []
+    assert result.stdout.endswith("job release: vcjob/train-1 completed\n")
+    [(path, policy)] = api.posts  # its peers policy, first of all; the gang exists (created by an earlier run)
+    assert path == f"/apis/networking.k8s.io/v1{NS}/networkpolicies" and policy["metadata"]["name"] == "train-1-peers"
 
 
 def test_a_watched_gang_deleted_by_someone_else_is_not_created_again_and_fails_what_waits_for_it(api):
@@ -766,7 +899,7 @@ def test_a_watched_gang_deleted_by_someone_else_is_not_created_again_and_fails_w
     result = api.release(held=gang((2, NEURON_POD)))
     assert result.returncode == NEVER, result.stdout + result.stderr
     assert "vcjob/train-1 was deleted, not by this release; not creating it again" in result.stdout
-    assert api.posts == []
+    assert [path for path, _ in api.posts] == [f"/apis/networking.k8s.io/v1{NS}/networkpolicies"]
 
 
 # --- a fabric check's suspect nodes -------------------------------------------------------------------------------
@@ -901,6 +1034,7 @@ class FakeCluster:
         self.events = []  # (reason, type, message)
         self.recreated = []  # each check created: its annotation trainium-eks/recreated-by-release (None: none)
         self.sleeps = 0
+        self.policy = None  # the check's peers policy, once created
 
     def __call__(self, url, body=None, method=None, content_type="application/json"):
         method = method or ("GET" if body is None else "POST")
@@ -916,6 +1050,9 @@ class FakeCluster:
             return self._check(method)
         if path == "/apis/batch.volcano.sh/v1alpha1/namespaces/training/jobs" and method == "POST":
             assert self.check is None and self.created < len(self.runs), "created too often"
+            assert self.policy is not None, "the gang's peers policy comes first"
+            for task in body["spec"]["tasks"]:
+                assert task["template"]["metadata"]["labels"][program.INGRESS_POLICY_LABEL] == f"{CHECK}-peers"
             assert not self.capacity, "the gang is created once its capacity Jobs are gone"
             self.check, self.looks = {**body, "run": self.created}, 0
             self.created += 1
@@ -940,6 +1077,14 @@ class FakeCluster:
         if path.startswith("/apis/batch/v1/namespaces/training/jobs/") and method == "DELETE":
             self.capacity.discard(path.rsplit("/", 1)[1])
             return {}
+        if path.startswith("/apis/networking.k8s.io/v1/namespaces/training/networkpolicies"):
+            if method == "GET":
+                return self.policy
+            assert self.policy is None or self.policy["metadata"]["name"] == body["metadata"]["name"]
+            if self.policy is not None:  # a check created again finds the policy of its first creation
+                raise program.Conflict("networkpolicies: HTTP 409")
+            self.policy = body
+            return body
         if path == "/api/v1/namespaces/training/events":
             if method == "POST":
                 self.events.append((body["reason"], body["type"], body["message"]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import List
 
 from trainium_eks.core.conventions import FABRIC_SUSPECT_TAINT
-from trainium_eks.manifests.access.held_job_admission import ADMISSION_API
+from trainium_eks.manifests.access.admission_policy import add_admission_policy
 from trainium_eks.manifests.access.job_release_access import FABRIC_SUSPECT_ROLE, fabric_suspect_rules
 from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.manifests.jobs.job_release import RELEASE_COMPONENT, RELEASE_SERVICE_ACCOUNT
@@ -115,30 +115,12 @@ class FabricSuspectAdmissionChart(LibraryChart):
                 "rules": fabric_suspect_rules(),
             }
         )
-        self.add_object(
-            {
-                "apiVersion": ADMISSION_API,
-                "kind": "ValidatingAdmissionPolicy",
-                "metadata": self.metadata(name, cluster_scoped=True),
-                "spec": {
-                    "failurePolicy": "Fail",
-                    "matchConstraints": {
-                        "resourceRules": [
-                            {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["nodes"], "operations": ["UPDATE"]}
-                        ]
-                    },
-                    "matchConditions": [{"name": "release-account", "expression": RELEASE_USER_CONDITION}],
-                    "validations": self.validations(),
-                },
-            }
-        )
-        self.add_object(
-            {
-                "apiVersion": ADMISSION_API,
-                "kind": "ValidatingAdmissionPolicyBinding",
-                "metadata": self.metadata(name, cluster_scoped=True),
-                "spec": {"policyName": name, "validationActions": ["Deny"]},
-            }
+        add_admission_policy(
+            self,
+            name,
+            rules=[{"apiGroups": [""], "apiVersions": ["v1"], "resources": ["nodes"], "operations": ["UPDATE"]}],
+            conditions=[{"name": "release-account", "expression": RELEASE_USER_CONDITION}],
+            validations=self.validations(),
         )
 
     @staticmethod

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any, Dict, List
 
 from trainium_eks.core.validation import Problems, check_dns_label
+from trainium_eks.manifests.access.admission_policy import add_admission_policy
 from trainium_eks.manifests.chart import LibraryChart
 from trainium_eks.manifests.jobs.job_release import RELEASE_ANNOTATION, RELEASE_COMPONENT, RELEASE_SERVICE_ACCOUNT
 from trainium_eks.manifests.jobs.job_release_program import API
-
-ADMISSION_API = "admissionregistration.k8s.io/v1"
 
 
 def admission_name(namespace: str) -> str:
@@ -65,50 +64,30 @@ class HeldJobAdmissionChart(LibraryChart):
         super().__init__(RELEASE_COMPONENT, namespace=namespace)
         name = admission_name(namespace)
         release_user = f"system:serviceaccount:{namespace}:{RELEASE_SERVICE_ACCOUNT}"
-        self.add_object(
-            {
-                "apiVersion": ADMISSION_API,
-                "kind": "ValidatingAdmissionPolicy",
-                "metadata": self.metadata(name, cluster_scoped=True),
-                "spec": {
-                    "failurePolicy": "Fail",
-                    "matchConstraints": {"resourceRules": _resource_rules()},
-                    "matchConditions": [
-                        {
-                            "name": "held-job",
-                            "expression": (
-                                "has(object.metadata.annotations) && "
-                                f"'{RELEASE_ANNOTATION}' in object.metadata.annotations"
-                            ),
-                        }
-                    ],
-                    "validations": [
-                        {
-                            "expression": f"request.userInfo.username == '{release_user}'",
-                            "reason": "Forbidden",
-                            "messageExpression": (
-                                f"'this job carries the {RELEASE_ANNOTATION} annotation: it is held, and only its "
-                                f"release Job (service account {RELEASE_SERVICE_ACCOUNT} of {namespace}) creates it, "
-                                "once what it waits for has completed and, for a gang, once every node is held; "
-                                "apply its chart with JobSequence.add (trainium-eks), not as it is, which ' + "
-                                "request.userInfo.username + ' did'"
-                            ),
-                        }
-                    ],
-                },
-            }
-        )
-        self.add_object(
-            {
-                "apiVersion": ADMISSION_API,
-                "kind": "ValidatingAdmissionPolicyBinding",
-                "metadata": self.metadata(name, cluster_scoped=True),
-                "spec": {
-                    "policyName": name,
-                    "validationActions": ["Deny"],
-                    "matchResources": {
-                        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
-                    },
-                },
-            }
+        add_admission_policy(
+            self,
+            name,
+            rules=_resource_rules(),
+            conditions=[
+                {
+                    "name": "held-job",
+                    "expression": (
+                        f"has(object.metadata.annotations) && '{RELEASE_ANNOTATION}' in object.metadata.annotations"
+                    ),
+                }
+            ],
+            validations=[
+                {
+                    "expression": f"request.userInfo.username == '{release_user}'",
+                    "reason": "Forbidden",
+                    "messageExpression": (
+                        f"'this job carries the {RELEASE_ANNOTATION} annotation: it is held, and only its "
+                        f"release Job (service account {RELEASE_SERVICE_ACCOUNT} of {namespace}) creates it, "
+                        "once what it waits for has completed and, for a gang, once every node is held; "
+                        "apply its chart with JobSequence.add (trainium-eks), not as it is, which ' + "
+                        "request.userInfo.username + ' did'"
+                    ),
+                }
+            ],
+            namespace=namespace,
         )

@@ -78,9 +78,12 @@ class JobReleaseAccessChart(_RoleChart):
     (:class:`~trainium_eks.manifests.jobs.job_release_program.Capacity`): ``create``, ``list`` and ``delete`` on
     batch/v1 Jobs (its capacity Jobs, found by label), ``list`` on pods (are they bound?), ``create`` on events
     (CapacityHeld, CapacityNotHeld, CapacityQueued) and ``list`` on them (Karpenter's ``FailedScheduling`` events of
-    its capacity pods: is a NodePool's limit reached?). Nothing else: no update, no pod creation, no secrets; the Roles
-    that let releases create the kinds they hold are :class:`JobReleaseCreatorChart`, and the binding that lets them
-    taint a fabric check's suspect nodes is :class:`FabricSuspectAccessChart`. Training pods run as their own service
+    its capacity pods: is a NodePool's limit reached?), ``create`` and ``get`` on NetworkPolicies (the job's peers
+    policy, :func:`~trainium_eks.manifests.jobs.job_release_program.peers_policy`, and no other shape:
+    :class:`~trainium_eks.manifests.access.peers_policy_admission.PeersPolicyAdmissionChart`). Nothing else: no
+    update, no pod creation, no secrets; the Roles that let releases create the kinds they hold are
+    :class:`JobReleaseCreatorChart`, and the binding that lets them taint a fabric check's suspect nodes is
+    :class:`FabricSuspectAccessChart`. Training pods run as their own service
     account, which needs no Kubernetes permission.
 
     :param namespace: Required.
@@ -102,6 +105,7 @@ class JobReleaseAccessChart(_RoleChart):
                 {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["create", "list", "delete"]},
                 {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
                 {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "list"]},
+                {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"], "verbs": ["create", "get"]},
             ],
         )
 

@@ -9,7 +9,6 @@ from trainium_eks.core.conventions import (
     DEFAULT_NAMESPACE,
     EGRESS_INTERNET_LABEL,
     EGRESS_KUBERNETES_API_LABEL,
-    INGRESS_POLICY_LABEL,
     NO_INGRESS_POLICY,
 )
 from trainium_eks.core.validation import Problems, check_dns_label, check_strings
@@ -46,12 +45,13 @@ class TrainingNetworkPolicyChart(LibraryChart):
 
     - ``namespace-baseline`` (every pod; :data:`~trainium_eks.core.conventions.NO_INGRESS_POLICY`): no ingress;
       egress to every pod of the namespace on every port (the rendezvous on node 0, the collectives' bootstrap, ssh
-      between a fabric check's pods, etcd), to CoreDNS (UDP and TCP 53) and to the EKS Pod Identity agent
-      (:data:`POD_IDENTITY_AGENT`, TCP 80);
-    - ``namespace-peers`` (every pod without :data:`~trainium_eks.core.conventions.INGRESS_POLICY_LABEL`): ingress from
-      every pod of the namespace, on every port. Pods with that label (TensorBoard, etcd) admit only what their own
-      policy names; the dataset staging Jobs' pods, which reach the internet, carry it with the value
-      ``namespace-baseline`` and so admit nothing;
+      between a fabric check's pods, etcd: the other side's ingress decides), to CoreDNS (UDP and TCP 53) and to the
+      EKS Pod Identity agent (:data:`POD_IDENTITY_AGENT`, TCP 80);
+    - no policy admits ingress from the whole namespace: a held job's pods (every gang's, every job's that waits
+      for others) admit each other only, by the ``<job>-peers`` policy its release creates before it
+      (:func:`~trainium_eks.manifests.jobs.job_release_program.peers_policy`), so no pod of another job reaches
+      them; TensorBoard and etcd admit the namespace on their one port (their own policies); every other pod (a
+      release, a staging Job, which reaches the internet, a job that no release creates) admits nothing;
     - ``kubernetes-api`` (pods labelled ``trainium-eks/egress-kubernetes-api: "true"``, the release Jobs): TCP 443
       to the ``kubernetes`` Service (``kubernetes_api_addresses``);
     - ``internet`` (pods labelled ``trainium-eks/egress-internet: "true"``, the dataset staging Jobs and jobs with
@@ -115,11 +115,6 @@ class TrainingNetworkPolicyChart(LibraryChart):
                 },
             ],
             ingress=[],
-        )
-        self._policy(
-            "namespace-peers",
-            {"matchExpressions": [{"key": INGRESS_POLICY_LABEL, "operator": "DoesNotExist"}]},
-            ingress=[{"from": [{"podSelector": {}}]}],
         )
         self._policy(
             "kubernetes-api",

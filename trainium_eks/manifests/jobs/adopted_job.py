@@ -9,7 +9,9 @@ import cdk8s
 from trainium_eks.core.validation import Problems, check_dns_label
 from trainium_eks.manifests.addons.training_runtime import TRAINER_API_VERSION
 from trainium_eks.manifests.jobs import job_naming
-from trainium_eks.manifests.jobs.job_chart import JobChart, check_wait_for
+from trainium_eks.manifests.jobs.job_chart import JobChart, check_wait_for, wait_references
+from trainium_eks.manifests.jobs.job_release import is_held
+from trainium_eks.manifests.jobs.job_release_program import unlabelled_pods
 from trainium_eks.manifests.jobs.pytorch_job import PYTORCH_JOB_API_VERSION
 from trainium_eks.manifests.jobs.volcano_job import VOLCANO_JOB_API_VERSION
 
@@ -30,7 +32,9 @@ class AdoptedJobChart(JobChart):
     :class:`~trainium_eks.constructs.job_sequence.JobSequence` (which adopts a plain cdk8s chart by itself).
 
     :param chart: A ``cdk8s.Chart`` of exactly one object, a job of :data:`JOB_KINDS`, with a namespace and a name of
-        at most 28 characters (:data:`~trainium_eks.manifests.jobs.job_naming.BASE_NAME`). Required.
+        at most 28 characters (:data:`~trainium_eks.manifests.jobs.job_naming.BASE_NAME`); a held TrainJob of more
+        than one node (or of its runtime's count) carries the pod template of its ``node`` replicated job in
+        ``spec.runtimePatches`` (:func:`~trainium_eks.manifests.jobs.job_release_program.unlabelled_pods`). Required.
     :param wait_for: The jobs this one waits for: job charts or references (``job/<name>``, ``vcjob/<name>``, ...).
         Default: none.
     :param resolve: Turns CDK tokens into CloudFormation before hashing (``JobSequence.resolve``). Default: none.
@@ -58,6 +62,15 @@ class AdoptedJobChart(JobChart):
         job_naming.check_base_name(problems, metadata.get("name"))
         check_dns_label(problems, "namespace", metadata.get("namespace"))
         check_wait_for(problems, wait_for)
+        if unlabelled_pods(manifest) and is_held(manifest, wait_references(wait_for)):
+            problems.add(
+                "chart",
+                "a TrainJob of more than one node (or of its runtime's count) without the pod template of its 'node' "
+                "replicated job in spec.runtimePatches",
+                "a job whose pod template its release can label: add a runtimePatches entry with that pod template "
+                "(its labels reach the pods, which the job's peers policy selects; without it they admit no "
+                "connection, each other's neither; its nodeSelector and tolerations place the capacity pods)",
+            )
         problems.raise_if_any()
         super().__init__(metadata["name"], namespace=metadata["namespace"], wait_for=wait_for)
         self.ref_kind = JOB_KINDS[kinds[0]]

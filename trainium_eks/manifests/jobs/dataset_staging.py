@@ -83,10 +83,11 @@ class DatasetStagingChart(JobChart):
       user; the ``data`` filter keeps no archive ownership), no privilege escalation, the runtime's default seccomp
       profile and no service-account token (Pod Identity's token is mounted apart). Its pods may open HTTPS
       connections outside the VPC (label :data:`~trainium_eks.core.conventions.EGRESS_INTERNET_LABEL`, admitted by the
-      training namespace's NetworkPolicies) and accept no connection from any pod (label
-      :data:`~trainium_eks.core.conventions.INGRESS_POLICY_LABEL` =
-      :data:`~trainium_eks.core.conventions.NO_INGRESS_POLICY`): a pod of the namespace cannot use one as its way
-      out. It is not deleted when it finishes: the release Jobs of later jobs read its status.
+      training namespace's NetworkPolicies) and accept no connection from any pod (no policy of the namespace
+      admits one, and the label :data:`~trainium_eks.core.conventions.INGRESS_POLICY_LABEL` =
+      :data:`~trainium_eks.core.conventions.NO_INGRESS_POLICY` keeps a release from giving it a peers policy when it
+      is held): a pod of the namespace cannot use one as its way out. It is not deleted when it finishes: the
+      release Jobs of later jobs read its status.
     - ``activeDeadlineSeconds`` = ``deadline_seconds`` bounds the whole Job, its retries included: once past, the Job
       controller deletes its pod and the Job fails with the reason ``DeadlineExceeded``
       (:mod:`~trainium_eks.manifests.jobs.job_deadline` cites the controller's source); a copy cut short has no marker,

@@ -32,6 +32,11 @@ a gang is watched until it ends (:class:`GangWatch`): a restart that leaves a po
 ``trainium-eks/capacity-stall-seconds`` (300) has the release delete the gang, hold all its nodes again and create it
 anew, up to ``trainium-eks/capacity-restarts`` (3) times.
 
+A held job's pods admit connections from each other only: the release labels its pod templates
+(``trainium-eks/ingress-policy: <job>-peers``, :func:`peer_labelled`; a staging Job's, which admit nothing, keep
+theirs) and, first of all, creates that NetworkPolicy, owned by the release Job like the job (:func:`peers_policy`);
+no other pod of the namespace, another job's included, reaches them.
+
 A gang that is a fabric check (its manifest carries ``trainium-eks/fabric-check-for``) and fails because a few of its
 nodes are slow is given new nodes (:class:`FabricSuspects`): when node 0's ``fabric`` container ended with exit status
 6 and a termination message that names the suspect nodes (measured pair by pair), and the check's nodes come from a
@@ -51,7 +56,8 @@ Exit status: 0 when the held job exists (created now, or by an earlier attempt o
 gang once it has ended (or the release Job's deadline ended the watch); 3 when it never will: a job it waits for
 failed (or its release did), the wait timed out, its nodes could not be held in any attempt, a gang stalled more
 often than allowed, it was deleted by someone else while watched, the API server refused the held job
-(an admission webhook, a missing permission) or an object of that name exists that this release did not create; 2 on
+(an admission webhook, a missing permission) or an object of that name (or its peers policy's) exists that this
+release did not create; 2 on
 a usage error; 1 on anything else. The release Job's pod failure policy fails the Job at once on 2 and 3 and retries
 the rest.
 """
@@ -329,6 +335,121 @@ def gang_pods(held):
         return []
     shapes = [(int(count), pod) for count, pod in shapes if int(count) > 0]
     return shapes if sum(count for count, _ in shapes) > 1 else []
+
+
+INGRESS_POLICY_LABEL = "trainium-eks/ingress-policy"
+"""Label of pods whose ingress a NetworkPolicy of their own governs, its value that policy's name
+(``trainium_eks.core.conventions.INGRESS_POLICY_LABEL``)."""
+NO_INGRESS_POLICY = "namespace-baseline"
+"""The value of :data:`INGRESS_POLICY_LABEL` on pods that admit no connection at all, such as a dataset staging Job's
+(``trainium_eks.core.conventions.NO_INGRESS_POLICY``): a release leaves them so."""
+PEERS_SUFFIX = "-peers"
+NETWORK_POLICIES = "/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies"
+
+
+def peers_policy_name(job_name):
+    """The name of the NetworkPolicy that lets the pods of the job ``job_name`` reach each other: ``<job>-peers``."""
+    return job_name + PEERS_SUFFIX
+
+
+def job_pod_templates(held):
+    """The pod templates of the job ``held`` (``{"metadata": ..., "spec": ...}``, in place): a batch/v1 Job's, a
+    Volcano Job's tasks', a PyTorchJob's replica specs', a TrainJob's ``node`` pod template in its
+    ``runtimePatches`` (a TrainJob without one leaves its pods to its runtime's template)."""
+    spec = held.get("spec") or {}
+    kind = (ref_of(held) or "/").split("/")[0]
+    if kind == "job":
+        return [spec["template"]] if isinstance(spec.get("template"), dict) else []
+    if kind == "vcjob":
+        return [task["template"] for task in spec.get("tasks") or () if isinstance(task.get("template"), dict)]
+    if kind == "pytorchjob":
+        replicas = (spec.get("pytorchReplicaSpecs") or {}).values()
+        return [replica["template"] for replica in replicas if isinstance(replica.get("template"), dict)]
+    found = []
+    for patch in spec.get("runtimePatches") or ():
+        template = (patch.get("trainingRuntimeSpec") or {}).get("template") or {}
+        for replicated in (template.get("spec") or {}).get("replicatedJobs") or ():
+            job_spec = ((replicated.get("template") or {}).get("spec")) or {}
+            if replicated.get("name") == "node" and isinstance(job_spec.get("template"), dict):
+                found.append(job_spec["template"])
+    return found
+
+
+def peer_templates(held):
+    """The pod templates of ``held`` whose pods admit their own job's pods: all but those labelled
+    :data:`NO_INGRESS_POLICY`."""
+    return [
+        template
+        for template in job_pod_templates(held)
+        if ((template.get("metadata") or {}).get("labels") or {}).get(INGRESS_POLICY_LABEL) != NO_INGRESS_POLICY
+    ]
+
+
+def unlabelled_pods(held):
+    """Whether ``held`` is a TrainJob of more than one node, or of the runtime's count, whose ``node`` pod template
+    is not in its ``runtimePatches``: its release could not label its pods, which would then admit no connection,
+    each other's neither."""
+    trainer = (held.get("spec") or {}).get("trainer") or {}
+    trainjob = (ref_of(held) or "").startswith("trainjob/")
+    return trainjob and trainer.get("numNodes") != 1 and not job_pod_templates(held)
+
+
+def peer_labelled(held):
+    """The job ``held`` with :data:`INGRESS_POLICY_LABEL` set to its :func:`peers_policy_name` on every pod template of
+    :func:`peer_templates` (a copy; any other value is replaced, so that no job's pods pass for another's): their
+    pods' ingress is then their peers policy's alone."""
+    labelled = json.loads(json.dumps(held))
+    value = peers_policy_name(labelled["metadata"]["name"])
+    for template in peer_templates(labelled):
+        metadata = template.setdefault("metadata", {})
+        metadata["labels"] = {**(metadata.get("labels") or {}), INGRESS_POLICY_LABEL: value}
+    return labelled
+
+
+def peers_policy(held, namespace, owner_name, owner_uid):
+    """The NetworkPolicy of the job ``held`` (:func:`peers_policy_name`) in ``namespace``, owned by the release Job
+    ``owner_name``: it selects the job's pods by :data:`INGRESS_POLICY_LABEL` and admits ingress from those pods only,
+    on every port (the rendezvous, the collectives' bootstrap, a fabric check's ssh), so that no other pod of the
+    namespace, another job's included, reaches them."""
+    name = peers_policy_name(held["metadata"]["name"])
+    pods = {"matchLabels": {INGRESS_POLICY_LABEL: name}}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/part-of": "trainium-eks", "app.kubernetes.io/name": "job-peers"},
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": owner_name, "uid": owner_uid}],
+        },
+        "spec": {"podSelector": pods, "policyTypes": ["Ingress"], "ingress": [{"from": [{"podSelector": pods}]}]},
+    }
+
+
+def ensure_peers_policy(base, namespace, policy, owner_uid):
+    """Create ``policy`` unless it exists; whether the one there is this release's (owned by ``owner_uid``)."""
+    collection = base + NETWORK_POLICIES.format(ns=namespace)
+    try:
+        request(collection, policy)
+        return True
+    except Conflict:
+        existing = request(collection + "/" + policy["metadata"]["name"])
+        if existing is None:
+            raise ConnectionError(f"networkpolicy/{policy['metadata']['name']} was deleted as it was read") from None
+        return owned_by(existing, owner_uid)
+
+
+def ensure_peers(base, namespace, held, release, owner_uid):
+    """:func:`ensure_peers_policy` of ``held``'s peers policy, saying so when one the release did not create is
+    there (the held job is then not created)."""
+    if ensure_peers_policy(base, namespace, peers_policy(held, namespace, release, owner_uid), owner_uid):
+        return True
+    name = peers_policy_name(held["metadata"]["name"])
+    print(
+        f"job release: networkpolicy/{name} exists and was not created by job/{release}; not creating {ref_of(held)}",
+        flush=True,
+    )
+    return False
 
 
 def pod_requests(pod):
@@ -990,6 +1111,9 @@ def main(argv, environ=os.environ):
     said = None
     seen = taken_back = False  # the held job existed (owned) in this run; the release deleted it to hold its nodes
     shapes = gang_pods(held)
+    peers = bool(peer_templates(held))
+    if peers:  # its pods admit only each other (its peers policy, created before it)
+        held = peer_labelled(held)
     while True:
         poll = POLL_SECONDS
         watching = False
@@ -998,6 +1122,8 @@ def main(argv, environ=os.environ):
                 own = request(base + object_path(namespace, f"job/{release}")) or {}
                 owner_uid = own["metadata"]["uid"]
                 gives_up_at = give_up_time(own)
+                if peers and not ensure_peers(base, namespace, held, release, owner_uid):
+                    return NEVER
                 if shapes:  # its capacity pods run the release's own image
                     image = own["spec"]["template"]["spec"]["containers"][0]["image"]
                     capacity = Capacity(base, namespace, release, owner_uid, image, held, shapes)
@@ -1046,6 +1172,8 @@ def main(argv, environ=os.environ):
                         poll = HOLD_POLL_SECONDS
                     action = "create" if action == "ready" else "hold"
                 if action == "create":
+                    if peers and not ensure_peers(base, namespace, held, release, owner_uid):
+                        return NEVER
                     collection = API[held_ref.split("/")[0]][2].format(ns=namespace)
                     request(
                         base + collection, owned_manifest(held, release, owner_uid, watch.recreated if watch else 0)
