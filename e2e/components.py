@@ -46,13 +46,13 @@ from e2e.karpenter_kwok import reconcile_node_classes
 from e2e.processes import HarnessError
 from rehearsal.kubelet_expansion import expand
 from trainium_eks.facts.control_plane import COMPONENTS
+from trainium_eks.manifests.access.admission_policy import ADMISSION_API
 from trainium_eks.manifests.jobs.job_release_program import quantity
 
 BACKOFF_FIRST, BACKOFF_MAX = 10.0, 300.0
 """Kubelet's restart back-off of a container that ended: 10 s, doubled each time, at most 300 s."""
 
 WEBHOOK_KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
-ADMISSION_API = "admissionregistration.k8s.io/v1"
 
 
 @dataclass

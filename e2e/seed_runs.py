@@ -13,6 +13,7 @@ from trainium_eks.manifests.jobs.graceful_stop import STOP_FILE_ENV
 from trainium_eks.manifests.jobs.job_release_program import (
     API,
     DONE_CONDITIONS,
+    GANG_POD_LABELS,
     INGRESS_POLICY_LABEL,
     PEERS_SUFFIX,
     parse,
@@ -86,15 +87,10 @@ def stop_graces(api: Api) -> Dict[str, int]:
     }
 
 
-JOB_LABELS = (
-    "volcano.sh/job-name",
-    "jobset.sigs.k8s.io/jobset-name",
-    "training.kubeflow.org/job-name",
-    "batch.kubernetes.io/job-name",
-)
-"""The label by which each job controller names a pod's job (Volcano, JobSet under the Trainer, the training
-operator, the Job controller), in this order: a JobSet's pods carry its Jobs' label too. What the controllers, not the
-chart, say a pod belongs to."""
+JOB_LABELS = (*GANG_POD_LABELS.values(), "batch.kubernetes.io/job-name")
+"""The label by which each job controller names a pod's job (the release program's, by which it watches a gang:
+Volcano, JobSet under the Trainer, the training operator; then the Job controller's), in this order: a JobSet's pods
+carry its Jobs' label too. What the controllers, not the chart, say a pod belongs to."""
 
 
 def peers_policies(api: Api, namespace: str) -> Dict[str, Dict[str, Any]]:

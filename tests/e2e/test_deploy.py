@@ -13,6 +13,7 @@ import pytest
 import app as default_app
 from e2e.components import ComponentRunner
 from e2e.deploy import LiveStack, applied_objects
+from e2e.processes import wait_for
 from e2e.seed_runs import (
     SEED_RUN_MINUTES,
     created_before_its_waits_ended,
@@ -103,6 +104,13 @@ def test_a_deploy_applies_everything_runs_the_seed_jobs_and_a_destroy_removes_it
         # Kept: the namespace, volume and claim of the training data (their resources' DeletionPolicy is Retain).
         assert present(cluster.api, objects) == [object_key(obj) for obj in kept]
         assert {obj["kind"] for obj in kept} <= RETAINED_KINDS
+        # The releases' peers policies went with them (their owner), by the garbage collector, in its own time.
+        wait_for(
+            "the peers policies to go with their releases",
+            lambda: not peers_policies(cluster.api, "training"),
+            timeout=120,
+            describe=cluster.describe,
+        )
         # Karpenter's nodes went before Karpenter did (the EC2NodeClass's finalizer held its delete until then).
         assert [node["metadata"]["name"] for node in cluster.api.list("v1", "Node")] == [], cluster.describe()
 

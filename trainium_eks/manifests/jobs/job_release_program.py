@@ -322,13 +322,8 @@ def gang_pods(held):
     elif kind == "trainjob":
         trainer = spec.get("trainer") or {}
         pod = {}
-        for patch in spec.get("runtimePatches") or ():
-            template = (patch.get("trainingRuntimeSpec") or {}).get("template") or {}
-            for replicated in (template.get("spec") or {}).get("replicatedJobs") or ():
-                if replicated.get("name") == "node":
-                    pod.update(
-                        (((replicated.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
-                    )
+        for template in job_pod_templates(held):
+            pod.update(template.get("spec") or {})
         pod["containers"] = [{"name": "node", "resources": trainer.get("resourcesPerNode") or {}}]
         shapes = [(trainer.get("numNodes", 1), pod)]
     else:
